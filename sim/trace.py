@@ -1,0 +1,87 @@
+"""The columnar request trace every loader produces and the engine replays.
+
+A `Trace` holds one row per request in numpy arrays (struct of arrays), sorted by
+arrival time. Prefix structure, when the source has it, is a ragged array of hash ids:
+`hash_ids_flat[hash_offsets[i]:hash_offsets[i+1]]` are request i's ids, each id covering
+`hash_block_tokens` consecutive prompt tokens (Mooncake: 512, Qwen-Bailian: 16).
+Two requests share a prompt prefix exactly as far as their id lists share a prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Trace:
+    arrival_s: np.ndarray  # float64, non-decreasing, seconds from trace start
+    prompt_tokens: np.ndarray  # int64 >= 1
+    output_tokens: np.ndarray  # int64 >= 1
+    n_samples: np.ndarray | None = None  # int64 >= 1 (parallel sampling n); None means all 1
+    hash_ids_flat: np.ndarray | None = None  # int64
+    hash_offsets: np.ndarray | None = None  # int64, len = n_requests + 1
+    hash_block_tokens: int | None = None
+    source: str = ""  # where it came from, for reports
+    extra: dict = field(default_factory=dict)  # optional per-request columns (session_id, turn...)
+
+    def __post_init__(self) -> None:
+        self.arrival_s = np.asarray(self.arrival_s, dtype=np.float64)
+        self.prompt_tokens = np.asarray(self.prompt_tokens, dtype=np.int64)
+        self.output_tokens = np.asarray(self.output_tokens, dtype=np.int64)
+        if self.n_samples is not None:
+            self.n_samples = np.asarray(self.n_samples, dtype=np.int64)
+        if (self.hash_ids_flat is None) != (self.hash_offsets is None):
+            raise ValueError("hash_ids_flat and hash_offsets come together")
+
+    def __len__(self) -> int:
+        return int(self.arrival_s.shape[0])
+
+    @property
+    def has_hash_ids(self) -> bool:
+        return self.hash_ids_flat is not None
+
+    def hash_ids(self, i: int) -> np.ndarray:
+        """Request i's prefix hash ids (empty when the trace has none)."""
+        if self.hash_offsets is None:
+            return np.empty(0, dtype=np.int64)
+        return self.hash_ids_flat[self.hash_offsets[i] : self.hash_offsets[i + 1]]
+
+    def samples(self) -> np.ndarray:
+        if self.n_samples is None:
+            return np.ones(len(self), dtype=np.int64)
+        return self.n_samples
+
+    def take(self, index: np.ndarray) -> "Trace":
+        """A new trace with the rows in `index` (in that order), hash ids carried along."""
+        index = np.asarray(index, dtype=np.int64)
+        flat = offsets = None
+        if self.hash_offsets is not None:
+            starts, ends = self.hash_offsets[index], self.hash_offsets[index + 1]
+            lengths = ends - starts
+            offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+            pieces = [self.hash_ids_flat[s:e] for s, e in zip(starts, ends)]
+            flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
+        return Trace(
+            arrival_s=self.arrival_s[index],
+            prompt_tokens=self.prompt_tokens[index],
+            output_tokens=self.output_tokens[index],
+            n_samples=None if self.n_samples is None else self.n_samples[index],
+            hash_ids_flat=flat,
+            hash_offsets=offsets,
+            hash_block_tokens=self.hash_block_tokens,
+            source=self.source,
+            extra={k: np.asarray(v)[index] for k, v in self.extra.items()},
+        )
+
+
+@dataclass
+class ClosedLoop:
+    """A closed-loop workload: `concurrency` clients, each sending its next request when
+    its previous one finishes (plus `think_time_s`). Requests are drawn in order from
+    `pool`; its arrival times are ignored. The engine stamps the real arrival times."""
+
+    pool: Trace
+    concurrency: int
+    think_time_s: float = 0.0
