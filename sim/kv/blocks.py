@@ -1,0 +1,257 @@
+"""Paged KV blocks of one replica: ids, reference counts, block tables, copy-on-write, swap.
+
+Id order (tests rely on it): `allocate` hands out the most recently freed ids first (a LIFO
+stack), then ids never used before in increasing order. A fresh manager's first `allocate(3)`
+gives `[0, 1, 2]`. `decref(blocks)` pushes freed ids in the order given; `free_request` and
+`swap_out` release a table from its last block to its first, so the next allocation of the
+same size gets the same ids back in the same order.
+
+Nothing is built per block up front: a pool keeps a "next never-used id" counter, a stack of
+freed ids and a reference-count list that grows only as far as ids have been handed out, so
+`num_gpu_blocks_override=5_000_000` costs nothing until the blocks are used. Every
+allocate/incref/decref is O(1) per block.
+
+Swap rule: `swap_out` gives the request a private CPU copy of *every* block in its table (CPU
+blocks are never shared) and drops its reference on the GPU blocks; a GPU block shared with
+another request or the prefix cache stays resident for them, so only blocks whose count
+reaches 0 are freed. `swap_in` allocates fresh GPU blocks (sharing is not restored) and frees
+the CPU copies.
+"""
+
+from __future__ import annotations
+
+
+class NoFreeBlocks(RuntimeError):
+    """Not enough free blocks; the operation that raised it changed nothing."""
+
+
+class _Pool:
+    """Ids 0..capacity-1 with reference counts; O(1) allocate/free per id."""
+
+    def __init__(self, capacity: int, name: str):
+        if capacity < 0:
+            raise ValueError(f"{name} capacity must be >= 0, got {capacity}")
+        self.capacity = capacity
+        self.name = name
+        self.next_unused = 0  # ids >= next_unused were never handed out
+        self.freed: list[int] = []  # stack of ids with refcount 0 below next_unused
+        self.refcounts: list[int] = []  # index = id, length = next_unused
+
+    @property
+    def n_free(self) -> int:
+        return len(self.freed) + self.capacity - self.next_unused
+
+    def allocate(self, n: int) -> list[int]:
+        if n < 0:
+            raise ValueError(f"cannot allocate {n} blocks")
+        if n > self.n_free:
+            raise NoFreeBlocks(f"{self.name}: need {n} blocks, {self.n_free} free")
+        freed, refcounts = self.freed, self.refcounts
+        n_reused = min(n, len(freed))
+        ids = freed[len(freed) - n_reused :]
+        ids.reverse()  # the most recently freed id comes first
+        del freed[len(freed) - n_reused :]
+        for block in ids:
+            refcounts[block] = 1
+        n_new = n - n_reused
+        if n_new:
+            start = self.next_unused
+            ids.extend(range(start, start + n_new))
+            refcounts.extend([1] * n_new)
+            self.next_unused = start + n_new
+        return ids
+
+    def incref(self, blocks) -> None:
+        refcounts = self.refcounts
+        for block in blocks:
+            if refcounts[block] <= 0:
+                raise RuntimeError(f"{self.name}: incref of free block {block}")
+            refcounts[block] += 1
+
+    def decref(self, blocks) -> int:
+        refcounts, freed = self.refcounts, self.freed
+        n_freed = 0
+        for block in blocks:
+            count = refcounts[block] - 1
+            if count < 0:
+                raise RuntimeError(f"{self.name}: decref of free block {block}")
+            refcounts[block] = count
+            if count == 0:
+                freed.append(block)
+                n_freed += 1
+        return n_freed
+
+    def refcount(self, block: int) -> int:
+        if not 0 <= block < self.capacity:
+            raise IndexError(f"{self.name}: block {block} outside 0..{self.capacity - 1}")
+        return self.refcounts[block] if block < self.next_unused else 0
+
+
+class BlockManager:
+    """Physical KV blocks of one replica (ids 0..n_blocks-1) plus optional CPU swap blocks.
+
+    A request's table lists its blocks in token order: token t lives in block
+    `table[t // block_size]`. Tables hold references; the prefix cache holds its own.
+    """
+
+    def __init__(
+        self, n_blocks: int, block_size: int, watermark_blocks: int = 0, n_cpu_blocks: int = 0
+    ):
+        if block_size < 1:
+            raise ValueError(f"block_size must be >= 1, got {block_size}")
+        if not 0 <= watermark_blocks <= n_blocks:
+            raise ValueError(f"watermark_blocks must lie in 0..{n_blocks}, got {watermark_blocks}")
+        self.block_size = block_size
+        self.n_blocks = n_blocks
+        self.n_cpu_blocks = n_cpu_blocks
+        self.watermark_blocks = watermark_blocks
+        self._gpu = _Pool(n_blocks, "GPU")
+        self._cpu = _Pool(n_cpu_blocks, "CPU")
+        self._tables: dict[int, list[int]] = {}
+        self._swapped: dict[int, list[int]] = {}  # req id -> its CPU blocks
+        self.n_cow_copies = 0
+        self.n_swapped_out_blocks = 0
+        self.n_swapped_in_blocks = 0
+
+    # ---- pool level -------------------------------------------------------------------------
+    @property
+    def n_free(self) -> int:
+        """GPU blocks with reference count 0."""
+        return self._gpu.n_free
+
+    @property
+    def n_used(self) -> int:
+        return self.n_blocks - self._gpu.n_free
+
+    @property
+    def n_cpu_free(self) -> int:
+        return self._cpu.n_free
+
+    def can_allocate(self, n: int, use_watermark: bool = False) -> bool:
+        """True if n blocks are free; admitting a NEW request (use_watermark) keeps the watermark free."""
+        reserve = self.watermark_blocks if use_watermark else 0
+        return self._gpu.n_free - reserve >= n
+
+    def allocate(self, n: int) -> list[int]:
+        """n blocks with reference count 1; NoFreeBlocks (nothing allocated) if short."""
+        return self._gpu.allocate(n)
+
+    def incref(self, blocks) -> None:
+        self._gpu.incref(blocks)
+
+    def decref(self, blocks) -> int:
+        """Drop one reference per listed block; returns how many became free."""
+        return self._gpu.decref(blocks)
+
+    def refcount(self, block: int) -> int:
+        return self._gpu.refcount(block)
+
+    def cpu_refcount(self, block: int) -> int:
+        return self._cpu.refcount(block)
+
+    # ---- request tables ---------------------------------------------------------------------
+    def table(self, req_id: int) -> list[int]:
+        """The request's live block table (do not mutate); empty if unknown or swapped out."""
+        return self._tables.get(req_id, [])
+
+    def blocks_needed(self, req_id: int, n_tokens: int) -> int:
+        """Extra blocks the request needs so its table covers n_tokens tokens in total."""
+        n_covering = -(-n_tokens // self.block_size)
+        return max(0, n_covering - len(self._tables.get(req_id, ())))
+
+    def grow(self, req_id: int, n_tokens: int) -> int:
+        """Extend the table to cover n_tokens; returns the number of new blocks.
+
+        NoFreeBlocks (nothing changed) if the GPU is short.
+        """
+        self._require_resident(req_id)
+        n_new = self.blocks_needed(req_id, n_tokens)
+        if n_new:
+            new_blocks = self._gpu.allocate(n_new)
+            table = self._tables.get(req_id)
+            if table is None:
+                self._tables[req_id] = new_blocks
+            else:
+                table.extend(new_blocks)
+        return n_new
+
+    def attach_shared(self, req_id: int, blocks: list[int]) -> None:
+        """Start the request's table with shared blocks (a prefix-cache hit); increfs each."""
+        if self._tables.get(req_id) or req_id in self._swapped:
+            raise RuntimeError(f"request {req_id} already has blocks")
+        self._gpu.incref(blocks)
+        self._tables[req_id] = list(blocks)
+
+    def fork(self, parent_id: int, child_id: int) -> None:
+        """The child's table becomes the parent's blocks, each incref'd (parallel sampling)."""
+        self._require_resident(parent_id)
+        self.attach_shared(child_id, self._tables.get(parent_id, []))
+
+    def prepare_write(self, req_id: int, n_tokens_before: int) -> bool:
+        """Copy-on-write before a token is written at position n_tokens_before.
+
+        If that position lies inside a block of the table that others share (refcount > 1),
+        the request gets a fresh block in its place and drops its reference on the shared one.
+        Returns True if a copy happened. NoFreeBlocks (nothing changed) if none is free.
+        A position past the table needs no copy: `grow` covers it.
+        """
+        table = self._tables.get(req_id)
+        index = n_tokens_before // self.block_size
+        if table is None or index >= len(table):
+            return False
+        shared_block = table[index]
+        if self._gpu.refcounts[shared_block] <= 1:
+            return False
+        (copy,) = self._gpu.allocate(1)
+        self._gpu.decref((shared_block,))
+        table[index] = copy
+        self.n_cow_copies += 1
+        return True
+
+    def free_request(self, req_id: int) -> int:
+        """Drop the request's references (GPU or CPU) and forget it; returns GPU blocks freed."""
+        cpu_blocks = self._swapped.pop(req_id, None)
+        if cpu_blocks is not None:
+            self._cpu.decref(reversed(cpu_blocks))
+        table = self._tables.pop(req_id, None)
+        if not table:
+            return 0
+        return self._gpu.decref(reversed(table))
+
+    # ---- swap -------------------------------------------------------------------------------
+    def is_swapped(self, req_id: int) -> bool:
+        return req_id in self._swapped
+
+    def swap_out(self, req_id: int) -> int:
+        """Move the request's table to private CPU blocks; returns the number of blocks moved.
+
+        GPU references are dropped (shared blocks stay for their other holders).
+        NoFreeBlocks (nothing changed) if the CPU is short.
+        """
+        self._require_resident(req_id)
+        table = self._tables.get(req_id, [])
+        cpu_blocks = self._cpu.allocate(len(table))
+        self._tables.pop(req_id, None)
+        self._gpu.decref(reversed(table))
+        self._swapped[req_id] = cpu_blocks
+        self.n_swapped_out_blocks += len(table)
+        return len(table)
+
+    def swap_in(self, req_id: int) -> int:
+        """Bring a swapped request back into fresh GPU blocks; returns the number moved.
+
+        NoFreeBlocks (nothing changed) if the GPU is short.
+        """
+        cpu_blocks = self._swapped.get(req_id)
+        if cpu_blocks is None:
+            raise RuntimeError(f"request {req_id} is not swapped out")
+        gpu_blocks = self._gpu.allocate(len(cpu_blocks))
+        del self._swapped[req_id]
+        self._cpu.decref(reversed(cpu_blocks))
+        self._tables[req_id] = gpu_blocks
+        self.n_swapped_in_blocks += len(gpu_blocks)
+        return len(gpu_blocks)
+
+    def _require_resident(self, req_id: int) -> None:
+        if req_id in self._swapped:
+            raise RuntimeError(f"request {req_id} is swapped out; swap it in first")
