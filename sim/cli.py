@@ -1,0 +1,23 @@
+"""The `infersim` command line (typer). Each command lives in a small cli_* module."""
+
+from __future__ import annotations
+
+import typer
+
+from sim import cli_foundation
+
+app = typer.Typer(
+    name="infersim",
+    help="Discrete-event simulator and capacity planner for LLM inference clusters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command()(cli_foundation.profiles)
+app.command()(cli_foundation.models)
+app.command()(cli_foundation.memory)
+app.command()(cli_foundation.roofline)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,124 @@
+"""CLI commands about what is bundled and what one replica costs: profiles, models, memory, roofline."""
+
+from __future__ import annotations
+
+import typer
+
+from sim.cli_common import input_errors_exit_2, print_json, print_table
+from sim.cost import CostModel
+from sim.hardware import GIB, bundled_profiles, load_hardware
+from sim.memory import plan_memory
+from sim.model import bundled_models, load_model
+
+ModelOpt = typer.Option("llama-3-8b", "--model", "-m", help="bundled model name or a YAML / config.json path")
+HardwareOpt = typer.Option("h100-sxm", "--hardware", "-H", help="bundled profile name or a YAML path")
+JsonOpt = typer.Option(False, "--json", help="machine-readable output")
+
+
+@input_errors_exit_2
+def profiles(as_json: bool = JsonOpt) -> None:
+    """List the bundled hardware profiles."""
+    rows = []
+    for name in bundled_profiles():
+        hw = load_hardware(name)
+        rows.append({
+            "name": name, "description": hw.description, "hbm_gib": hw.memory.hbm_capacity_gib,
+            "hbm_bandwidth_gb_s": hw.memory.hbm_bandwidth_gb_s, "dense_bf16_tflops": hw.compute.dense_bf16_tflops,
+            "dense_fp8_tflops": hw.compute.dense_fp8_tflops, "cost_per_hour_usd": hw.cost_per_hour_usd,
+        })
+    if as_json:
+        print_json(rows)
+        return
+    columns = list(rows[0]) if rows else ["name"]
+    print_table("Hardware profiles", columns, [[r[c] for c in columns] for r in rows])
+
+
+@input_errors_exit_2
+def models(as_json: bool = JsonOpt) -> None:
+    """List the bundled model specs."""
+    rows = []
+    for name in bundled_models():
+        m = load_model(name)
+        rows.append({
+            "name": name, "layers": m.n_layers, "hidden": m.hidden_size, "heads": m.n_heads,
+            "kv_heads": m.n_kv_heads, "params_b": round(m.total_params() / 1e9, 2),
+            "active_params_b": round(m.active_params_per_token() / 1e9, 2),
+        })
+    if as_json:
+        print_json(rows)
+        return
+    columns = list(rows[0]) if rows else ["name"]
+    print_table("Model specs", columns, [[r[c] for c in columns] for r in rows])
+
+
+@input_errors_exit_2
+def memory(
+    model: str = ModelOpt,
+    hardware: str = HardwareOpt,
+    tp: int = typer.Option(1, "--tp"),
+    block_size: int = typer.Option(16, "--block-size"),
+    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization"),
+    weight_dtype: str = typer.Option("bf16", "--weight-dtype"),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype"),
+    max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens"),
+    max_num_seqs: int = typer.Option(256, "--max-num-seqs"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Weights per GPU, KV bytes per token and KV blocks per replica."""
+    plan = plan_memory(
+        load_model(model), load_hardware(hardware), tp, block_size, gpu_memory_utilization,
+        weight_dtype, kv_dtype, max_num_batched_tokens, max_num_seqs,
+    )
+    data = plan.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    rows = [[k, f"{v / GIB:.2f} GiB" if k.endswith("_per_gpu") else v] for k, v in data.items()]
+    print_table(f"Memory plan: {model} on {tp} x {hardware}", ["quantity", "value"], rows)
+
+
+@input_errors_exit_2
+def roofline(
+    model: str = ModelOpt,
+    hardware: str = HardwareOpt,
+    tp: int = typer.Option(1, "--tp"),
+    prefill_tokens: int = typer.Option(4096, "--prefill-tokens", help="tokens of one prefill"),
+    batch: int = typer.Option(1, "--batch", help="sequences in the decode step"),
+    context: int = typer.Option(1024, "--context", help="cached tokens per decoding sequence"),
+    block_size: int = typer.Option(16, "--block-size"),
+    weight_dtype: str = typer.Option("bf16", "--weight-dtype"),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Per-op roofline of one prefill and one decode step."""
+    from sim.errors import InputError
+
+    for name, value in (("--prefill-tokens", prefill_tokens), ("--batch", batch), ("--context", context + 1)):
+        if value < 1:
+            raise InputError(name, None, "must be a positive integer")
+    cost = CostModel(load_model(model), load_hardware(hardware), tp, weight_dtype, kv_dtype, block_size)
+    steps = {
+        "prefill": cost.breakdown([prefill_tokens], [0], n_sampled=1),
+        "decode": cost.breakdown([1] * batch, [context] * batch),
+    }
+    data = {
+        kind: {
+            "time_s": step.time_s, "bound": step.bound, "overhead_s": step.overhead_s, "n_layers": step.n_layers,
+            "ops": [
+                {"name": op.name, "time_s": op.time_s * (step.n_layers if op.per_layer else 1),
+                 "flops": op.flops * (step.n_layers if op.per_layer else 1),
+                 "bytes": op.bytes * (step.n_layers if op.per_layer else 1), "bound": op.bound}
+                for op in step.ops
+            ],
+        }
+        for kind, step in steps.items()
+    }
+    if as_json:
+        print_json(data)
+        return
+    for kind, step in data.items():
+        rows = [[o["name"], f"{o['time_s'] * 1e3:.3f}", f"{o['flops'] / 1e12:.3f}", f"{o['bytes'] / 1e9:.3f}",
+                 o["bound"]] for o in step["ops"]]
+        rows.append(["step overhead", f"{step['overhead_s'] * 1e3:.3f}", "", "", ""])
+        title = f"{kind}: {step['time_s'] * 1e3:.3f} ms, {step['bound']}-bound (all {step['n_layers']} layers)"
+        print_table(title, ["op", "time_ms", "TFLOP", "GB", "bound"], rows)

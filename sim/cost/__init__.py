@@ -1,0 +1,5 @@
+"""Roofline cost model of one inference step (see DESIGN.md, "The cost model")."""
+
+from sim.cost.model import CostModel, OpCost, StepCost
+
+__all__ = ["CostModel", "OpCost", "StepCost"]

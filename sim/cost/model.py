@@ -1,0 +1,231 @@
+"""The roofline cost model of one replica (a TP group): per-op FLOPs, bytes, time and bound.
+
+`CostModel` answers two questions:
+- `breakdown(new_tokens, cached_tokens)`: every op of one step, for people (tables, plots).
+- `step_time_s(...)` / `decode_run_times_s(...)`: the total only, on the simulator's hot path.
+Both come from the same formulas (`_layer_ops`, `_attention_ops`, `_lm_head_op`), vectorized over
+steps, so the fast path cannot drift from the explained one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
+from sim.cost.shapes import AttentionLoad, attention_load
+from sim.dtypes import bytes_per_element, peak_key
+from sim.hardware import HardwareProfile
+from sim.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class OpCost:
+    name: str
+    time_s: float
+    flops: float
+    bytes: float
+    bound: str  # "compute" | "memory" | "network"
+    per_layer: bool
+
+
+@dataclass(frozen=True)
+class StepCost:
+    ops: list[OpCost]
+    n_layers: int
+    overhead_s: float
+
+    @property
+    def time_s(self) -> float:
+        return sum(op.time_s * (self.n_layers if op.per_layer else 1) for op in self.ops) + self.overhead_s
+
+    @property
+    def bound(self) -> str:
+        """The bound of the ops that take most of the step's time."""
+        totals: dict[str, float] = {}
+        for op in self.ops:
+            weight = self.n_layers if op.per_layer else 1
+            totals[op.bound] = totals.get(op.bound, 0.0) + op.time_s * weight
+        return max(totals, key=totals.get)
+
+
+def _bound(t_compute: np.ndarray, t_memory: np.ndarray) -> np.ndarray:
+    return np.where(t_compute >= t_memory, "compute", "memory")
+
+
+class CostModel:
+    """Step times of one replica of `model` on `tp` GPUs of `hw`."""
+
+    def __init__(
+        self,
+        model: ModelSpec,
+        hw: HardwareProfile,
+        tp: int = 1,
+        weight_dtype: str = "bf16",
+        kv_dtype: str = "bf16",
+        block_size: int = 16,
+        act_dtype: str = "bf16",
+    ):
+        model.check_tp(tp)
+        self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
+        self.eff = hw.efficiency
+        self.weight_bytes_el = bytes_per_element(weight_dtype, "--weight-dtype")
+        self.kv_bytes_el = bytes_per_element(kv_dtype, "--kv-dtype")
+        self.act_bytes_el = bytes_per_element(act_dtype, "--act-dtype")
+        self.peak_flops = hw.peak_flops(peak_key(weight_dtype, "--weight-dtype"))
+        self.attn_peak_flops = hw.peak_flops(peak_key(act_dtype, "--act-dtype"))
+        self.bandwidth = hw.hbm_bandwidth_bytes_s
+        self.q_heads_gpu = model.n_heads // tp
+        self.kv_heads_gpu = model.kv_heads_per_gpu(tp)
+        self.kv_bytes_per_token_layer_gpu = 2 * self.kv_heads_gpu * model.head_dim * self.kv_bytes_el
+        self.overhead_s = self.eff.step_overhead_us * 1e-6
+        self._paged_eff = self.eff.paged_efficiency(block_size)
+        self._layer_table_s = np.zeros(0)
+        self._lm_table_s = np.zeros(0)
+
+    # ---------------------------------------------------------------- formulas
+    def _gemm_shapes(self) -> list[tuple[str, int, int]]:
+        """(name, N, K) per TP shard for the dense projections of one layer."""
+        m, t = self.model, self.tp
+        d = m.head_dim
+        mlp_up = (2 if m.mlp == "gated" else 1) * m.intermediate_size // t
+        shapes = [
+            ("qkv_proj", (self.q_heads_gpu + 2 * self.kv_heads_gpu) * d, m.hidden_size),
+            ("o_proj", m.hidden_size, self.q_heads_gpu * d),
+        ]
+        if m.moe is None:
+            shapes += [("gate_up_proj", mlp_up, m.hidden_size), ("down_proj", m.hidden_size, m.intermediate_size // t)]
+        return shapes
+
+    def _layer_ops(self, n_tokens: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per-layer ops whose cost depends only on the step's token count: (name, time, flops, bytes, bound)."""
+        tokens = np.asarray(n_tokens, dtype=np.float64)
+        ops = []
+        for name, n_out, k_in in self._gemm_shapes():
+            time, flops, bytes_ = gemm_time_s(
+                tokens, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops, self.bandwidth, self.eff
+            )
+            t_c = flops / self.peak_flops
+            ops.append((name, time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth)))
+        if self.model.moe is not None:
+            ops.append(self._moe_op(tokens))
+        ops.append(self._elementwise_op(tokens))
+        if self.tp > 1:
+            payload = tokens * self.model.hidden_size * self.act_bytes_el
+            link = self.hw.gpu_link_bytes_s
+            latency = self.hw.interconnect.gpu_link_latency_us * 1e-6
+            time = 2 * allreduce_time_s(payload, self.tp, link, latency, self.eff)
+            ops.append(("allreduce", time, np.zeros_like(tokens), 2 * payload, np.full(tokens.shape, "network")))
+        return ops
+
+    def _moe_op(self, tokens: np.ndarray):
+        """Expert MLPs: FLOPs follow the active experts; bytes follow the distinct experts touched."""
+        m, t = self.model, self.tp
+        n_exp, k = m.moe.n_experts, m.moe.experts_per_token
+        expert_elems = m.expert_params // t
+        experts_touched = n_exp * (1.0 - (1.0 - k / n_exp) ** tokens)
+        flops = 2.0 * tokens * k * expert_elems
+        act_bytes = tokens * k * (m.hidden_size * 2 + m.intermediate_size * 3 // t) * self.act_bytes_el
+        bytes_ = experts_touched * expert_elems * self.weight_bytes_el + act_bytes
+        tokens_per_expert = np.maximum(tokens * k / n_exp, 1.0)
+        e_c = self.eff.gemm_compute_max * tokens_per_expert / (tokens_per_expert + self.eff.gemm_half_tokens)
+        time, t_c, t_m = op_time_s(flops, bytes_, self.peak_flops, e_c, self.bandwidth, self.eff.memory, self.eff, 3)
+        return ("moe_mlp", np.where(tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m))
+
+    def _elementwise_op(self, tokens: np.ndarray):
+        """Norms, rotary, activation, residual adds: memory-bound streams over activations."""
+        m, t = self.model, self.tp
+        width = (
+            4 * m.hidden_size  # two norms, read + write
+            + 2 * (self.q_heads_gpu + self.kv_heads_gpu) * m.head_dim  # rotary on q and k
+            + m.mlp_matrices * m.intermediate_size // t  # activation (and gating)
+            + 6 * m.hidden_size  # two residual adds, two reads + a write each
+        )
+        bytes_ = tokens * width * self.act_bytes_el
+        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, self.eff.memory, self.eff, 5)
+        return ("elementwise", np.where(tokens > 0, time, 0.0), np.zeros_like(tokens), bytes_,
+                np.full(tokens.shape, "memory"))
+
+    def _attention_ops(self, load: AttentionLoad):
+        """Prefill (flash) and decode (paged) attention of one layer, vectorized over steps."""
+        d, qh = self.model.head_dim, self.q_heads_gpu
+        out = []
+        kinds = (
+            ("prefill_attention", load.prefill_pairs, load.prefill_kv_tokens, load.prefill_tokens, self.eff.memory),
+            ("decode_attention", load.decode_context, load.decode_kv_tokens, load.decode_tokens, self._paged_eff),
+        )
+        for name, pairs, kv_tokens, n_tokens, e_mem in kinds:
+            flops = 4.0 * d * qh * np.asarray(pairs, dtype=np.float64)
+            bytes_ = kv_tokens * self.kv_bytes_per_token_layer_gpu + 2.0 * n_tokens * qh * d * self.act_bytes_el
+            time, t_c, t_m = op_time_s(
+                flops, bytes_, self.attn_peak_flops, self.eff.attention_compute, self.bandwidth, e_mem, self.eff
+            )
+            out.append((name, np.where(n_tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m)))
+        return out
+
+    def _lm_head_op(self, n_sampled: np.ndarray):
+        m = self.model
+        time, flops, bytes_ = gemm_time_s(
+            n_sampled, m.vocab_size // self.tp, m.hidden_size, self.weight_bytes_el, self.act_bytes_el,
+            self.peak_flops, self.bandwidth, self.eff,
+        )
+        t_c = flops / self.peak_flops
+        return ("lm_head", time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth))
+
+    # ---------------------------------------------------------------- for people
+    def breakdown(self, new_tokens, cached_tokens, n_sampled: int | None = None) -> StepCost:
+        """Every op of one step for sequences bringing `new_tokens` over `cached_tokens` each."""
+        q = np.atleast_1d(np.asarray(new_tokens, dtype=np.int64))
+        c = np.atleast_1d(np.asarray(cached_tokens, dtype=np.int64))
+        sampled = len(q) if n_sampled is None else n_sampled
+        load = attention_load(q, c, self.block_size)
+        rows = self._layer_ops(np.array([q.sum()])) + self._attention_ops(load)
+        ops = [
+            OpCost(n, float(t[0]), float(f[0]), float(b[0]), str(bd[0]), True)
+            for n, t, f, b, bd in rows
+            if t[0] > 0
+        ]
+        n, t, f, b, bd = self._lm_head_op(np.array([sampled]))
+        ops.append(OpCost(n, float(t[0]), float(f[0]), float(b[0]), str(bd[0]), False))
+        return StepCost(ops=ops, n_layers=self.model.n_layers, overhead_s=self.overhead_s)
+
+    # ---------------------------------------------------------------- hot path
+    def layer_time_s(self, n_tokens: np.ndarray) -> np.ndarray:
+        """Per-layer time of the token-count-dependent ops, from a lazily grown lookup table."""
+        n_tokens = np.asarray(n_tokens, dtype=np.int64)
+        top = int(n_tokens.max()) if n_tokens.size else 0
+        if top >= self._layer_table_s.shape[0]:
+            size = max(2 * top + 1, 1024)
+            grid = np.arange(size, dtype=np.float64)
+            self._layer_table_s = sum(op[1] for op in self._layer_ops(grid))
+        return self._layer_table_s[n_tokens]
+
+    def lm_head_time_s(self, n_sampled: np.ndarray) -> np.ndarray:
+        n_sampled = np.asarray(n_sampled, dtype=np.int64)
+        top = int(n_sampled.max()) if n_sampled.size else 0
+        if top >= self._lm_table_s.shape[0]:
+            grid = np.arange(max(2 * top + 1, 1024), dtype=np.float64)
+            self._lm_table_s = self._lm_head_op(grid)[1]
+        return self._lm_table_s[n_sampled]
+
+    def time_of_loads_s(self, n_tokens: np.ndarray, n_sampled: np.ndarray, load: AttentionLoad) -> np.ndarray:
+        """Total step times for a vector of steps described by token counts and attention loads."""
+        attention = sum(op[1] for op in self._attention_ops(load))
+        layers = self.layer_time_s(n_tokens) + attention
+        return self.model.n_layers * layers + self.lm_head_time_s(n_sampled) + self.overhead_s
+
+    def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
+        """Total time of one step (same value as `breakdown(...).time_s`)."""
+        load = attention_load(new_tokens, cached_tokens, self.block_size)
+        n_tokens = np.array([int(np.sum(new_tokens))])
+        return float(self.time_of_loads_s(n_tokens, np.array([n_sampled]), load)[0])
+
+    def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:
+        """Times of `n_steps` consecutive pure-decode steps: every sequence (cached `contexts`
+        tokens before the first) gains one token per step and samples one token per step."""
+        contexts = np.asarray(contexts, dtype=np.int64)
+        n_seqs = contexts.shape[0]
+        load = AttentionLoad.decode_run(contexts, n_steps, self.block_size)
+        tokens = np.full(n_steps, n_seqs, dtype=np.int64)
+        return self.time_of_loads_s(tokens, tokens, load)

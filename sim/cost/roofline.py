@@ -1,0 +1,79 @@
+"""Roofline primitives: the time of one op from its FLOPs and bytes, vectorized over numpy arrays.
+
+time = (t_compute^p + t_memory^p)^(1/p) + launches, where
+t_compute = flops / (peak * e_compute) and t_memory = bytes / (bandwidth * e_memory).
+Because 0 < e <= 1 and the p-norm of two non-negative numbers is at least their max, an op is
+never predicted faster than its own physical roofline max(flops/peak, bytes/bandwidth).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.hardware import Efficiency
+
+
+def blend(t_compute_s: np.ndarray, t_memory_s: np.ndarray, p: float) -> np.ndarray:
+    """Smooth max of compute and memory time (p-norm); exact max when p is infinite."""
+    t_compute_s = np.asarray(t_compute_s, dtype=np.float64)
+    t_memory_s = np.asarray(t_memory_s, dtype=np.float64)
+    if np.isinf(p):
+        return np.maximum(t_compute_s, t_memory_s)
+    top = np.maximum(t_compute_s, t_memory_s)
+    safe_top = np.where(top > 0, top, 1.0)
+    ratio_c = t_compute_s / safe_top
+    ratio_m = t_memory_s / safe_top
+    return top * (ratio_c**p + ratio_m**p) ** (1.0 / p)
+
+
+def gemm_compute_efficiency(m_tokens: np.ndarray, eff: Efficiency) -> np.ndarray:
+    """Share of peak a GEMM with M rows reaches: rises with M, saturating at gemm_compute_max."""
+    m = np.asarray(m_tokens, dtype=np.float64)
+    return eff.gemm_compute_max * m / (m + eff.gemm_half_tokens)
+
+
+def op_time_s(
+    flops: np.ndarray,
+    bytes_: np.ndarray,
+    peak_flops: float,
+    e_compute: np.ndarray | float,
+    bandwidth_bytes_s: float,
+    e_memory: float,
+    eff: Efficiency,
+    n_kernels: int = 1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time_s, t_compute_s, t_memory_s) of an op; time includes kernel launches."""
+    t_compute = np.asarray(flops, dtype=np.float64) / (peak_flops * np.asarray(e_compute))
+    t_memory = np.asarray(bytes_, dtype=np.float64) / (bandwidth_bytes_s * e_memory)
+    launch_s = n_kernels * eff.kernel_launch_us * 1e-6
+    return blend(t_compute, t_memory, eff.roofline_blend) + launch_s, t_compute, t_memory
+
+
+def gemm_time_s(
+    m_tokens: np.ndarray,
+    n_out: int,
+    k_in: int,
+    weight_bytes_per_el: float,
+    act_bytes_per_el: float,
+    peak_flops: float,
+    bandwidth_bytes_s: float,
+    eff: Efficiency,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time_s, flops, bytes) of an [M,K] x [K,N] GEMM: weights read once, activations in and out."""
+    m = np.asarray(m_tokens, dtype=np.float64)
+    flops = 2.0 * m * n_out * k_in
+    bytes_ = k_in * n_out * weight_bytes_per_el + m * (k_in + n_out) * act_bytes_per_el
+    e_c = np.where(m > 0, gemm_compute_efficiency(np.maximum(m, 1), eff), 1.0)
+    time, _, _ = op_time_s(flops, bytes_, peak_flops, e_c, bandwidth_bytes_s, eff.memory, eff)
+    return np.where(m > 0, time, 0.0), flops, bytes_
+
+
+def allreduce_time_s(
+    payload_bytes: np.ndarray, tp: int, link_bytes_s: float, latency_s: float, eff: Efficiency
+) -> np.ndarray:
+    """Ring all-reduce: each GPU sends and receives 2*(tp-1)/tp of the payload, plus a latency."""
+    payload = np.asarray(payload_bytes, dtype=np.float64)
+    if tp <= 1:
+        return np.zeros_like(payload)
+    wire_bytes = 2.0 * payload * (tp - 1) / tp
+    return np.where(payload > 0, latency_s + wire_bytes / (link_bytes_s * eff.allreduce_bus), 0.0)
