@@ -1,0 +1,16 @@
+"""Workloads: trace loaders for the common public formats, transformations, synthetic
+generators with prefix structure, workload spec YAMLs and trace statistics.
+
+Public entry points: `load_workload`, `load_trace`, `prefix_hit_rate_infinite`,
+`prefix_hit_tokens_infinite`, `describe`, `write_canonical_jsonl`, `apply_transforms`.
+"""
+
+from sim.workload.load import load_trace, load_workload
+from sim.workload.prefix import prefix_hit_rate_infinite, prefix_hit_tokens_infinite
+
+__all__ = [
+    "load_trace",
+    "load_workload",
+    "prefix_hit_rate_infinite",
+    "prefix_hit_tokens_infinite",
+]

@@ -1,0 +1,85 @@
+"""Guess a trace's format from its first bytes: the CSV header or the first JSON line's keys."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import yaml
+
+from sim.errors import InputError
+
+TRACE_FORMATS = ("azure", "mooncake", "qwen", "splitwise", "lengths", "burstgpt", "generic", "canonical")
+SPEC_SUFFIXES = (".yaml", ".yml")
+_HEAD_BYTES = 1 << 16
+
+# (format, columns that must all be in the header); first match wins.
+_CSV_SIGNATURES = (
+    ("azure", {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}),
+    ("splitwise", {"arrived_at", "num_prefill_tokens", "num_decode_tokens"}),
+    ("lengths", {"num_prefill_tokens", "num_decode_tokens"}),
+    ("burstgpt", {"Timestamp", "Request tokens", "Response tokens"}),
+    ("generic", {"arrival_s", "prompt_tokens", "output_tokens"}),
+)
+_JSONL_SIGNATURES = (
+    ("qwen", {"input_length", "output_length", "timestamp", "chat_id"}),
+    ("mooncake", {"input_length", "output_length", "timestamp"}),
+    ("canonical", {"arrival_s", "prompt_tokens", "output_tokens"}),
+)
+
+
+def read_text_head(path: Path) -> str:
+    """The first bytes of a file as text; empty or binary files are an InputError."""
+    with open(path, "rb") as handle:
+        head = handle.read(_HEAD_BYTES)
+    where = str(path)
+    if not head.strip():
+        raise InputError(where, None, "empty file; expected a CSV/JSONL trace or a workload spec YAML")
+    if b"\x00" in head:
+        raise InputError(where, None, "binary content; expected a CSV/JSONL trace or a workload spec YAML")
+    if len(head) == _HEAD_BYTES and b"\n" in head:
+        head = head[: head.rindex(b"\n")]  # do not cut a multi-byte character in half
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(where, None, "not UTF-8 text; expected a CSV/JSONL trace or a spec YAML") from None
+
+
+def _looks_like_spec(text: str) -> bool:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(document, dict) and bool({"trace", "synthetic"} & set(document))
+
+
+def sniff_format(path: Path) -> str:
+    """Return one of TRACE_FORMATS, or "spec" for a workload spec YAML."""
+    text = read_text_head(path)
+    if path.suffix.lower() in SPEC_SUFFIXES:
+        return "spec"
+    first_line = next(line for line in text.splitlines() if line.strip()).strip()
+    if first_line.startswith("{"):
+        try:
+            keys = set(json.loads(first_line))
+        except json.JSONDecodeError:
+            raise InputError(f"{path}:1", None, "not valid JSON; expected one object per line") from None
+        for fmt, needed in _JSONL_SIGNATURES:
+            if needed <= keys:
+                return fmt
+        raise InputError(
+            str(path), None, f"JSON keys {sorted(keys)} match no known format; use --format generic --columns"
+        )
+    header = {name.strip() for name in next(csv.reader(io.StringIO(first_line)))}
+    for fmt, needed in _CSV_SIGNATURES:
+        if needed <= header:
+            return fmt
+    if _looks_like_spec(text):
+        return "spec"
+    raise InputError(
+        str(path), None,
+        f"header {sorted(header)} matches no known format ({', '.join(TRACE_FORMATS)}); "
+        "use --format generic --columns",
+    )
