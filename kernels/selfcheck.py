@@ -1,0 +1,99 @@
+"""Check every paged-decode implementation against dense attention; print JSON.
+
+`python -m kernels.selfcheck [--device cpu|cuda] [--dtype fp32]` compares the torch
+reference and (when Triton imports) the Triton kernel with `dense_decode_attention` for
+each block size, on ragged contexts whose last block is partial, with GQA. Outputs are
+poisoned with NaN first, so an unwritten element fails. On CPU the Triton kernel needs
+TRITON_INTERPRET=1 in the environment; without it that entry reports why it was skipped.
+Exit status 1 if any relative error (‖out − dense‖ / ‖dense‖) exceeds the tolerance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from kernels import paged_attention as pa
+from kernels import paged_attention_triton as pat
+
+BLOCK_SIZES = (8, 16, 32, 64, 128)
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2, "bf16": 2e-2}
+
+
+def relative_error(out: torch.Tensor, dense: torch.Tensor) -> float:
+    """‖out − dense‖ / ‖dense‖ in float64; NaN anywhere gives inf."""
+    diff = (out.double() - dense.double()).norm()
+    error = float(diff / dense.double().norm())
+    return error if error == error else float("inf")
+
+
+def _dense_case(context_lens, n_heads, n_kv_heads, head_dim, dtype, generator):
+    def rand(*shape):
+        return torch.randn(*shape, generator=generator).to(dtype)
+
+    q = rand(len(context_lens), n_heads, head_dim)
+    k_seqs = [rand(n, n_kv_heads, head_dim) for n in context_lens]
+    v_seqs = [rand(n, n_kv_heads, head_dim) for n in context_lens]
+    return q, k_seqs, v_seqs
+
+
+def _run(name: str, batch: pa.PagedBatch, scale: float) -> torch.Tensor:
+    if name == "torch":
+        return pa.paged_decode_attention_torch(batch, scale)
+    poisoned = torch.full_like(batch.q, float("nan"))
+    return pat.paged_decode_attention_triton(batch, scale, out=poisoned)
+
+
+def _to(batch: pa.PagedBatch, device: str) -> pa.PagedBatch:
+    tensors = (batch.q, batch.k_cache, batch.v_cache, batch.block_table, batch.context_lens)
+    return pa.PagedBatch(*(t.to(device) for t in tensors))
+
+
+def check(
+    device: str = "cpu",
+    dtype_name: str = "fp32",
+    context_lens: tuple[int, ...] = (1, 37, 130, 64),
+    n_heads: int = 8,
+    n_kv_heads: int = 2,
+    head_dim: int = 32,
+    seed: int = 0,
+) -> dict:
+    """Relative error of each implementation per block size: {impl: {block_size: err}},
+    plus `skipped: {impl: reason}`."""
+    generator = torch.Generator().manual_seed(seed)
+    dtype = DTYPES[dtype_name]
+    impls, skipped = ["torch"], {}
+    if not pat.triton_available():
+        skipped["triton"] = "Triton is not installed"
+    elif device == "cpu" and not pat.triton.knobs.runtime.interpret:
+        skipped["triton"] = "TRITON_INTERPRET=1 not set"
+    else:
+        impls.append("triton")
+    errors: dict = {name: {} for name in impls}
+    scale = head_dim**-0.5
+    for block_size in BLOCK_SIZES:
+        q, k_seqs, v_seqs = _dense_case(context_lens, n_heads, n_kv_heads, head_dim, dtype, generator)
+        dense = pa.dense_decode_attention(q, k_seqs, v_seqs, scale)
+        batch = _to(pa.paged_batch_from_dense(q, k_seqs, v_seqs, block_size, generator), device)
+        for name in impls:
+            errors[name][block_size] = relative_error(_run(name, batch, scale).cpu(), dense)
+    return {"errors": errors, "skipped": skipped, "tolerance": TOLERANCE[dtype_name]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="fp32", choices=sorted(DTYPES))
+    args = parser.parse_args(argv)
+    result = check(args.device, args.dtype)
+    print(json.dumps(result))
+    worst = max(e for per_block in result["errors"].values() for e in per_block.values())
+    return 0 if worst <= result["tolerance"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
