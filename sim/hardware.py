@@ -106,7 +106,7 @@ def bundled_profiles() -> list[str]:
 def load_hardware(name_or_path: str) -> HardwareProfile:
     """A bundled profile by name (`h100-sxm`) or a user's YAML by path."""
     path = Path(name_or_path)
-    if not path.suffix:
+    if path.suffix not in (".yaml", ".yml"):
         path = bundled_dir("hwprofiles") / f"{name_or_path}.yaml"
         if not path.is_file():
             allowed = ", ".join(bundled_profiles())

@@ -99,7 +99,7 @@ def bundled_models() -> list[str]:
 def load_model(name_or_path: str) -> ModelSpec:
     """A bundled spec by name (`llama-3-8b`), a user's YAML, or a HF `config.json` path (offline)."""
     path = Path(name_or_path)
-    if not path.suffix:
+    if path.suffix not in (".yaml", ".yml", ".json"):
         path = model_specs_dir() / f"{name_or_path}.yaml"
         if not path.is_file():
             allowed = ", ".join(bundled_models())
