@@ -22,7 +22,9 @@ _SUFFIXES = (".csv", ".jsonl", ".yaml", ".yml")
 def bundled_names() -> list[str]:
     """Every name `resolve_workload` accepts without a path: trace aliases and file stems."""
     folder = bundled_dir("workloads")
-    stems = {p.stem for p in folder.glob("*") if p.suffix in _SUFFIXES} if folder.is_dir() else set()
+    stems = (
+        {p.stem for p in folder.glob("*") if p.suffix in _SUFFIXES} if folder.is_dir() else set()
+    )
     return sorted(set(BUNDLED_TRACES) | stems)
 
 
@@ -41,4 +43,6 @@ def resolve_workload(path_or_name: str | Path) -> Path:
         for candidate in candidates:
             if candidate.is_file():
                 return candidate
-    raise InputError(name, None, f"no such file or bundled workload (bundled: {', '.join(bundled_names())})")
+    raise InputError(
+        name, None, f"no such file or bundled workload (bundled: {', '.join(bundled_names())})"
+    )

@@ -34,7 +34,9 @@ class ChunkedColumn:
         return joined
 
 
-def numeric_array(values: list, where: str, field: str, row_labels: list[int], unit: str) -> np.ndarray:
+def numeric_array(
+    values: list, where: str, field: str, row_labels: list[int], unit: str
+) -> np.ndarray:
     """Python values -> float64 array; a missing, textual or boolean value is an InputError
     naming its row (`unit` is "row" or "line")."""
     arr = np.array(values) if values else np.empty(0, dtype=np.float64)
@@ -60,7 +62,9 @@ def checked_lengths(
     if bad.any():
         i = int(np.argmax(bad))
         raise InputError(
-            where, field, f"must be a whole number >= {minimum}; row {first_row + i} has {values[i]:g}"
+            where,
+            field,
+            f"must be a whole number >= {minimum}; row {first_row + i} has {values[i]:g}",
         )
     return values.astype(np.int64)
 
@@ -71,7 +75,9 @@ def checked_times(values: np.ndarray, where: str, field: str, first_row: int) ->
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.argmax(bad))
-        raise InputError(where, field, f"must be a finite time; row {first_row + i} has {values[i]}")
+        raise InputError(
+            where, field, f"must be a finite time; row {first_row + i} has {values[i]}"
+        )
     return values
 
 
@@ -80,6 +86,30 @@ def ragged_offsets(lengths: np.ndarray) -> np.ndarray:
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
+
+
+def take_rows(trace: Trace, index: np.ndarray) -> Trace:
+    """`Trace.take` with the ragged hash ids gathered in one vectorised step (no per-row
+    slices), for million-row traces."""
+    index = np.asarray(index, dtype=np.int64)
+    flat = offsets = None
+    if trace.hash_offsets is not None:
+        starts = trace.hash_offsets[index]
+        lengths = trace.hash_offsets[index + 1] - starts
+        offsets = ragged_offsets(lengths)
+        gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        flat = trace.hash_ids_flat[gather]
+    return Trace(
+        arrival_s=trace.arrival_s[index],
+        prompt_tokens=trace.prompt_tokens[index],
+        output_tokens=trace.output_tokens[index],
+        n_samples=None if trace.n_samples is None else trace.n_samples[index],
+        hash_ids_flat=flat,
+        hash_offsets=offsets,
+        hash_block_tokens=trace.hash_block_tokens,
+        source=trace.source,
+        extra={key: np.asarray(values)[index] for key, values in trace.extra.items()},
+    )
 
 
 def build_trace(
@@ -122,5 +152,4 @@ def build_trace(
         f"{where}: {time_field} not sorted (row {row} goes back in time); sorted by arrival",
         stacklevel=3,
     )
-    sorted_trace = trace.take(np.argsort(arrival_s, kind="stable"))
-    return sorted_trace
+    return take_rows(trace, np.argsort(arrival_s, kind="stable"))

@@ -48,10 +48,16 @@ CSV_SCHEMAS = {
 def generic_csv_schema(columns: dict[str, str] | None, time_unit: str) -> CsvSchema:
     """A schema from a mapping of our fields (arrival_s, prompt_tokens, output_tokens)
     to the file's column names; unmapped fields keep our names."""
-    names = {"arrival_s": "arrival_s", "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens"}
+    names = {
+        "arrival_s": "arrival_s",
+        "prompt_tokens": "prompt_tokens",
+        "output_tokens": "output_tokens",
+    }
     names.update(columns or {})
     return CsvSchema(
-        names["prompt_tokens"], names["output_tokens"], names["arrival_s"],
+        names["prompt_tokens"],
+        names["output_tokens"],
+        names["arrival_s"],
         time_scale_s=TIME_UNIT_S[time_unit],
     )
 
@@ -99,7 +105,11 @@ def _explain_arrow_error(path: Path, header: list[str], error: pa.ArrowInvalid) 
 
 
 def load_csv(
-    path: Path, schema: CsvSchema, *, strict: bool, keep_failed: bool = False,
+    path: Path,
+    schema: CsvSchema,
+    *,
+    strict: bool,
+    keep_failed: bool = False,
     make_arrivals_s: Callable[[int], np.ndarray] | None = None,
 ) -> Trace:
     """Read a CSV trace. Length-only schemas call `make_arrivals_s(n_rows)` for their
@@ -110,17 +120,26 @@ def load_csv(
     header = read_header(path)
     if not header:
         raise InputError(where, None, "empty file; expected a CSV header and data rows")
-    times, prompts, outputs = ChunkedColumn(np.float64), ChunkedColumn(np.int64), ChunkedColumn(np.int64)
+    times, prompts, outputs = (
+        ChunkedColumn(np.float64),
+        ChunkedColumn(np.int64),
+        ChunkedColumn(np.int64),
+    )
     origin_ns: int | None = None
     first_row = 1
     try:
         for batch in _open_batches(path, header, schema):
             n_rows = batch.num_rows
-            columns = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in batch.schema.names}
+            columns = {
+                name: batch.column(name).to_numpy(zero_copy_only=False)
+                for name in batch.schema.names
+            }
             minimum_output = 0 if schema.failed_marker else 1
             prompts.append(checked_lengths(columns[schema.prompt], where, schema.prompt, first_row))
             outputs.append(
-                checked_lengths(columns[schema.output], where, schema.output, first_row, minimum_output)
+                checked_lengths(
+                    columns[schema.output], where, schema.output, first_row, minimum_output
+                )
             )
             if schema.time and schema.time_is_wallclock:
                 ns = columns[schema.time]
@@ -131,7 +150,10 @@ def load_csv(
                 origin_ns = int(ns[0]) if origin_ns is None else origin_ns
                 times.append((ns - origin_ns) / 1e9)
             elif schema.time:
-                times.append(checked_times(columns[schema.time], where, schema.time, first_row) * schema.time_scale_s)
+                times.append(
+                    checked_times(columns[schema.time], where, schema.time, first_row)
+                    * schema.time_scale_s
+                )
             first_row += n_rows
     except pa.ArrowInvalid as error:
         raise _explain_arrow_error(path, header, error) from None
@@ -150,8 +172,17 @@ def load_csv(
         arrival_s = times.join()
     if schema.failed_marker and not keep_failed:
         keep = output_tokens > 0
-        arrival_s, prompt_tokens, output_tokens = arrival_s[keep], prompt_tokens[keep], output_tokens[keep]
+        arrival_s, prompt_tokens, output_tokens = (
+            arrival_s[keep],
+            prompt_tokens[keep],
+            output_tokens[keep],
+        )
     return build_trace(
-        where=where, time_field=schema.time or "arrival", arrival_s=arrival_s,
-        prompt_tokens=prompt_tokens, output_tokens=output_tokens, strict=strict, extra=extra,
+        where=where,
+        time_field=schema.time or "arrival",
+        arrival_s=arrival_s,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        strict=strict,
+        extra=extra,
     )

@@ -43,21 +43,39 @@ class JsonlSchema:
 JSONL_SCHEMAS = {
     "mooncake": JsonlSchema("timestamp", "input_length", "output_length", 1e-3, "hash_ids", 512),
     "qwen": JsonlSchema(
-        "timestamp", "input_length", "output_length", 1.0, "hash_ids", 16,
+        "timestamp",
+        "input_length",
+        "output_length",
+        1.0,
+        "hash_ids",
+        16,
         extras=("chat_id", "parent_chat_id", "turn"),
     ),
     "canonical": JsonlSchema(
-        "arrival_s", "prompt_tokens", "output_tokens", 1.0, "hash_ids", None, "n",
+        "arrival_s",
+        "prompt_tokens",
+        "output_tokens",
+        1.0,
+        "hash_ids",
+        None,
+        "n",
         extras=("session_id", "turn"),
     ),
 }
 
 
 def generic_jsonl_schema(columns: dict[str, str] | None, time_scale_s: float) -> JsonlSchema:
-    names = {"arrival_s": "arrival_s", "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens"}
+    names = {
+        "arrival_s": "arrival_s",
+        "prompt_tokens": "prompt_tokens",
+        "output_tokens": "output_tokens",
+    }
     names.update(columns or {})
     return JsonlSchema(
-        names["arrival_s"], names["prompt_tokens"], names["output_tokens"], time_scale_s,
+        names["arrival_s"],
+        names["prompt_tokens"],
+        names["output_tokens"],
+        time_scale_s,
         hash_ids=names.get("hash_ids"),
     )
 
@@ -100,7 +118,9 @@ class _JsonlReader:
         try:
             row = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise InputError(f"{self.where}:{line_no}", None, "not valid JSON; one object per line") from None
+            raise InputError(
+                f"{self.where}:{line_no}", None, "not valid JSON; one object per line"
+            ) from None
         if not isinstance(row, dict):
             raise InputError(f"{self.where}:{line_no}", None, "each line must be a JSON object")
         return row
@@ -111,13 +131,15 @@ class _JsonlReader:
             value = row.get(key)
             chunk.values.setdefault(key, []).append(value)
             had = self.present.setdefault(key, value is not None)
-            if key in self.schema.extras or key == self.schema.n_samples:
-                if had != (value is not None):
-                    raise InputError(f"{self.where}:{line_no}", key, "must be on every line or on none")
+            optional = key in self.schema.extras or key == self.schema.n_samples
+            if optional and had != (value is not None):
+                raise InputError(f"{self.where}:{line_no}", key, "must be on every line or on none")
         if self.schema.hash_ids:
             ids = row.get(self.schema.hash_ids, [])
             if not isinstance(ids, list):
-                raise InputError(f"{self.where}:{line_no}", self.schema.hash_ids, "must be a list of ints")
+                raise InputError(
+                    f"{self.where}:{line_no}", self.schema.hash_ids, "must be a list of ints"
+                )
             chunk.hash_flat.extend(ids)
             chunk.hash_lengths.append(len(ids))
             if self.schema.hash_block_tokens is None and "hash_block_tokens" in row:
@@ -152,11 +174,15 @@ def _hash_block_tokens(reader: _JsonlReader, has_ids: bool) -> int | None:
         return reader.schema.hash_block_tokens
     if len(reader.block_tokens) != 1:
         raise InputError(
-            reader.where, "hash_block_tokens", f"one positive integer for the whole file; saw {sorted(reader.block_tokens)}"
+            reader.where,
+            "hash_block_tokens",
+            f"one positive integer for the whole file; saw {sorted(reader.block_tokens)}",
         )
     (block,) = reader.block_tokens
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
-        raise InputError(reader.where, "hash_block_tokens", f"must be a positive integer; got {block!r}")
+        raise InputError(
+            reader.where, "hash_block_tokens", f"must be a positive integer; got {block!r}"
+        )
     return block
 
 
@@ -173,7 +199,9 @@ def load_jsonl(path: Path, schema: JsonlSchema, *, strict: bool) -> Trace:
     output = checked_lengths(reader.columns[schema.output].join(), where, schema.output, 1)
     n_samples = None
     if schema.n_samples and reader.present.get(schema.n_samples):
-        n_samples = checked_lengths(reader.columns[schema.n_samples].join(), where, schema.n_samples, 1)
+        n_samples = checked_lengths(
+            reader.columns[schema.n_samples].join(), where, schema.n_samples, 1
+        )
     extra = {
         key: reader.columns[key].join().astype(np.int64)
         for key in schema.extras
@@ -185,7 +213,15 @@ def load_jsonl(path: Path, schema: JsonlSchema, *, strict: bool) -> Trace:
     if has_ids:
         flat, offsets = reader.hash_flat.join(), ragged_offsets(lengths)
     return build_trace(
-        where=where, time_field=schema.time, arrival_s=arrival_s, prompt_tokens=prompt,
-        output_tokens=output, strict=strict, n_samples=n_samples, hash_ids_flat=flat,
-        hash_offsets=offsets, hash_block_tokens=_hash_block_tokens(reader, has_ids), extra=extra,
+        where=where,
+        time_field=schema.time,
+        arrival_s=arrival_s,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        strict=strict,
+        n_samples=n_samples,
+        hash_ids_flat=flat,
+        hash_offsets=offsets,
+        hash_block_tokens=_hash_block_tokens(reader, has_ids),
+        extra=extra,
     )

@@ -37,7 +37,9 @@ def load_trace(
     path = resolve_workload(path)
     fmt = fmt or sniff_format(path)
     if fmt not in TRACE_FORMATS:
-        raise InputError("--format", None, f"{fmt!r} is not a trace format; one of {', '.join(TRACE_FORMATS)}")
+        raise InputError(
+            "--format", None, f"{fmt!r} is not a trace format; one of {', '.join(TRACE_FORMATS)}"
+        )
     if time_unit not in TIME_UNIT_S:
         raise InputError("--time-unit", None, f"{time_unit!r}; one of {', '.join(TIME_UNIT_S)}")
     if lengths_rate_qps <= 0:
@@ -57,7 +59,10 @@ def load_trace(
         return arrival_times_s(rng, "poisson", lengths_rate_qps, n=n_rows)
 
     return load_csv(
-        path, CSV_SCHEMAS[fmt], strict=strict, keep_failed=keep_failed,
+        path,
+        CSV_SCHEMAS[fmt],
+        strict=strict,
+        keep_failed=keep_failed,
         make_arrivals_s=poisson_arrivals_s,
     )
 

@@ -11,11 +11,20 @@ import yaml
 
 from sim.errors import InputError
 
-TRACE_FORMATS = ("azure", "mooncake", "qwen", "splitwise", "lengths", "burstgpt", "generic", "canonical")
+TRACE_FORMATS = (
+    "azure",
+    "mooncake",
+    "qwen",
+    "splitwise",
+    "lengths",
+    "burstgpt",
+    "generic",
+    "canonical",
+)
 SPEC_SUFFIXES = (".yaml", ".yml")
 _HEAD_BYTES = 1 << 16
 
-# (format, columns that must all be in the header); first match wins.
+# (format, its columns); the best-covered one wins, earlier ones on ties.
 _CSV_SIGNATURES = (
     ("azure", {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}),
     ("splitwise", {"arrived_at", "num_prefill_tokens", "num_decode_tokens"}),
@@ -30,21 +39,38 @@ _JSONL_SIGNATURES = (
 )
 
 
+def _best_match(names: set[str], signatures) -> str | None:
+    """The format whose columns the names cover best (at least half of them), so a file
+    missing one column is still recognised and its loader can name that column."""
+    best, best_share = None, 0.5
+    for fmt, needed in signatures:
+        share = len(needed & names) / len(needed)
+        if share > best_share or (share == 1.0 and best_share < 1.0):
+            best, best_share = fmt, share
+    return best
+
+
 def read_text_head(path: Path) -> str:
     """The first bytes of a file as text; empty or binary files are an InputError."""
     with open(path, "rb") as handle:
         head = handle.read(_HEAD_BYTES)
     where = str(path)
     if not head.strip():
-        raise InputError(where, None, "empty file; expected a CSV/JSONL trace or a workload spec YAML")
+        raise InputError(
+            where, None, "empty file; expected a CSV/JSONL trace or a workload spec YAML"
+        )
     if b"\x00" in head:
-        raise InputError(where, None, "binary content; expected a CSV/JSONL trace or a workload spec YAML")
+        raise InputError(
+            where, None, "binary content; expected a CSV/JSONL trace or a workload spec YAML"
+        )
     if len(head) == _HEAD_BYTES and b"\n" in head:
         head = head[: head.rindex(b"\n")]  # do not cut a multi-byte character in half
     try:
         return head.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(where, None, "not UTF-8 text; expected a CSV/JSONL trace or a spec YAML") from None
+        raise InputError(
+            where, None, "not UTF-8 text; expected a CSV/JSONL trace or a spec YAML"
+        ) from None
 
 
 def _looks_like_spec(text: str) -> bool:
@@ -65,21 +91,26 @@ def sniff_format(path: Path) -> str:
         try:
             keys = set(json.loads(first_line))
         except json.JSONDecodeError:
-            raise InputError(f"{path}:1", None, "not valid JSON; expected one object per line") from None
-        for fmt, needed in _JSONL_SIGNATURES:
-            if needed <= keys:
-                return fmt
+            raise InputError(
+                f"{path}:1", None, "not valid JSON; expected one object per line"
+            ) from None
+        fmt = _best_match(keys, _JSONL_SIGNATURES)
+        if fmt:
+            return fmt
         raise InputError(
-            str(path), None, f"JSON keys {sorted(keys)} match no known format; use --format generic --columns"
+            str(path),
+            None,
+            f"JSON keys {sorted(keys)} match no known format; use --format generic --columns",
         )
     header = {name.strip() for name in next(csv.reader(io.StringIO(first_line)))}
-    for fmt, needed in _CSV_SIGNATURES:
-        if needed <= header:
-            return fmt
+    fmt = _best_match(header, _CSV_SIGNATURES)
+    if fmt:
+        return fmt
     if _looks_like_spec(text):
         return "spec"
     raise InputError(
-        str(path), None,
+        str(path),
+        None,
         f"header {sorted(header)} matches no known format ({', '.join(TRACE_FORMATS)}); "
         "use --format generic --columns",
     )

@@ -13,7 +13,9 @@ import numpy as np
 ARRIVAL_PROCESSES = ("poisson", "gamma", "constant")
 
 
-def _gaps_s(rng: np.random.Generator, process: str, rate_qps: float, cv: float, n: int) -> np.ndarray:
+def _gaps_s(
+    rng: np.random.Generator, process: str, rate_qps: float, cv: float, n: int
+) -> np.ndarray:
     if process == "poisson":
         return rng.exponential(1.0 / rate_qps, size=n)
     if process == "gamma":
