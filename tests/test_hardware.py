@@ -1,0 +1,147 @@
+"""Hardware profiles: every bundled YAML validates; bad YAMLs fail with one precise InputError."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import pytest
+import yaml
+
+from sim.errors import InputError
+from sim.hardware import GIB, bundled_profiles, load_hardware
+from sim.paths import bundled_dir
+
+REQUIRED_PROFILES = {
+    "h100-sxm", "h100-pcie", "h200", "a100-80g-sxm", "a100-80g-pcie", "l40s", "b200", "mi300x",
+}
+
+
+def write_profile(tmp_path, mutate) -> str:
+    """A copy of the bundled h100-sxm YAML, changed by `mutate(dict)`, written under tmp_path."""
+    data = yaml.safe_load((bundled_dir("hwprofiles") / "h100-sxm.yaml").read_text())
+    mutate(data)
+    path = tmp_path / "my-gpu.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_every_required_profile_is_bundled():
+    assert REQUIRED_PROFILES <= set(bundled_profiles())
+
+
+@pytest.mark.parametrize("name", bundled_profiles())
+def test_bundled_profile_loads_with_sane_numbers(name):
+    hw = load_hardware(name)
+    assert hw.name == name
+    assert hw.provenance.strip(), "every profile names its sources"
+    assert 40 <= hw.memory.hbm_capacity_gib <= 300
+    assert 500 <= hw.memory.hbm_bandwidth_gb_s <= 10_000
+    assert 100 <= hw.compute.dense_bf16_tflops <= 5_000
+    if hw.compute.dense_fp8_tflops is not None:
+        assert hw.compute.dense_fp8_tflops > hw.compute.dense_bf16_tflops
+    assert 0 < hw.memory.runtime_reserve_gib < hw.memory.hbm_capacity_gib
+    assert hw.hbm_bytes == pytest.approx(hw.memory.hbm_capacity_gib * GIB)
+    assert hw.hbm_bandwidth_bytes_s == pytest.approx(hw.memory.hbm_bandwidth_gb_s * 1e9)
+
+
+def test_h100_sxm_datasheet_numbers():
+    hw = load_hardware("h100-sxm")
+    assert hw.compute.dense_bf16_tflops == pytest.approx(989.4, rel=0.01)
+    assert hw.memory.hbm_bandwidth_gb_s == pytest.approx(3350, rel=0.01)
+    assert hw.peak_flops("dense_bf16_tflops") == pytest.approx(989.4e12, rel=0.01)
+
+
+def test_profile_by_path_equals_profile_by_name():
+    path = bundled_dir("hwprofiles") / "h200.yaml"
+    assert load_hardware(str(path)) == load_hardware("h200")
+
+
+def test_user_profile_loads(tmp_path):
+    def rename(data):
+        data["name"] = "my-gpu"
+        data["memory"]["hbm_bandwidth_gb_s"] = 1234.0
+
+    hw = load_hardware(write_profile(tmp_path, rename))
+    assert hw.name == "my-gpu" and hw.hbm_bandwidth_bytes_s == pytest.approx(1.234e12)
+
+
+def test_unknown_profile_name_lists_the_bundled_ones():
+    with pytest.raises(InputError) as info:
+        load_hardware("h1000")
+    assert info.value.where == "--hardware"
+    assert "h1000" in info.value.allowed and "h100-sxm" in info.value.allowed
+
+
+def test_missing_profile_file(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        load_hardware(str(tmp_path / "nope.yaml"))
+
+
+def _negative_bandwidth(data):
+    data["memory"]["hbm_bandwidth_gb_s"] = -3350
+
+
+def _missing_bandwidth(data):
+    del data["memory"]["hbm_bandwidth_gb_s"]
+
+
+def _missing_efficiency(data):
+    del data["efficiency"]
+
+
+def _efficiency_above_one(data):
+    data["efficiency"]["memory"] = 1.3
+
+
+def _unknown_key(data):
+    data["compute"]["dense_fp4_tflops"] = 9000
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (_negative_bandwidth, "memory.hbm_bandwidth_gb_s"),
+        (_missing_bandwidth, "memory.hbm_bandwidth_gb_s"),
+        (_missing_efficiency, "efficiency"),
+        (_efficiency_above_one, "efficiency.memory"),
+        (_unknown_key, "compute.dense_fp4_tflops"),
+    ],
+)
+def test_bad_profile_names_file_and_field(tmp_path, mutate, field):
+    path = write_profile(tmp_path, mutate)
+    with pytest.raises(InputError) as info:
+        load_hardware(path)
+    err = info.value
+    assert err.where == path and err.field == field
+    assert "\n" not in err.line()
+
+
+def test_profile_that_is_not_yaml_mapping(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_hardware(str(broken))
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- 1\n- 2\n")
+    with pytest.raises(InputError, match="mapping"):
+        load_hardware(str(listing))
+
+
+def test_missing_fp8_peak_is_an_input_error():
+    hw = next(load_hardware(n) for n in bundled_profiles() if load_hardware(n).compute.dense_fp8_tflops is None)
+    with pytest.raises(InputError) as info:
+        hw.peak_flops("dense_fp8_tflops")
+    assert info.value.field == "compute.dense_fp8_tflops"
+
+
+def test_paged_efficiency_interpolates_between_calibrated_sizes():
+    eff = load_hardware("h100-sxm").efficiency
+    table = eff.paged_attention_memory
+    sizes = sorted(table)
+    for size in sizes:
+        assert eff.paged_efficiency(size) == pytest.approx(table[size])
+    for low, high in pairwise(sizes):
+        mid = eff.paged_efficiency((low + high) // 2)
+        assert min(table[low], table[high]) <= mid <= max(table[low], table[high])
+    assert eff.paged_efficiency(1) == pytest.approx(table[sizes[0]])  # clamps below the table
+    assert eff.paged_efficiency(4096) == pytest.approx(table[sizes[-1]])  # and above it
