@@ -2,5 +2,7 @@
 and the radix prefix cache (`radix`)."""
 
 from sim.kv.blocks import BlockManager, NoFreeBlocks
+from sim.kv.keys import block_keys
+from sim.kv.radix import PrefixMatch, RadixCache
 
-__all__ = ["BlockManager", "NoFreeBlocks"]
+__all__ = ["BlockManager", "NoFreeBlocks", "PrefixMatch", "RadixCache", "block_keys"]
