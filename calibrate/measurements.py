@@ -1,0 +1,175 @@
+"""The measurements CSV: one row per timed configuration.
+
+Columns (in order; other code depends on exactly these names):
+
+| column | meaning |
+|---|---|
+| op | qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, decode_attention, prefill_attention, allreduce |
+| m_tokens | GEMM M / total tokens in the step (optional for allreduce) |
+| n_out, k_in | GEMM N and K on one shard (GEMM ops only; empty otherwise) |
+| batch_size | sequences (attention ops) |
+| context_tokens | mean context per sequence (attention ops; may be fractional) |
+| block_size | KV block size (decode_attention only) |
+| n_heads, n_kv_heads, head_dim | attention heads on one shard (attention ops) |
+| payload_bytes | bytes all-reduced (allreduce only) |
+| tp | tensor-parallel size (>= 2 for allreduce) |
+| dtype | bf16, fp16 or fp32 |
+| time_s, time_std_s | median and spread of the repeats, seconds |
+| n_repeats | timed repeats behind time_s |
+| device, source, torch_version, date | provenance (torch_version may be empty for imported data) |
+
+`validate_measurements` checks a frame against this; `read_measurements` and
+`write_measurements` call it, so a bad file fails with one `InputError` line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from sim.errors import InputError
+
+GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
+ATTENTION_OPS = ("decode_attention", "prefill_attention")
+OPS = GEMM_OPS + ATTENTION_OPS + ("allreduce",)
+DTYPES = ("bf16", "fp16", "fp32")
+SOURCE_RUNNER = "infersim-runner"
+
+INT_COLUMNS = (
+    "m_tokens", "n_out", "k_in", "batch_size", "block_size",
+    "n_heads", "n_kv_heads", "head_dim", "payload_bytes", "tp", "n_repeats",
+)  # fmt: skip
+FLOAT_COLUMNS = ("context_tokens", "time_s", "time_std_s")
+TEXT_COLUMNS = ("op", "dtype", "device", "source", "torch_version", "date")
+COLUMNS = (
+    "op", "m_tokens", "n_out", "k_in", "batch_size", "context_tokens", "block_size",
+    "n_heads", "n_kv_heads", "head_dim", "payload_bytes", "tp", "dtype", "time_s",
+    "time_std_s", "n_repeats", "device", "source", "torch_version", "date",
+)  # fmt: skip
+
+# Per op: columns that must hold a positive value, and columns that must be empty.
+_ATTENTION_FIELDS = ("batch_size", "context_tokens", "n_heads", "n_kv_heads", "head_dim")
+_REQUIRED = {
+    **{op: ("m_tokens", "n_out", "k_in") for op in GEMM_OPS},
+    "decode_attention": ("m_tokens", "block_size") + _ATTENTION_FIELDS,
+    "prefill_attention": ("m_tokens",) + _ATTENTION_FIELDS,
+    "allreduce": ("payload_bytes",),
+}
+_EMPTY = {
+    **{op: ("payload_bytes", "block_size") for op in GEMM_OPS},
+    "decode_attention": ("n_out", "k_in", "payload_bytes"),
+    "prefill_attention": ("n_out", "k_in", "payload_bytes", "block_size"),
+    "allreduce": ("n_out", "k_in", "block_size"),
+}
+
+
+def empty_row() -> dict:
+    """A row with every column present and empty (None), to fill in."""
+    return dict.fromkeys(COLUMNS)
+
+
+def _coerce(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in INT_COLUMNS + FLOAT_COLUMNS:
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        if (numbers.isna() & frame[column].notna()).any():
+            raise InputError(where, column, "numbers (or empty)")
+        if column in INT_COLUMNS:
+            whole = numbers.dropna()
+            if not (whole == whole.round()).all():
+                raise InputError(where, column, "whole numbers (or empty)")
+            numbers = numbers.astype("Int64")
+        frame[column] = numbers.astype("Float64" if column in FLOAT_COLUMNS else "Int64")
+    for column in TEXT_COLUMNS:
+        frame[column] = frame[column].astype("string")
+    return frame
+
+
+def _check_values(frame: pd.DataFrame, where: str) -> None:
+    bad_op = ~frame["op"].isin(OPS)
+    if bad_op.any():
+        raise InputError(where, "op", f"one of {', '.join(OPS)}")
+    if (~frame["dtype"].isin(DTYPES)).any():
+        raise InputError(where, "dtype", f"one of {', '.join(DTYPES)}")
+    time_s = frame["time_s"].astype("float64")
+    if not (time_s.notna() & (time_s > 0) & time_s.map(math.isfinite)).all():
+        raise InputError(where, "time_s", "finite seconds > 0 on every row")
+    std_s = frame["time_std_s"].astype("float64")
+    if not (std_s.notna() & (std_s >= 0) & std_s.map(math.isfinite)).all():
+        raise InputError(where, "time_std_s", "finite seconds >= 0 on every row")
+    for column in ("n_repeats", "tp"):
+        if not (frame[column].notna() & (frame[column] >= 1)).all():
+            raise InputError(where, column, "a whole number >= 1 on every row")
+    for column in ("device", "source", "date"):
+        if (frame[column].isna() | (frame[column].str.strip() == "")).any():
+            raise InputError(where, column, "non-empty text on every row")
+    dates = pd.to_datetime(frame["date"], errors="coerce", format="ISO8601", utc=True)
+    if dates.isna().any():
+        raise InputError(where, "date", "ISO 8601 dates")
+
+
+def _check_per_op(frame: pd.DataFrame, where: str) -> None:
+    for op, rows in frame.groupby("op", observed=True):
+        for column in _REQUIRED[op]:
+            if not (rows[column].notna() & (rows[column] > 0)).all():
+                raise InputError(where, column, f"a positive value on every {op} row")
+        for column in _EMPTY[op]:
+            if rows[column].notna().any():
+                raise InputError(where, column, f"empty on {op} rows")
+    allreduce = frame[frame["op"] == "allreduce"]
+    if (allreduce["tp"] < 2).any():
+        raise InputError(where, "tp", ">= 2 on allreduce rows")
+
+
+def validate_measurements(frame: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Check columns and values; return the frame in schema column order and dtypes.
+
+    Extra columns are dropped. Raises `InputError(where, column, allowed)` on the first
+    problem: a missing column, no rows, an unknown op or dtype, a time that is missing,
+    NaN, infinite or not positive, a field an op needs left empty (or one it must not
+    have filled), an unparsable date.
+    """
+    missing = [column for column in COLUMNS if column not in frame.columns]
+    if missing:
+        raise InputError(where, missing[0], f"a CSV with columns {', '.join(COLUMNS)}")
+    if frame.empty:
+        raise InputError(where, None, "at least one measurement row")
+    frame = _coerce(frame[list(COLUMNS)], where)
+    _check_values(frame, where)
+    _check_per_op(frame, where)
+    return frame.reset_index(drop=True)
+
+
+def read_measurements(path: str | os.PathLike) -> pd.DataFrame:
+    """Read and validate a measurements CSV; bad files raise `InputError(path, ...)`."""
+    where = str(path)
+    try:
+        frame = pd.read_csv(path, dtype={column: "string" for column in TEXT_COLUMNS})
+    except FileNotFoundError:
+        raise InputError(where, None, "an existing measurements CSV file") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(where, None, "a CSV with a header row and measurements") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+        allowed = f"a readable UTF-8 CSV ({type(error).__name__})"
+        raise InputError(where, None, allowed) from None
+    return validate_measurements(frame, where)
+
+
+def write_measurements(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Validate, then write atomically (temp file in the same folder, then rename)."""
+    target = Path(path)
+    frame = validate_measurements(frame, str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", newline="") as tmp_file:
+            frame.to_csv(tmp_file, index=False)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
