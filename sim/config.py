@@ -1,0 +1,66 @@
+"""Typed, validated simulation config: one YAML file and/or CLI flags (vLLM's knob names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+from sim.yamlio import read_mapping, validate
+
+POLICIES = ("static", "continuous", "chunked", "radix")
+
+
+class SLO(BaseModel):
+    """Latency targets a request must meet to count towards goodput (seconds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ttft_s: PositiveFloat | None = None
+    tpot_s: PositiveFloat | None = None
+    e2e_s: PositiveFloat | None = None
+
+
+class EngineConfig(BaseModel):
+    """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str = "llama-3-8b"
+    hardware: str = "h100-sxm"
+    policy: Literal["static", "continuous", "chunked", "radix"] = "continuous"
+    tp: PositiveInt = 1
+    replicas: PositiveInt = 1
+    router: Literal["round_robin", "random", "least_outstanding", "least_kv", "prefix_affinity"] = "round_robin"
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    # vLLM engine knobs (same names)
+    max_num_seqs: PositiveInt = 256
+    max_num_batched_tokens: PositiveInt = 8192
+    block_size: PositiveInt = 16
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    max_model_len: PositiveInt | None = None  # None: the model's max_position_embeddings
+    swap_space: float = Field(4.0, ge=0)  # GiB of host memory per GPU for swapped-out KV
+    num_gpu_blocks_override: PositiveInt | None = None
+    # infersim knobs
+    chunk_size: PositiveInt = 512  # chunked/radix: token budget per step
+    preemption_mode: Literal["recompute", "swap"] = "recompute"
+    radix_ordering: Literal["fcfs", "lpm"] = "fcfs"  # lpm: longest prefix match first
+    radix_chunked: bool = True  # radix on top of chunked prefill (False: on top of continuous)
+    watermark: float = Field(0.01, ge=0, lt=1)  # share of blocks kept free when admitting
+    batching_window_s: float = Field(0.0, ge=0)  # static: wait this long for a batch to fill
+    seed: int = 0
+    slo: SLO = SLO()
+    record_steps: bool = False
+
+    @model_validator(mode="after")
+    def _chunk_fits_budget(self) -> "EngineConfig":
+        if self.policy in ("chunked", "radix") and self.chunk_size > self.max_num_batched_tokens:
+            raise ValueError("chunk_size must not exceed max_num_batched_tokens")
+        return self
+
+
+def load_config(path: Path | None, overrides: dict) -> EngineConfig:
+    """Config from a YAML file (optional) with CLI overrides on top (None values ignored)."""
+    data = read_mapping(path) if path is not None else {}
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    return validate(EngineConfig, data, path if path is not None else "command line")

@@ -1,0 +1,125 @@
+"""SimPy glue only: arrivals (open or closed loop), replicas and the router between them.
+
+Each replica is a SimPy process: schedule -> cost -> timeout -> commit, sleeping on an event
+while it has nothing to do. `horizon` passed to the scheduler is the time of the next arrival,
+so a decode run never skips past a moment at which a new request could join.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import simpy
+
+from sim.router import Router
+from sim.sched.base import Scheduler
+from sim.trace import ClosedLoop
+
+
+class Replica:
+    def __init__(self, env: simpy.Environment, sched: Scheduler, source: "ArrivalSource"):
+        self.env, self.sched, self.source = env, sched, source
+        self._idle: simpy.Event | None = None
+        env.process(self._loop())
+
+    def add(self, rid: int) -> None:
+        self.sched.add(rid, self.env.now)
+        if self._idle is not None and not self._idle.triggered:
+            self._idle.succeed()
+
+    def _loop(self):
+        env, sched = self.env, self.sched
+        while True:
+            plan = sched.schedule(env.now, self.source.next_arrival_s()) if sched.has_work() else None
+            if plan is None:
+                if sched.has_work() and not sched.running:
+                    sched.reject_unschedulable(env.now)
+                    continue
+                self._idle = env.event()
+                yield self._idle
+                self._idle = None
+                continue
+            yield env.timeout(plan.duration_s)
+            finished = sched.commit(plan, env.now)
+            if finished and self.source.reacts_to_completions:
+                yield env.timeout(0)  # let clients send their next request before we schedule
+
+
+class ArrivalSource:
+    """Open loop: replay the trace's arrival times."""
+
+    reacts_to_completions = False
+
+    def __init__(self, env: simpy.Environment, arrival_s, router: Router,
+                 progress: Callable[[int, int], None] | None = None):
+        self.env, self.arrival_s, self.router, self.progress = env, arrival_s, router, progress
+        self.replicas: list[Replica] = []
+        self._next = 0
+
+    def next_arrival_s(self) -> float:
+        return float(self.arrival_s[self._next]) if self._next < len(self.arrival_s) else math.inf
+
+    def start(self, replicas: list[Replica]) -> None:
+        self.replicas = replicas
+        self.env.process(self._arrivals())
+
+    def _arrivals(self):
+        env, n = self.env, len(self.arrival_s)
+        while self._next < n:
+            rid = self._next
+            delay = self.arrival_s[rid] - env.now
+            if delay > 0:
+                yield env.timeout(delay)
+            self._next += 1
+            self.replicas[self.router.pick(rid, self.replicas, env.now)].add(rid)
+            if self.progress is not None and self._next % 1000 == 0:
+                self.progress(self._next, n)
+
+
+class ClosedLoopSource:
+    """Closed loop: `concurrency` clients; each sends its next request (in pool order) when its
+    previous one ends (finished or rejected), after `think_time_s`."""
+
+    reacts_to_completions = True
+
+    def __init__(self, env: simpy.Environment, workload: ClosedLoop, table, router: Router,
+                 progress: Callable[[int, int], None] | None = None):
+        self.env, self.workload, self.table, self.router, self.progress = env, workload, table, router, progress
+        self.replicas: list[Replica] = []
+        self._next = 0
+        self._done_events: dict[int, simpy.Event] = {}
+        self._pending_sends: list[float] = []
+
+    def next_arrival_s(self) -> float:
+        return min(self._pending_sends) if self._pending_sends else math.inf
+
+    def start(self, replicas: list[Replica]) -> None:
+        self.replicas = replicas
+        for replica in replicas:
+            replica.sched.finished_listener = self._on_finished
+        for _ in range(min(self.workload.concurrency, len(self.table))):
+            self.env.process(self._client())
+
+    def _on_finished(self, rid: int) -> None:
+        event = self._done_events.pop(rid, None)
+        if event is not None:
+            event.succeed()
+
+    def _client(self):
+        env, n = self.env, len(self.table)
+        while self._next < n:
+            rid = self._next
+            self._next += 1
+            self.table.arrival_s[rid] = env.now
+            done = env.event()
+            self._done_events[rid] = done
+            self.replicas[self.router.pick(rid, self.replicas, env.now)].add(rid)
+            if self.progress is not None and self._next % 1000 == 0:
+                self.progress(self._next, n)
+            yield done
+            if self.workload.think_time_s > 0:
+                send_s = env.now + self.workload.think_time_s
+                self._pending_sends.append(send_s)
+                yield env.timeout(self.workload.think_time_s)
+                self._pending_sends.remove(send_s)

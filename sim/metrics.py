@@ -1,0 +1,123 @@
+"""Recording during a run (cheap appends into growable numpy buffers), tables after it.
+
+Inter-token gaps are kept as weighted samples: a decode run of k steps over n sequences adds
+n gaps for its first step and k-1 values of weight n, so memory grows with steps, not tokens.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from sim.sched.base import Scheduler
+    from sim.sched.plan import StepPlan
+
+
+class Growable:
+    """A numpy buffer that doubles when full."""
+
+    def __init__(self, dtype=np.float64, capacity: int = 1024):
+        self._data = np.empty(capacity, dtype=dtype)
+        self.size = 0
+
+    def extend(self, values) -> None:
+        values = np.atleast_1d(values)
+        end = self.size + values.shape[0]
+        if end > self._data.shape[0]:
+            grown = np.empty(max(end, 2 * self._data.shape[0]), dtype=self._data.dtype)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : end] = values
+        self.size = end
+
+    def array(self) -> np.ndarray:
+        return self._data[: self.size]
+
+
+STEP_COLUMNS = ("replica", "start_s", "step_time_s", "batch_size", "prefill_tokens", "decode_tokens",
+                "kv_blocks_used")
+
+
+class Recorder:
+    """Everything measured while the simulation runs (never plots or writes)."""
+
+    def __init__(self, record_steps: bool):
+        self.record_steps = record_steps
+        self.gap_values = Growable()
+        self.gap_weights = Growable(np.int64)
+        self.preemptions = 0
+        self.n_steps = 0
+        self.busy_s = 0.0
+        self._kv_util_time = 0.0  # integral of used/total blocks over busy time
+        self._kv_waste_time = 0.0  # integral of (allocated slots - used tokens)/allocated slots
+        self._steps = {name: Growable(np.float64) for name in STEP_COLUMNS}
+
+    def add_gaps(self, values, weight=1) -> None:
+        """Inter-token gaps; `weight` (scalar or per value) counts how many gaps had that value."""
+        values = np.atleast_1d(values)
+        weights = np.broadcast_to(np.asarray(weight, dtype=np.int64), values.shape)
+        keep = weights > 0
+        self.gap_values.extend(values[keep])
+        self.gap_weights.extend(weights[keep])
+
+    def _kv_sample(self, sched: "Scheduler", duration_s: float) -> int:
+        blocks = sched.blocks
+        used = blocks.n_used
+        self.busy_s += duration_s
+        self._kv_util_time += duration_s * used / blocks.n_blocks
+        if used:
+            tokens = float(sched.table.n_computed[sched.running].sum()) if sched.running else 0.0
+            slots = used * blocks.block_size
+            self._kv_waste_time += duration_s * max(0.0, slots - tokens) / slots
+        return used
+
+    def step(self, sched: "Scheduler", end_s: float, plan: "StepPlan", prefill_tokens: int,
+             decode_tokens: int) -> None:
+        used = self._kv_sample(sched, plan.duration_s)
+        self.n_steps += 1
+        if self.record_steps:
+            row = (sched.replica, end_s - plan.duration_s, plan.duration_s, plan.req_ids.shape[0],
+                   prefill_tokens, decode_tokens, used)
+            for name, value in zip(STEP_COLUMNS, row):
+                self._steps[name].extend(value)
+
+    def run(self, sched: "Scheduler", start_s: float, plan: "StepPlan") -> None:
+        used = self._kv_sample(sched, plan.duration_s)
+        k = plan.n_steps
+        self.n_steps += k
+        if self.record_steps:
+            starts = start_s + np.concatenate([[0.0], np.cumsum(plan.step_times_s[:-1])])
+            n = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
+            cols = (np.full(k, sched.replica), starts, plan.step_times_s, np.full(k, n), np.zeros(k),
+                    np.full(k, plan.req_ids.shape[0]), np.full(k, used))
+            for name, value in zip(STEP_COLUMNS, cols):
+                self._steps[name].extend(value)
+
+    @property
+    def kv_utilization_mean(self) -> float:
+        return self._kv_util_time / self.busy_s if self.busy_s else 0.0
+
+    @property
+    def kv_fragmentation(self) -> float:
+        return self._kv_waste_time / self.busy_s if self.busy_s else 0.0
+
+    def steps_frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame({name: buf.array() for name, buf in self._steps.items()})
+        for name in ("replica", "batch_size", "prefill_tokens", "decode_tokens", "kv_blocks_used"):
+            frame[name] = frame[name].astype(np.int64)
+        return frame
+
+
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, quantiles=(0.5, 0.9, 0.99)) -> list[float]:
+    """Percentiles of a weighted sample (inverted CDF: the smallest value whose cumulative weight
+    reaches q of the total), exactly as if each value were repeated `weight` times."""
+    if values.size == 0:
+        return [float("nan")] * len(quantiles)
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    total = cumulative[-1]
+    picks = [np.searchsorted(cumulative, q * total, side="left") for q in quantiles]
+    return [float(values[order][min(i, values.size - 1)]) for i in picks]

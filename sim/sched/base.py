@@ -1,0 +1,283 @@
+"""The shared scheduler base: queues, admission, preemption, decode runs and committing a step.
+
+A policy subclass implements only `schedule(now_s, horizon_s)`; hooks (`on_admit`,
+`on_prefill_done`, `on_release`, `make_room`) let the radix policy add prefix reuse.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from sim.config import EngineConfig
+from sim.cost import CostModel
+from sim.kv.blocks import BlockManager
+from sim.metrics import Recorder
+from sim.request import RequestTable, Status
+from sim.sched.plan import StepPlan
+
+MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
+
+
+class Scheduler:
+    """One replica's scheduler. Mutates the shared RequestTable rows of its requests."""
+
+    uses_waiting_order = False  # True when a new arrival may overtake the head of the queue
+    finished_listener = None  # engine callback(rid) when a request ends (closed-loop clients)
+
+    def __init__(self, cfg: EngineConfig, table: RequestTable, blocks: BlockManager, cost: CostModel,
+                 recorder: Recorder, replica: int, max_model_len: int):
+        self.cfg, self.table, self.blocks, self.cost = cfg, table, blocks, cost
+        self.recorder, self.replica, self.max_model_len = recorder, replica, max_model_len
+        self.waiting: deque[int] = deque()
+        self.running: list[int] = []
+        self.swapped: deque[int] = deque()
+        self._preempted_at: dict[int, float] = {}
+        swap_bytes_per_block = blocks.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
+        self._swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
+
+    # ------------------------------------------------------------------ arrivals
+    def add(self, rid: int, now_s: float) -> None:
+        """A request arrives: queue it, or reject it now if it can never fit."""
+        t = self.table
+        t.replica[rid] = self.replica
+        reason = self.never_fits(rid)
+        if reason is not None:
+            self._reject(rid, reason, now_s)
+            return
+        t.status[rid] = Status.WAITING
+        self.waiting.append(rid)
+
+    def never_fits(self, rid: int) -> str | None:
+        t, b = self.table, self.blocks
+        prompt = int(t.prompt_tokens[rid])
+        if prompt >= self.max_model_len:
+            return f"prompt of {prompt} tokens leaves no room under max_model_len={self.max_model_len}"
+        total = prompt + int(t.output_tokens[rid])
+        need = -(-total // b.block_size)
+        if need > b.n_blocks - b.watermark_blocks:
+            return f"prompt+output need {need} KV blocks; the cache holds {b.n_blocks}"
+        return None
+
+    def _reject(self, rid: int, reason: str, now_s: float) -> None:
+        self.table.reject(rid, reason, now_s)
+        if self.finished_listener is not None:
+            self.finished_listener(rid)
+
+    def reject_unschedulable(self, now_s: float) -> None:
+        """Nothing runs yet the head of the queue cannot start: reject it rather than wait forever."""
+        rid = self.waiting.popleft()
+        self._reject(rid, "could not be scheduled with the configured limits", now_s)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running or self.swapped)
+
+    def n_outstanding(self) -> int:
+        return len(self.waiting) + len(self.running) + len(self.swapped)
+
+    # ------------------------------------------------------------------ policy
+    def schedule(self, now_s: float, horizon_s: float) -> StepPlan | None:  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ hooks (radix overrides)
+    def on_admit(self, rid: int, now_s: float) -> None:
+        """First scheduling of a waiting request (prefix matching goes here)."""
+
+    def on_admit_failed(self, rid: int) -> None:
+        """Undo on_admit when the request did not fit after all."""
+
+    def on_prefill_done(self, rid: int, now_s: float) -> None:
+        """All prompt tokens of the request are in the cache."""
+
+    def on_release(self, rid: int) -> None:
+        """The request gives up its blocks (finished or preempted)."""
+
+    def make_room(self, n_blocks: int, use_watermark: bool = False) -> bool:
+        """True if n_blocks can be allocated now (radix evicts cached prefixes to get there)."""
+        return self.blocks.can_allocate(n_blocks, use_watermark)
+
+    # ------------------------------------------------------------------ admission
+    def try_admit(self, rid: int, budget_tokens: float, now_s: float) -> int | None:
+        """Give the waiting head `rid` blocks for up to `budget_tokens` new tokens.
+
+        Returns the tokens scheduled (the caller moves it to running), or None if it does not fit.
+        """
+        t = self.table
+        self.on_admit(rid, now_s)
+        wanted = int(t.n_tokens[rid] - t.n_computed[rid])
+        n_new = int(min(wanted, budget_tokens))
+        need = self.blocks.blocks_needed(rid, int(t.n_computed[rid]) + n_new)
+        if n_new <= 0 or not self.make_room(need, use_watermark=True):
+            self.on_admit_failed(rid)
+            return None
+        self.blocks.grow(rid, int(t.n_computed[rid]) + n_new)
+        self._mark_running(rid, now_s)
+        return n_new
+
+    def _mark_running(self, rid: int, now_s: float) -> None:
+        t = self.table
+        t.status[rid] = Status.RUNNING
+        if np.isnan(t.scheduled_s[rid]):
+            t.scheduled_s[rid] = now_s
+        since = self._preempted_at.pop(rid, None)
+        if since is not None:
+            t.preempted_s[rid] += now_s - since
+        self.running.append(rid)
+
+    def swap_in_ready(self, now_s: float) -> float:
+        """Bring swapped requests back while blocks allow (oldest first); returns transfer seconds."""
+        moved = 0
+        while self.swapped:
+            rid = self.swapped[0]
+            n = len(self.blocks._swapped.get(rid, ()))
+            if not self.make_room(n):
+                break
+            moved += self.blocks.swap_in(rid)
+            self.swapped.popleft()
+            self._mark_running(rid, now_s)
+        return moved * self._swap_s_per_block
+
+    # ------------------------------------------------------------------ preemption
+    def prepare_decodes(self, ids: list[int], now_s: float) -> tuple[list[int], float]:
+        """Give every decoding request a slot for its next token, preempting the newest running
+        requests while blocks are short. Returns the surviving ids and swap transfer seconds."""
+        t, b = self.table, self.blocks
+        transfer_s = 0.0
+        survivors = list(ids)
+        while survivors:
+            need = sum(b.blocks_needed(r, int(t.n_computed[r]) + 1) for r in survivors)
+            if self.make_room(need):
+                break
+            victim = self.running[-1]
+            transfer_s += self.preempt(victim, now_s)
+            if victim in survivors:
+                survivors.remove(victim)
+        for r in survivors:
+            b.grow(r, int(t.n_computed[r]) + 1)
+        return survivors, transfer_s
+
+    def preempt(self, rid: int, now_s: float) -> float:
+        """Evict a running request: swap its KV to host memory, or drop it to recompute later.
+        Returns the swap transfer seconds (0 for recompute)."""
+        t = self.table
+        self.running.remove(rid)
+        t.preemptions[rid] += 1
+        self._preempted_at[rid] = now_s
+        self.recorder.preemptions += 1
+        self.on_release(rid)
+        n_held = len(self.blocks.table(rid))
+        if self.cfg.preemption_mode == "swap" and self.blocks.n_cpu_free >= n_held:
+            self.blocks.swap_out(rid)
+            t.status[rid] = Status.SWAPPED
+            self.swapped.append(rid)
+            return n_held * self._swap_s_per_block
+        self.blocks.free_request(rid)
+        t.n_computed[rid] = 0
+        t.status[rid] = Status.WAITING
+        self.waiting.appendleft(rid)
+        return 0.0
+
+    # ------------------------------------------------------------------ plans
+    def single_step(self, ids: list[int], new_tokens: list[int], transfer_s: float = 0.0) -> StepPlan:
+        t = self.table
+        rid = np.asarray(ids, dtype=np.int64)
+        q = np.asarray(new_tokens, dtype=np.int64)
+        c = t.n_computed[rid]
+        n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
+        time_s = self.cost.step_time_s(q, c, n_sampled)
+        return StepPlan(rid, q, np.array([time_s]), transfer_s=transfer_s)
+
+    def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0) -> StepPlan:
+        """As many decode steps of `ids` as can run before anything could change: stop at the first
+        completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
+        before blocks would run short."""
+        t, b = self.table, self.blocks
+        rid = np.asarray(ids, dtype=np.int64)
+        c = t.n_computed[rid]
+        remaining = t.output_tokens[rid] - (t.n_tokens[rid] - t.prompt_tokens[rid])
+        k = int(min(remaining.min(), MAX_DECODE_RUN_STEPS))
+        held = np.fromiter((len(b.table(r)) for r in ids), dtype=np.int64, count=len(ids))
+        k = self._steps_blocks_allow(c, held, k)
+        times = self.cost.decode_run_times_s(c, k)
+        if np.isfinite(horizon_s) and k > 1:
+            ends = now_s + transfer_s + np.cumsum(times)
+            k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
+            times = times[:k]
+        for r, ctx in zip(ids, c):
+            b.grow(r, int(ctx) + k)
+        return StepPlan(rid, np.ones(len(ids), dtype=np.int64), times, is_decode_run=True, transfer_s=transfer_s)
+
+    def _steps_blocks_allow(self, contexts: np.ndarray, held: np.ndarray, k: int) -> int:
+        """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here)."""
+        size, free = self.blocks.block_size, self.blocks.n_free
+
+        def need(steps: int) -> int:
+            return int(np.maximum(-(-(contexts + steps) // size) - held, 0).sum())
+
+        if need(k) <= free:
+            return k
+        lo, hi = 1, k  # need(lo) fits, need(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
+        return lo
+
+    # ------------------------------------------------------------------ commit
+    def commit(self, plan: StepPlan, end_s: float) -> int:
+        """Apply a finished plan at `end_s`: advance tokens, stamp first-token/finish times,
+        record inter-token gaps, free the blocks of finished requests. Returns how many finished."""
+        if plan.is_decode_run:
+            return self._commit_decode_run(plan, end_s)
+        if plan.req_ids.size == 0:
+            return 0  # an idle wait (static batching window)
+        return self._commit_step(plan, end_s)
+
+    def _commit_step(self, plan: StepPlan, end_s: float) -> int:
+        t = self.table
+        rid, q = plan.req_ids, plan.new_tokens
+        t.n_computed[rid] += q
+        is_sampled = t.n_computed[rid] == t.n_tokens[rid]
+        sampled = rid[is_sampled]
+        t.n_tokens[sampled] += 1
+        first = np.isnan(t.first_token_s[sampled])
+        t.first_token_s[sampled[first]] = end_s
+        later = sampled[~first]
+        if later.size:
+            self.recorder.add_gaps(end_s - t.last_token_s[later])
+        t.last_token_s[sampled] = end_s
+        prefill_done = sampled[first | (q[is_sampled] > 1)]
+        for r in prefill_done.tolist():
+            self.on_prefill_done(r, end_s)
+        self.recorder.step(self, end_s, plan, int(q[q > 1].sum()), int(np.count_nonzero(q == 1)))
+        return self._finish_done(sampled, end_s)
+
+    def _commit_decode_run(self, plan: StepPlan, end_s: float) -> int:
+        t = self.table
+        rid, k = plan.req_ids, plan.n_steps
+        start_s = end_s - plan.duration_s + plan.transfer_s
+        first_end_s = start_s + plan.step_times_s[0]
+        self.recorder.add_gaps(first_end_s - t.last_token_s[rid])
+        if k > 1:
+            self.recorder.add_gaps(plan.step_times_s[1:], weight=rid.shape[0])
+        t.n_computed[rid] += k
+        t.n_tokens[rid] += k
+        t.last_token_s[rid] = end_s
+        self.recorder.run(self, start_s, plan)
+        return self._finish_done(rid, end_s)
+
+    def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
+        t = self.table
+        done = candidates[(t.n_tokens[candidates] - t.prompt_tokens[candidates]) >= t.output_tokens[candidates]]
+        if not done.size:
+            return 0
+        done_set = set(done.tolist())
+        self.running = [r for r in self.running if r not in done_set]
+        for r in done.tolist():
+            t.status[r] = Status.FINISHED
+            t.finish_s[r] = end_s
+            self.on_release(r)
+            self.blocks.free_request(r)
+            if self.finished_listener is not None:
+                self.finished_listener(r)
+        return int(done.size)

@@ -1,0 +1,32 @@
+"""What a scheduler hands the engine: the sequences of the next step(s) and their time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class StepPlan:
+    """One step, or `n_steps` identical-shape decode steps run back to back (a decode run).
+
+    `req_ids[i]` computes `new_tokens[i]` tokens in every step of the plan. A decode run is only
+    planned when nothing can change in between (no arrival that could join, no completion before
+    the last step, enough free blocks), so it equals n_steps single steps exactly.
+    """
+
+    req_ids: np.ndarray
+    new_tokens: np.ndarray
+    step_times_s: np.ndarray  # one entry per step
+    is_decode_run: bool = False
+    transfer_s: float = 0.0  # swap traffic over the host link, added to the first step
+    padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # static: finished, still computed
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.step_times_s.shape[0])
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.step_times_s.sum()) + self.transfer_s

@@ -1,0 +1,110 @@
+"""Prefix reuse (SGLang RadixAttention-style) on top of chunked or continuous batching.
+
+A new request's prompt, as a chain of block keys, is matched against the replica's radix tree;
+matched blocks are shared (ref-counted, the node locked) and only the rest is prefilled, which
+"raises tokens computed". When its prompt is in the cache the request's full prompt blocks are
+inserted. Unlocked cached blocks are evicted LRU (simulated time) when blocks run short.
+Ordering `lpm` admits the waiting request with the longest cached prefix first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.kv.keys import block_keys
+from sim.kv.radix import RadixCache
+from sim.sched.chunked import ChunkedScheduler
+from sim.sched.continuous import ContinuousScheduler
+
+LPM_SCAN_LIMIT = 128  # waiting requests examined per step for longest-prefix-first ordering
+
+
+class RadixMixin:
+    """Hooks of `Scheduler` that add a radix prefix cache."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.radix = RadixCache(self.blocks)
+        self.uses_waiting_order = self.cfg.radix_ordering == "lpm"
+        self._keys: dict[int, np.ndarray] = {}
+        self._locks: dict[int, object] = {}
+
+    def keys_of(self, rid: int) -> np.ndarray:
+        keys = self._keys.get(rid)
+        if keys is None:
+            trace = self.table.trace
+            if not trace.has_hash_ids:
+                keys = np.empty(0, dtype=np.int64)
+            else:
+                keys = block_keys(trace.hash_ids(rid), trace.hash_block_tokens, int(self.table.prompt_tokens[rid]),
+                                  self.blocks.block_size)
+            self._keys[rid] = keys
+        return keys
+
+    def schedule(self, now_s: float, horizon_s: float):
+        if self.uses_waiting_order and len(self.waiting) > 1:
+            self._order_longest_prefix_first(now_s)
+        return super().schedule(now_s, horizon_s)
+
+    def _order_longest_prefix_first(self, now_s: float) -> None:
+        head = [self.waiting.popleft() for _ in range(min(LPM_SCAN_LIMIT, len(self.waiting)))]
+        matched = [self.radix.match_prefix(self.keys_of(r), now_s).n_blocks for r in head]
+        order = sorted(range(len(head)), key=lambda i: (-matched[i], i))  # stable: FCFS among equals
+        self.waiting.extendleft(head[i] for i in reversed(order))
+
+    # -------------------------------------------------------------- hooks
+    def on_admit(self, rid: int, now_s: float) -> None:
+        t = self.table
+        keys = self.keys_of(rid)
+        if not keys.size or self.blocks.table(rid):
+            return
+        match = self.radix.match_prefix(keys, now_s)
+        usable = min(match.n_blocks, int(t.n_tokens[rid] - 1) // self.blocks.block_size)  # compute >= 1 token
+        if usable <= 0:
+            return
+        self.blocks.attach_shared(rid, match.blocks[:usable])
+        self.radix.lock(match.node)
+        self._locks[rid] = match.node
+        t.n_computed[rid] = usable * self.blocks.block_size
+        if np.isnan(t.scheduled_s[rid]):
+            t.cached_tokens[rid] = usable * self.blocks.block_size
+
+    def on_admit_failed(self, rid: int) -> None:
+        self._unlock(rid)
+        self.blocks.free_request(rid)
+        self.table.n_computed[rid] = 0
+        self.table.cached_tokens[rid] = 0
+
+    def on_prefill_done(self, rid: int, now_s: float) -> None:
+        keys = self.keys_of(rid)
+        if not keys.size:
+            return
+        table = self.blocks.table(rid)
+        self.radix.insert(keys, table[: keys.shape[0]], now_s)
+        node = self.radix.match_prefix(keys, now_s).node
+        self._unlock(rid)
+        self.radix.lock(node)
+        self._locks[rid] = node
+
+    def on_release(self, rid: int) -> None:
+        self._unlock(rid)
+
+    def make_room(self, n_blocks: int, use_watermark: bool = False) -> bool:
+        if self.blocks.can_allocate(n_blocks, use_watermark):
+            return True
+        reserve = self.blocks.watermark_blocks if use_watermark else 0
+        self.radix.evict(n_blocks + reserve - self.blocks.n_free)
+        return self.blocks.can_allocate(n_blocks, use_watermark)
+
+    def _unlock(self, rid: int) -> None:
+        node = self._locks.pop(rid, None)
+        if node is not None:
+            self.radix.unlock(node)
+
+
+class RadixChunkedScheduler(RadixMixin, ChunkedScheduler):
+    pass
+
+
+class RadixContinuousScheduler(RadixMixin, ContinuousScheduler):
+    pass

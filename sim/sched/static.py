@@ -1,0 +1,100 @@
+"""Static (request-level) batching: the naive baseline that PagedAttention and continuous
+batching improve on.
+
+Up to `max_num_seqs` waiting requests (after an optional batching window) form a batch. Each
+reserves contiguous KV for the whole `max_model_len` (so the cache, not the seat count, often
+limits the batch; the waste shows in kv_fragmentation). The batch is prefilled together, then
+decodes until its longest member finishes: finished members keep their seat and are still
+computed (padding) and nobody joins mid-batch. A member's finish time is its last token.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.errors import InputError
+from sim.request import Status
+from sim.sched.base import Scheduler
+from sim.sched.plan import StepPlan
+
+
+class StaticScheduler(Scheduler):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reserve_blocks = -(-self.max_model_len // self.blocks.block_size)
+        if self.reserve_blocks > self.blocks.n_blocks:
+            raise InputError("max_model_len", None,
+                             f"static batching reserves {self.reserve_blocks} blocks per request; the KV cache "
+                             f"holds {self.blocks.n_blocks}: lower max_model_len")
+        self.batch: list[int] = []
+
+    def schedule(self, now_s: float, horizon_s: float) -> StepPlan | None:
+        t = self.table
+        if self.batch:
+            remaining = t.output_tokens[self.batch] - (t.n_tokens[self.batch] - t.prompt_tokens[self.batch])
+            if remaining.max() > 0:
+                return self._decode_batch(remaining)
+            self._end_batch()
+        if not self.waiting:
+            return None
+        seats = min(self.cfg.max_num_seqs, self.blocks.n_blocks // self.reserve_blocks)
+        window_end_s = t.arrival_s[self.waiting[0]] + self.cfg.batching_window_s
+        if len(self.waiting) < seats and now_s < window_end_s:
+            wait_s = min(window_end_s, horizon_s) - now_s
+            return StepPlan(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.array([wait_s]))
+        while self.waiting and len(self.batch) < seats:
+            rid = self.waiting.popleft()
+            self.blocks.grow(rid, self.reserve_blocks * self.blocks.block_size)
+            self._mark_running(rid, now_s)
+            self.batch.append(rid)
+        prompts = [int(t.n_tokens[r] - t.n_computed[r]) for r in self.batch]
+        return self.single_step(list(self.batch), prompts)
+
+    def _decode_batch(self, remaining: np.ndarray) -> StepPlan:
+        """The rest of the batch in one plan: decode steps until the longest member is done."""
+        rid = np.asarray(self.batch, dtype=np.int64)
+        times = self.cost.decode_run_times_s(self.table.n_computed[rid], int(remaining.max()))
+        active = rid[remaining > 0]
+        return StepPlan(active, np.ones(active.shape[0], dtype=np.int64), times, is_decode_run=True,
+                        padded_ids=rid[remaining <= 0])
+
+    def _commit_decode_run(self, plan: StepPlan, end_s: float) -> int:
+        """Each active member gets one token per step until its own output is complete."""
+        t = self.table
+        rid = plan.req_ids
+        start_s = end_s - plan.duration_s
+        ends = start_s + np.cumsum(plan.step_times_s)
+        remaining = t.output_tokens[rid] - (t.n_tokens[rid] - t.prompt_tokens[rid])
+        self.recorder.add_gaps(ends[0] - t.last_token_s[rid])
+        # step s (0-based, s >= 1) gives a token to every member with remaining >= s + 1
+        later_steps = np.arange(2, plan.n_steps + 1)
+        members = rid.shape[0] - np.searchsorted(np.sort(remaining), later_steps, side="left")
+        self.recorder.add_gaps(plan.step_times_s[1:], weight=members)
+        finish = ends[remaining - 1]
+        t.n_tokens[rid] += remaining
+        t.last_token_s[rid] = finish
+        t.finish_s[rid] = finish
+        # every batch member's KV grew by the steps run (padding members too)
+        batch = np.asarray(self.batch, dtype=np.int64)
+        t.n_computed[batch] += plan.n_steps
+        self.recorder.run(self, start_s, plan)
+        return self._finish_done(rid, end_s)
+
+    def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
+        """Members keep their seat and reservation until the batch ends; only mark them done."""
+        t = self.table
+        done = candidates[(t.n_tokens[candidates] - t.prompt_tokens[candidates]) >= t.output_tokens[candidates]]
+        done = done[t.status[done] != Status.FINISHED]
+        for r in done.tolist():
+            if np.isnan(t.finish_s[r]):
+                t.finish_s[r] = end_s
+            t.status[r] = Status.FINISHED
+            if self.finished_listener is not None:
+                self.finished_listener(r)
+        return int(done.size)
+
+    def _end_batch(self) -> None:
+        for r in self.batch:
+            self.blocks.free_request(r)
+        self.running = []
+        self.batch = []

@@ -1,0 +1,103 @@
+"""Tables after a run: one row per request, and the summary.json contract of DESIGN.md."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sim.metrics import weighted_percentiles
+from sim.request import Status
+from sim.simulate import SimResult
+
+
+def requests_frame(result: SimResult) -> pd.DataFrame:
+    t = result.table
+    generated = t.n_tokens - t.prompt_tokens
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(generated > 1, (t.finish_s - t.first_token_s) / (generated - 1), np.nan)
+    status_names = np.array([s.name for s in Status])
+    return pd.DataFrame({
+        "request_id": np.arange(len(t)),
+        "replica": t.replica,
+        "status": status_names[t.status],
+        "arrival_s": t.arrival_s,
+        "scheduled_s": t.scheduled_s,
+        "first_token_s": t.first_token_s,
+        "finish_s": t.finish_s,
+        "queue_delay_s": t.scheduled_s - t.arrival_s,
+        "ttft_s": t.first_token_s - t.arrival_s,
+        "e2e_s": t.finish_s - t.arrival_s,
+        "tpot_s": tpot,
+        "prompt_tokens": t.prompt_tokens,
+        "output_tokens": generated,
+        "cached_tokens": t.cached_tokens,
+        "preemptions": t.preemptions,
+        "preempted_s": t.preempted_s,
+        "reject_reason": [t.reject_reason.get(i) for i in range(len(t))],
+    })
+
+
+def _stats(values: np.ndarray) -> dict:
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return {"mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99),
+            "max": float(values.max())}
+
+
+def _itl_stats(result: SimResult) -> dict:
+    values, weights = result.recorder.gap_values.array(), result.recorder.gap_weights.array()
+    if values.size == 0:
+        return _stats(np.empty(0))
+    p50, p90, p99 = weighted_percentiles(values, weights)
+    mean = float((values * weights).sum() / weights.sum())
+    return {"mean": mean, "p50": p50, "p90": p90, "p99": p99, "max": float(values.max())}
+
+
+def _goodput(frame: pd.DataFrame, result: SimResult) -> dict | None:
+    slo = result.cfg.slo
+    if slo.ttft_s is None and slo.tpot_s is None and slo.e2e_s is None:
+        return None
+    ok = frame["status"] == "FINISHED"
+    for column, limit in (("ttft_s", slo.ttft_s), ("tpot_s", slo.tpot_s), ("e2e_s", slo.e2e_s)):
+        if limit is not None:
+            ok &= frame[column].fillna(0.0) <= limit
+    n_ok = int(ok.sum())
+    return {"slo": slo.model_dump(exclude_none=True), "n_met": n_ok, "fraction": n_ok / max(len(frame), 1),
+            "request_throughput": n_ok / result.sim_duration_s if result.sim_duration_s else 0.0}
+
+
+def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
+    """The summary.json contract (DESIGN.md, Outputs)."""
+    frame = requests_frame(result) if frame is None else frame
+    finished = frame[frame["status"] == "FINISHED"]
+    duration = result.sim_duration_s or float("nan")
+    prompt_total = float(frame.loc[frame["status"] != "REJECTED", "prompt_tokens"].sum())
+    cfg = result.cfg
+    return {
+        "policy": cfg.policy, "model": cfg.model, "hardware": cfg.hardware, "tp": cfg.tp, "replicas": cfg.replicas,
+        "n_requests": int(len(frame)),
+        "n_finished": int(len(finished)),
+        "n_rejected": int((frame["status"] == "REJECTED").sum()),
+        "sim_duration_s": result.sim_duration_s,
+        "wall_time_s": result.wall_time_s,
+        "n_steps": result.recorder.n_steps,
+        "request_throughput": len(finished) / duration,
+        "output_throughput_tok_s": float(finished["output_tokens"].sum()) / duration,
+        "input_throughput_tok_s": float(finished["prompt_tokens"].sum()) / duration,
+        "ttft_s": _stats(finished["ttft_s"].to_numpy()),
+        "tpot_s": _stats(finished["tpot_s"].to_numpy()),
+        "itl_s": _itl_stats(result),
+        "e2e_s": _stats(finished["e2e_s"].to_numpy()),
+        "queue_delay_s": _stats(finished["queue_delay_s"].to_numpy()),
+        "goodput": _goodput(frame, result),
+        "num_gpu_blocks": result.num_gpu_blocks,
+        "block_size": cfg.block_size,
+        "kv_utilization_mean": result.recorder.kv_utilization_mean,
+        "kv_fragmentation": result.recorder.kv_fragmentation,
+        "preemptions": result.recorder.preemptions,
+        "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
+        "evicted_blocks": result.evicted_blocks,
+        "max_model_len": result.max_model_len,
+    }
