@@ -42,11 +42,15 @@ class _Pool:
         return len(self.freed) + self.capacity - self.next_unused
 
     def allocate(self, n: int) -> list[int]:
-        if n < 0:
-            raise ValueError(f"cannot allocate {n} blocks")
-        if n > self.n_free:
-            raise NoFreeBlocks(f"{self.name}: need {n} blocks, {self.n_free} free")
         freed, refcounts = self.freed, self.refcounts
+        if not 0 <= n <= len(freed) + self.capacity - self.next_unused:
+            if n < 0:
+                raise ValueError(f"cannot allocate {n} blocks")
+            raise NoFreeBlocks(f"{self.name}: need {n} blocks, {self.n_free} free")
+        if n == 1 and freed:  # the common case in a decode loop
+            block = freed.pop()
+            refcounts[block] = 1
+            return [block]
         n_reused = min(n, len(freed))
         ids = freed[len(freed) - n_reused :]
         ids.reverse()  # the most recently freed id comes first
@@ -164,15 +168,17 @@ class BlockManager:
 
         NoFreeBlocks (nothing changed) if the GPU is short.
         """
-        self._require_resident(req_id)
-        n_new = self.blocks_needed(req_id, n_tokens)
-        if n_new:
-            new_blocks = self._gpu.allocate(n_new)
-            table = self._tables.get(req_id)
-            if table is None:
-                self._tables[req_id] = new_blocks
-            else:
-                table.extend(new_blocks)
+        table = self._tables.get(req_id)
+        n_new = -(-n_tokens // self.block_size) - (0 if table is None else len(table))
+        if n_new <= 0:
+            return 0  # the hot path: the next token still fits in the last block
+        if req_id in self._swapped:
+            self._require_resident(req_id)
+        new_blocks = self._gpu.allocate(n_new)
+        if table is None:
+            self._tables[req_id] = new_blocks
+        else:
+            table.extend(new_blocks)
         return n_new
 
     def attach_shared(self, req_id: int, blocks: list[int]) -> None:
