@@ -8,6 +8,7 @@ pipeline, not the numbers, and must finish in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import time
@@ -214,6 +215,18 @@ def _time_allreduce(run: _Run) -> None:
             run.add("allreduce", timing, world_size, payload_bytes=t.payload_bytes)
 
 
+@contextlib.contextmanager
+def _torch_threads(n_threads: int | None):
+    """Use `n_threads` intra-op threads inside the block (None: leave as is), then restore."""
+    before = torch.get_num_threads()
+    if n_threads is not None:
+        torch.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _pick_grid(device: str, quick: bool) -> grids.Grid:
     if quick:
         return grids.cpu_quick_grid() if device == "cpu" else grids.quick_grid()
@@ -232,7 +245,7 @@ def run_calibration(
 
     `model_specs`: objects with `sim.model.ModelSpec`'s attributes, or `ModelDims`.
     `grid` overrides the default (`full_grid`, `quick_grid`, or `cpu_quick_grid` for a CPU
-    quick run, which also swaps the models for `TOY_DIMS`). Once `time_budget_s` has
+    quick run, which also swaps the models for `TOY_DIMS` and uses one CPU thread). Once `time_budget_s` has
     passed, remaining points are skipped (counted in the log), so a leased GPU run ends
     with what it has. Returns a validated frame in `calibrate.measurements` columns.
     """
@@ -249,7 +262,10 @@ def run_calibration(
     run = _Run(device, dtype, grid or _pick_grid(device, quick), deadline, _provenance(device))
     run.flush = cache_flusher(device)
     torch.manual_seed(0)
-    with torch.inference_mode():
+    # A CPU quick run's ops are tiny: thread hand-offs would dominate, and on a busy
+    # machine (a test suite) they stall, so it runs on one thread.
+    quick_cpu_threads = 1 if quick and device == "cpu" else None
+    with torch.inference_mode(), _torch_threads(quick_cpu_threads):
         _time_gemms(run, models)
         _time_decode(run, models)
         _time_prefill(run, models)
