@@ -5,12 +5,18 @@ Public entry points: `load_workload`, `load_trace`, `prefix_hit_rate_infinite`,
 `prefix_hit_tokens_infinite`, `describe`, `write_canonical_jsonl`, `apply_transforms`.
 """
 
+from sim.workload.canonical import write_canonical_jsonl
 from sim.workload.load import load_trace, load_workload
 from sim.workload.prefix import prefix_hit_rate_infinite, prefix_hit_tokens_infinite
+from sim.workload.stats import describe
+from sim.workload.transforms import apply_transforms
 
 __all__ = [
+    "apply_transforms",
+    "describe",
     "load_trace",
     "load_workload",
     "prefix_hit_rate_infinite",
     "prefix_hit_tokens_infinite",
+    "write_canonical_jsonl",
 ]

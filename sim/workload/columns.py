@@ -125,12 +125,19 @@ def build_trace(
     hash_offsets: np.ndarray | None = None,
     hash_block_tokens: int | None = None,
     extra: dict | None = None,
+    rebase_time: bool = True,
 ) -> Trace:
     """Assemble a Trace: empty -> InputError; time re-based so the earliest request arrives
-    at 0 s; unsorted arrivals sorted stably with a warning (InputError when `strict`)."""
+    at 0 s (unless `rebase_time` is False: our canonical files are already relative, and
+    then times must be >= 0); unsorted arrivals sorted stably with a warning (InputError
+    when `strict`)."""
     if len(arrival_s) == 0:
         raise InputError(where, None, "no requests; expected at least one data row")
-    arrival_s = arrival_s - arrival_s.min()
+    if rebase_time:
+        arrival_s = arrival_s - arrival_s.min()
+    elif arrival_s.min() < 0:
+        row = int(np.argmin(arrival_s)) + 1
+        raise InputError(where, time_field, f"must be >= 0 s; row {row} has {arrival_s.min()}")
     trace = Trace(
         arrival_s=arrival_s,
         prompt_tokens=prompt_tokens,

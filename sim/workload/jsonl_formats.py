@@ -38,6 +38,7 @@ class JsonlSchema:
     hash_block_tokens: int | None = None  # None: read from each line's `hash_block_tokens`
     n_samples: str | None = None
     extras: tuple[str, ...] = ()
+    rebase_time: bool = True  # shift so the earliest request arrives at 0 s
 
 
 JSONL_SCHEMAS = {
@@ -60,6 +61,7 @@ JSONL_SCHEMAS = {
         None,
         "n",
         extras=("session_id", "turn"),
+        rebase_time=False,
     ),
 }
 
@@ -223,5 +225,6 @@ def load_jsonl(path: Path, schema: JsonlSchema, *, strict: bool) -> Trace:
         hash_ids_flat=flat,
         hash_offsets=offsets,
         hash_block_tokens=_hash_block_tokens(reader, has_ids),
+        rebase_time=schema.rebase_time,
         extra=extra,
     )

@@ -1,0 +1,181 @@
+"""The workload spec schema (pydantic): a trace plus transforms, or a synthetic workload.
+
+Every model forbids unknown keys, so a typo is an error naming the file and the key.
+Distributions of token counts (`Dist`) are tagged by `kind`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FixedDist(_Strict):
+    kind: Literal["fixed"]
+    value: PositiveInt
+
+
+class UniformDist(_Strict):
+    """Whole numbers low..high inclusive, equally likely."""
+
+    kind: Literal["uniform"]
+    low: PositiveInt
+    high: PositiveInt
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformDist:
+        if self.high < self.low:
+            raise ValueError("high must be >= low")
+        return self
+
+
+class LognormalDist(_Strict):
+    """Lognormal with the given mean (tokens) and log-space sigma, rounded, clipped to [1, max]."""
+
+    kind: Literal["lognormal"]
+    mean: PositiveFloat
+    sigma: PositiveFloat
+    max: PositiveInt | None = None
+
+
+Dist = Annotated[FixedDist | UniformDist | LognormalDist, Field(discriminator="kind")]
+
+
+class PoissonArrival(_Strict):
+    kind: Literal["poisson"]
+    rate_qps: PositiveFloat
+
+
+class GammaArrival(_Strict):
+    """Renewal process with Gamma gaps: `cv` > 1 is burstier than Poisson, < 1 smoother."""
+
+    kind: Literal["gamma"]
+    rate_qps: PositiveFloat
+    cv: PositiveFloat
+
+
+class ConstantArrival(_Strict):
+    kind: Literal["constant"]
+    rate_qps: PositiveFloat
+
+
+class ClosedLoopArrival(_Strict):
+    """`concurrency` clients; each sends its next request `think_time_s` after the last ends."""
+
+    kind: Literal["closed_loop"]
+    concurrency: PositiveInt
+    think_time_s: float = Field(0.0, ge=0)
+
+
+Arrival = Annotated[
+    PoissonArrival | GammaArrival | ConstantArrival | ClosedLoopArrival,
+    Field(discriminator="kind"),
+]
+
+
+class Lengths(_Strict):
+    """Either `prompt` and `output` distributions, or `trace`: (prompt, output) pairs
+    resampled jointly from a trace (a bundled name such as `sharegpt`, or a path)."""
+
+    prompt: Dist | None = None
+    output: Dist | None = None
+    trace: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Lengths:
+        pair = self.prompt is not None and self.output is not None
+        if bool(self.trace) == pair or (not pair and (self.prompt or self.output)):
+            raise ValueError("give either both `prompt` and `output`, or `trace`")
+        return self
+
+
+class SystemPrompts(_Strict):
+    """`n_templates` shared system prompts, template k (1-based) chosen with weight k^-zipf_s."""
+
+    n_templates: PositiveInt
+    zipf_s: float = Field(1.0, ge=0)
+    tokens: Dist
+
+
+class FewShot(_Strict):
+    """Few-shot templates: one instruction shared by all, then `n_shots` examples that are
+    template-specific; template popularity Zipf like system prompts."""
+
+    n_templates: PositiveInt
+    zipf_s: float = Field(1.0, ge=0)
+    instruction_tokens: int = Field(0, ge=0)
+    n_shots: PositiveInt
+    shot_tokens: Dist
+
+
+class MultiTurn(_Strict):
+    """Conversations: turn n's prompt is the whole history plus a new message; turns of a
+    conversation arrive `think_time_s` (exponential mean, covers the reply too) apart."""
+
+    turns: Dist
+    think_time_s: float = Field(ge=0)
+
+
+class Prefix(_Strict):
+    system_prompts: SystemPrompts | None = None
+    few_shot: FewShot | None = None
+    multi_turn: MultiTurn | None = None
+
+
+class Synthetic(_Strict):
+    arrival: Arrival
+    lengths: Lengths
+    prefix: Prefix = Prefix()
+    n_samples: Dist | None = None  # parallel sampling n per request
+    n_requests: PositiveInt | None = None
+    duration_s: PositiveFloat | None = None
+    hash_block_tokens: PositiveInt = 16
+
+    @model_validator(mode="after")
+    def _size(self) -> Synthetic:
+        if (self.n_requests is None) == (self.duration_s is None):
+            raise ValueError("give exactly one of n_requests and duration_s")
+        if self.arrival.kind == "closed_loop":
+            if self.n_requests is None:
+                raise ValueError("a closed loop needs n_requests (its pool size)")
+            if self.prefix.multi_turn is not None:
+                raise ValueError(
+                    "multi_turn needs an open-loop arrival (turn times are in the trace)"
+                )
+        return self
+
+
+class Transforms(_Strict):
+    time_window_s: tuple[float, float] | None = None
+    rate_scale: PositiveFloat | None = None
+    target_qps: PositiveFloat | None = None
+    clip_max_model_len: Annotated[int, Field(ge=2)] | None = None
+    sample_n: PositiveInt | None = None
+    shuffle_seed: int | None = None
+
+
+class WorkloadSpec(_Strict):
+    """A trace (bundled name, or a path relative to the spec file) or a synthetic block."""
+
+    trace: str | None = None
+    format: str | None = None
+    columns: dict[str, str] | None = None
+    time_unit: Literal["s", "ms", "us"] = "s"
+    keep_failed: bool = False
+    arrival: Arrival | None = None  # re-time the trace's requests (or run them closed loop)
+    synthetic: Synthetic | None = None
+    transforms: Transforms = Transforms()
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> WorkloadSpec:
+        if (self.trace is None) == (self.synthetic is None):
+            raise ValueError("give exactly one of `trace` and `synthetic`")
+        if self.synthetic is not None and (self.format or self.columns or self.arrival):
+            raise ValueError("format, columns and arrival go with `trace`, not `synthetic`")
+        return self
