@@ -160,14 +160,16 @@ def _time_decode(run: _Run, models: list[ModelDims]) -> None:
             if run.out_of_time():
                 continue
 
-            def make_inputs(b=block_size, n=batch_size, c=context_len):
+            def make_inputs(b=block_size, n=batch_size, c=context_len, h=heads):
                 return paged.random_paged_batch(
-                    [c] * n, b, heads.n_heads, heads.n_kv_heads, heads.head_dim,
-                    run.dtype, run.device,
-                )  # fmt: skip
+                    [c] * n, b, h.n_heads, h.n_kv_heads, h.head_dim, run.dtype, run.device
+                )
+
+            def run_decode(batch, scale=scale):
+                return decode(batch, scale)
 
             probe = make_inputs()
-            timing = run.time_rotating(make_inputs, probe.n_bytes, lambda b: decode(b, scale))
+            timing = run.time_rotating(make_inputs, probe.n_bytes, run_decode)
             run.add(
                 "decode_attention", timing, tp,
                 m_tokens=batch_size, batch_size=batch_size, context_tokens=float(context_len),
@@ -182,9 +184,9 @@ def _time_prefill(run: _Run, models: list[ModelDims]) -> None:
             if run.out_of_time():
                 continue
 
-            def make_inputs(b=batch_size, s=seq_len):
+            def make_inputs(b=batch_size, s=seq_len, h=heads):
                 return prefill_attention.make_prefill_inputs(
-                    b, s, heads.n_heads, heads.n_kv_heads, heads.head_dim, run.dtype, run.device
+                    b, s, h.n_heads, h.n_kv_heads, h.head_dim, run.dtype, run.device
                 )
 
             n_bytes = make_inputs().n_bytes
@@ -267,8 +269,8 @@ def run_calibration(
     quick_cpu_threads = 1 if quick and device == "cpu" else None
     with torch.inference_mode(), _torch_threads(quick_cpu_threads):
         _time_gemms(run, models)
+        _time_prefill(run, models)  # cheap: before decode, so a tight budget keeps it
         _time_decode(run, models)
-        _time_prefill(run, models)
     _time_allreduce(run)
     log.info(
         "calibration: %d points in %.1f s, %d skipped past the time budget",

@@ -56,7 +56,8 @@ def dense_decode_attention(
 ) -> torch.Tensor:
     """Oracle: softmax(q·Kᵀ·scale)·V per sequence, K/V given contiguous [ctx, n_kv, d].
 
-    Returns [batch, n_heads, head_dim] in q's dtype; computes in float64.
+    Returns [batch, n_heads, head_dim] in float64 (computed in float64 from the inputs as
+    given, never rounded back, so it can judge low-precision kernels too).
     """
     n_heads = q.shape[1]
     outputs = []
@@ -67,7 +68,7 @@ def dense_decode_attention(
         scores = torch.einsum("hd,thd->ht", q[j].double(), k_per_head) * scale
         weights = torch.softmax(scores, dim=-1)
         outputs.append(torch.einsum("ht,thd->hd", weights, v_per_head))
-    return torch.stack(outputs).to(q.dtype)
+    return torch.stack(outputs)
 
 
 def paged_decode_attention_torch(batch: PagedBatch, scale: float) -> torch.Tensor:

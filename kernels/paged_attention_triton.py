@@ -22,7 +22,6 @@ from kernels.paged_attention import PagedBatch
 try:
     import triton
     import triton.language as tl
-
     from triton.language import constexpr
 except ImportError:  # Triton is optional; `triton_available()` says so.
     triton = None
@@ -67,7 +66,7 @@ def _paged_decode_kernel_source(
     running_max = -float("inf")
     running_sum = 0.0
     acc = tl.zeros([HEAD_DIM_PAD], dtype=tl.float32)
-    for block_index in range(0, tl.cdiv(context_len, BLOCK_SIZE)):
+    for block_index in range(tl.cdiv(context_len, BLOCK_SIZE)):
         physical = tl.load(block_table_ptr + seq * stride_table_seq + block_index).to(tl.int64)
         token_ok = block_index * BLOCK_SIZE + positions < context_len
         offsets = (

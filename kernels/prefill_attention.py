@@ -51,7 +51,8 @@ def prefill_attention(inputs: PrefillInputs) -> torch.Tensor:
 
 
 def causal_attention_dense(inputs: PrefillInputs) -> torch.Tensor:
-    """Oracle: explicit masked softmax in float64, KV heads repeated per group."""
+    """Oracle: explicit masked softmax in float64, KV heads repeated per group; returns
+    float64."""
     group = inputs.q.shape[1] // inputs.k.shape[1]
     q = inputs.q.double()
     k = inputs.k.double().repeat_interleave(group, dim=1)
@@ -60,4 +61,4 @@ def causal_attention_dense(inputs: PrefillInputs) -> torch.Tensor:
     scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
     future = torch.ones(seq_len, seq_len, dtype=torch.bool, device=q.device).triu(1)
     weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    return (weights @ v).to(inputs.q.dtype)
+    return weights @ v

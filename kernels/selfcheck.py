@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 import torch
@@ -21,14 +22,14 @@ from kernels import paged_attention_triton as pat
 
 BLOCK_SIZES = (8, 16, 32, 64, 128)
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-TOLERANCE = {"fp32": 1e-5, "fp16": 1e-2, "bf16": 2e-2}
+TOLERANCE = {"fp32": 1e-5, "fp16": 5e-3, "bf16": 1e-2}  # METHOD.md bands
 
 
 def relative_error(out: torch.Tensor, dense: torch.Tensor) -> float:
     """‖out − dense‖ / ‖dense‖ in float64; NaN anywhere gives inf."""
     diff = (out.double() - dense.double()).norm()
     error = float(diff / dense.double().norm())
-    return error if error == error else float("inf")
+    return math.inf if math.isnan(error) else error
 
 
 def _dense_case(context_lens, n_heads, n_kv_heads, head_dim, dtype, generator):
@@ -76,7 +77,9 @@ def check(
     errors: dict = {name: {} for name in impls}
     scale = head_dim**-0.5
     for block_size in BLOCK_SIZES:
-        q, k_seqs, v_seqs = _dense_case(context_lens, n_heads, n_kv_heads, head_dim, dtype, generator)
+        q, k_seqs, v_seqs = _dense_case(
+            context_lens, n_heads, n_kv_heads, head_dim, dtype, generator
+        )
         dense = pa.dense_decode_attention(q, k_seqs, v_seqs, scale)
         batch = _to(pa.paged_batch_from_dense(q, k_seqs, v_seqs, block_size, generator), device)
         for name in impls:

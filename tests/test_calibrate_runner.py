@@ -7,12 +7,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from calibrate import grid as grids  # noqa: E402
-from calibrate.measurements import COLUMNS, read_measurements, write_measurements  # noqa: E402
-from calibrate.runner import run_calibration  # noqa: E402
-from calibrate.timing import n_copies_to_rotate, time_op  # noqa: E402
-from kernels.shapes import TOY_DIMS, shapes_for  # noqa: E402
-from sim.errors import InputError  # noqa: E402
+from calibrate import grid as grids
+from calibrate.measurements import COLUMNS, read_measurements, write_measurements
+from calibrate.runner import run_calibration
+from calibrate.timing import n_copies_to_rotate, time_op
+from kernels.shapes import TOY_DIMS, shapes_for
+from sim.errors import InputError
 
 
 @pytest.fixture(scope="module")

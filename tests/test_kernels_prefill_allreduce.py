@@ -4,8 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels.allreduce import measure_allreduce, unavailable_reason  # noqa: E402
-from kernels.prefill_attention import (  # noqa: E402
+from kernels.allreduce import measure_allreduce, unavailable_reason
+from kernels.prefill_attention import (
     causal_attention_dense,
     make_prefill_inputs,
     prefill_attention,

@@ -16,9 +16,10 @@ from kernels.shapes import (
 )
 from sim.errors import InputError
 
-LLAMA3_8B = dict(
-    hidden=4096, n_heads=32, n_kv_heads=8, head_dim=128, intermediate=14336, vocab=128256
-)
+LLAMA3_8B = {
+    "hidden": 4096, "n_heads": 32, "n_kv_heads": 8, "head_dim": 128,
+    "intermediate": 14336, "vocab": 128256,
+}  # fmt: skip
 
 
 def _by_op(shapes):
