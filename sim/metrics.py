@@ -58,12 +58,15 @@ class Recorder:
     def add_gaps(self, values, weight=1) -> None:
         """Inter-token gaps; `weight` (scalar or per value) counts how many gaps had that value."""
         values = np.atleast_1d(values)
-        weights = np.broadcast_to(np.asarray(weight, dtype=np.int64), values.shape)
-        keep = weights > 0
+        if isinstance(weight, (int, np.integer)):
+            self.gap_values.extend(values)
+            self.gap_weights.extend(np.full(values.shape[0], weight, dtype=np.int64))
+            return
+        keep = weight > 0
         self.gap_values.extend(values[keep])
-        self.gap_weights.extend(weights[keep])
+        self.gap_weights.extend(weight[keep])
 
-    def _kv_sample(self, sched: "Scheduler", duration_s: float) -> int:
+    def _kv_sample(self, sched: Scheduler, duration_s: float) -> int:
         blocks = sched.blocks
         used = blocks.n_used
         self.busy_s += duration_s
@@ -74,7 +77,7 @@ class Recorder:
             self._kv_waste_time += duration_s * max(0.0, slots - tokens) / slots
         return used
 
-    def step(self, sched: "Scheduler", end_s: float, plan: "StepPlan", prefill_tokens: int,
+    def step(self, sched: Scheduler, end_s: float, plan: StepPlan, prefill_tokens: int,
              decode_tokens: int) -> None:
         used = self._kv_sample(sched, plan.duration_s)
         self.n_steps += 1
@@ -84,7 +87,7 @@ class Recorder:
             for name, value in zip(STEP_COLUMNS, row):
                 self._steps[name].extend(value)
 
-    def run(self, sched: "Scheduler", start_s: float, plan: "StepPlan") -> None:
+    def run(self, sched: Scheduler, start_s: float, plan: StepPlan) -> None:
         used = self._kv_sample(sched, plan.duration_s)
         k = plan.n_steps
         self.n_steps += k

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.cost.hot import HotPath
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
 from sim.dtypes import bytes_per_element, peak_key
@@ -83,6 +84,7 @@ class CostModel:
         self._paged_eff = self.eff.paged_efficiency(block_size)
         self._layer_table_s = np.zeros(0)
         self._lm_table_s = np.zeros(0)
+        self._hot = HotPath(self)
 
     # ---------------------------------------------------------------- formulas
     def _gemm_shapes(self) -> list[tuple[str, int, int]]:
@@ -191,41 +193,26 @@ class CostModel:
         return StepCost(ops=ops, n_layers=self.model.n_layers, overhead_s=self.overhead_s)
 
     # ---------------------------------------------------------------- hot path
-    def layer_time_s(self, n_tokens: np.ndarray) -> np.ndarray:
+    def layer_time_s(self, n_tokens: int) -> float:
         """Per-layer time of the token-count-dependent ops, from a lazily grown lookup table."""
-        n_tokens = np.asarray(n_tokens, dtype=np.int64)
-        top = int(n_tokens.max()) if n_tokens.size else 0
-        if top >= self._layer_table_s.shape[0]:
-            size = max(2 * top + 1, 1024)
-            grid = np.arange(size, dtype=np.float64)
+        if n_tokens >= self._layer_table_s.shape[0]:
+            grid = np.arange(max(2 * n_tokens + 1, 1024), dtype=np.float64)
             self._layer_table_s = sum(op[1] for op in self._layer_ops(grid))
-        return self._layer_table_s[n_tokens]
+        return float(self._layer_table_s[n_tokens])
 
-    def lm_head_time_s(self, n_sampled: np.ndarray) -> np.ndarray:
-        n_sampled = np.asarray(n_sampled, dtype=np.int64)
-        top = int(n_sampled.max()) if n_sampled.size else 0
-        if top >= self._lm_table_s.shape[0]:
-            grid = np.arange(max(2 * top + 1, 1024), dtype=np.float64)
+    def lm_head_time_s(self, n_sampled: int) -> float:
+        if n_sampled >= self._lm_table_s.shape[0]:
+            grid = np.arange(max(2 * n_sampled + 1, 1024), dtype=np.float64)
             self._lm_table_s = self._lm_head_op(grid)[1]
-        return self._lm_table_s[n_sampled]
-
-    def time_of_loads_s(self, n_tokens: np.ndarray, n_sampled: np.ndarray, load: AttentionLoad) -> np.ndarray:
-        """Total step times for a vector of steps described by token counts and attention loads."""
-        attention = sum(op[1] for op in self._attention_ops(load))
-        layers = self.layer_time_s(n_tokens) + attention
-        return self.model.n_layers * layers + self.lm_head_time_s(n_sampled) + self.overhead_s
+        return float(self._lm_table_s[n_sampled])
 
     def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
-        """Total time of one step (same value as `breakdown(...).time_s`)."""
-        load = attention_load(new_tokens, cached_tokens, self.block_size)
-        n_tokens = np.array([int(np.sum(new_tokens))])
-        return float(self.time_of_loads_s(n_tokens, np.array([n_sampled]), load)[0])
+        """Total time of one step (equals `breakdown(...).time_s`)."""
+        q = np.asarray(new_tokens, dtype=np.int64)
+        c = np.asarray(cached_tokens, dtype=np.int64)
+        return self._hot.step_time_s(q, c, int(n_sampled))
 
     def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:
         """Times of `n_steps` consecutive pure-decode steps: every sequence (cached `contexts`
         tokens before the first) gains one token per step and samples one token per step."""
-        contexts = np.asarray(contexts, dtype=np.int64)
-        n_seqs = contexts.shape[0]
-        load = AttentionLoad.decode_run(contexts, n_steps, self.block_size)
-        tokens = np.full(n_steps, n_seqs, dtype=np.int64)
-        return self.time_of_loads_s(tokens, tokens, load)
+        return self._hot.decode_run_times_s(np.asarray(contexts, dtype=np.int64), int(n_steps))

@@ -23,52 +23,6 @@ class AttentionLoad:
     decode_kv_tokens: np.ndarray
     decode_tokens: np.ndarray
 
-    @staticmethod
-    def decode_run(contexts: np.ndarray, n_steps: int, block_size: int) -> AttentionLoad:
-        """Loads of n_steps consecutive decode steps in which each sequence gains a token per step."""
-        steps = np.arange(n_steps, dtype=np.int64)
-        n_seqs = contexts.shape[0]
-        # causal pairs per step: sum_j (c_j + s + 1/2) for the one new token of each sequence
-        pairs = float(contexts.sum()) + n_seqs * (steps + 0.5)
-        blocks = _whole_block_tokens_per_step(contexts, n_steps, block_size)
-        zeros = np.zeros(n_steps)
-        return AttentionLoad(
-            prefill_pairs=zeros,
-            prefill_kv_tokens=zeros,
-            prefill_tokens=zeros,
-            decode_context=pairs,
-            decode_kv_tokens=blocks,
-            decode_tokens=np.full(n_steps, float(n_seqs)),
-        )
-
-
-def _whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int) -> np.ndarray:
-    """Sum over sequences of ceil((c_j + s + 1) / B) * B, for s = 0..n_steps-1, without an n x k matrix.
-
-    Each sequence's block count rises by one exactly at the steps where its length crosses a
-    block boundary; a difference array over steps counts those crossings.
-    """
-    first = (contexts + 1 + block_size - 1) // block_size  # blocks at step 0
-    base = float(first.sum())
-    # step s has length c+s+1; a new block starts when (c+s+1) % B == 1, i.e. s = B*m - c for m >= first
-    first_cross = first * block_size - contexts  # first step index at which one more block is needed
-    delta = np.zeros(n_steps + 1)
-    in_range = first_cross < n_steps
-    if in_range.any():
-        starts = first_cross[in_range]
-        # crossings at starts, starts + B, starts + 2B, ... < n_steps
-        counts = (n_steps - 1 - starts) // block_size + 1
-        offsets = np.repeat(starts, counts) + block_size * _ranges(counts)
-        np.add.at(delta, offsets, 1.0)
-    return (base + np.cumsum(delta[:n_steps])) * block_size
-
-
-def _ranges(counts: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(c) for each c in counts."""
-    total = int(counts.sum())
-    ends = np.cumsum(counts)
-    return np.arange(total) - np.repeat(ends - counts, counts)
-
 
 def attention_load(new_tokens: np.ndarray, cached_tokens: np.ndarray, block_size: int) -> AttentionLoad:
     """Attention load of one step (arrays of length 1)."""

@@ -225,6 +225,10 @@ class BlockManager:
         return self._gpu.decref(reversed(table))
 
     # ---- swap -------------------------------------------------------------------------------
+    def n_swapped_blocks(self, req_id: int) -> int:
+        """How many CPU blocks a swapped-out request holds (what swapping it in needs on GPU)."""
+        return len(self._swapped.get(req_id, ()))
+
     def is_swapped(self, req_id: int) -> bool:
         return req_id in self._swapped
 

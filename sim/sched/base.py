@@ -18,6 +18,7 @@ from sim.request import RequestTable, Status
 from sim.sched.plan import StepPlan
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
+HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
 
 
 class Scheduler:
@@ -130,8 +131,7 @@ class Scheduler:
         moved = 0
         while self.swapped:
             rid = self.swapped[0]
-            n = len(self.blocks._swapped.get(rid, ()))
-            if not self.make_room(n):
+            if not self.make_room(self.blocks.n_swapped_blocks(rid)):
                 break
             moved += self.blocks.swap_in(rid)
             self.swapped.popleft()
@@ -139,22 +139,45 @@ class Scheduler:
         return moved * self._swap_s_per_block
 
     # ------------------------------------------------------------------ preemption
-    def prepare_decodes(self, ids: list[int], now_s: float) -> tuple[list[int], float]:
-        """Give every decoding request a slot for its next token, preempting the newest running
-        requests while blocks are short. Returns the surviving ids and swap transfer seconds."""
-        t, b = self.table, self.blocks
+    def _held_blocks(self, contexts: np.ndarray) -> np.ndarray:
+        """Blocks each running request holds. Tables always grow exactly to the tokens scheduled,
+        so between steps a table covers ceil(n_computed / B) blocks (`check_tables` asserts it)."""
+        return -(-contexts // self.blocks.block_size)
+
+    def check_tables(self) -> None:
+        """Invariant check for tests: every running request's table matches its token count."""
+        for rid in self.running:
+            held = len(self.blocks.table(rid))
+            expected = int(self._held_blocks(self.table.n_computed[rid]))
+            if held != expected:
+                raise AssertionError(f"request {rid}: table has {held} blocks, expected {expected}")
+
+    def _grow_to(self, ids, contexts: np.ndarray, held: np.ndarray, n_tokens_ahead: int) -> None:
+        """Grow the tables of `ids` to cover contexts + n_tokens_ahead tokens (only those short)."""
+        size = self.blocks.block_size
+        short = np.flatnonzero(-(-(contexts + n_tokens_ahead) // size) > held)
+        for i in short.tolist():
+            self.blocks.grow(ids[i], int(contexts[i]) + n_tokens_ahead)
+
+    def prepare_decodes(self, ids: list[int], now_s: float, grow: bool) -> tuple[list[int], float]:
+        """Make room for every decoding request's next token, preempting the newest running
+        requests while blocks are short; with `grow`, also take those blocks now (a decode run
+        takes its own). Returns the surviving ids and swap transfer seconds."""
+        t, size = self.table, self.blocks.block_size
         transfer_s = 0.0
         survivors = list(ids)
         while survivors:
-            need = sum(b.blocks_needed(r, int(t.n_computed[r]) + 1) for r in survivors)
+            contexts = t.n_computed[survivors]
+            held = self._held_blocks(contexts)
+            need = int(np.maximum(-(-(contexts + 1) // size) - held, 0).sum())
             if self.make_room(need):
+                if grow:
+                    self._grow_to(survivors, contexts, held, 1)
                 break
             victim = self.running[-1]
             transfer_s += self.preempt(victim, now_s)
             if victim in survivors:
                 survivors.remove(victim)
-        for r in survivors:
-            b.grow(r, int(t.n_computed[r]) + 1)
         return survivors, transfer_s
 
     def preempt(self, rid: int, now_s: float) -> float:
@@ -192,20 +215,23 @@ class Scheduler:
         """As many decode steps of `ids` as can run before anything could change: stop at the first
         completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
         before blocks would run short."""
-        t, b = self.table, self.blocks
+        t = self.table
         rid = np.asarray(ids, dtype=np.int64)
-        c = t.n_computed[rid]
+        contexts = t.n_computed[rid]
         remaining = t.output_tokens[rid] - (t.n_tokens[rid] - t.prompt_tokens[rid])
-        k = int(min(remaining.min(), MAX_DECODE_RUN_STEPS))
-        held = np.fromiter((len(b.table(r)) for r in ids), dtype=np.int64, count=len(ids))
-        k = self._steps_blocks_allow(c, held, k)
-        times = self.cost.decode_run_times_s(c, k)
+        held = self._held_blocks(contexts)
+        k = self._steps_blocks_allow(contexts, held, int(min(remaining.min(), MAX_DECODE_RUN_STEPS)))
         if np.isfinite(horizon_s) and k > 1:
+            times = self.cost.decode_run_times_s(contexts, min(k, HORIZON_PROBE_STEPS))
             ends = now_s + transfer_s + np.cumsum(times)
+            if ends[-1] < horizon_s and k > times.shape[0]:
+                times = self.cost.decode_run_times_s(contexts, k)
+                ends = now_s + transfer_s + np.cumsum(times)
             k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
             times = times[:k]
-        for r, ctx in zip(ids, c):
-            b.grow(r, int(ctx) + k)
+        else:
+            times = self.cost.decode_run_times_s(contexts, k)
+        self._grow_to(ids, contexts, held, k)
         return StepPlan(rid, np.ones(len(ids), dtype=np.int64), times, is_decode_run=True, transfer_s=transfer_s)
 
     def _steps_blocks_allow(self, contexts: np.ndarray, held: np.ndarray, k: int) -> int:

@@ -14,7 +14,7 @@ class ChunkedScheduler(Scheduler):
         t = self.table
         transfer_s = self.swap_in_ready(now_s)
         decoding = [r for r in self.running if t.n_tokens[r] - t.n_computed[r] == 1]
-        decodes, more_s = self.prepare_decodes(decoding, now_s)
+        decodes, more_s = self.prepare_decodes(decoding, now_s, grow=True)
         transfer_s += more_s
         budget = self.cfg.chunk_size - len(decodes)
         ids, tokens = self._prefill_chunks(budget, now_s)

@@ -19,7 +19,7 @@ class ContinuousScheduler(Scheduler):
         admitted, tokens = self._admit_prefills(now_s)
         if admitted:
             return self.single_step(admitted, tokens, transfer_s)
-        decodes, more_s = self.prepare_decodes(list(self.running), now_s)
+        decodes, more_s = self.prepare_decodes(list(self.running), now_s, grow=False)
         if not decodes:
             return None
         horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf

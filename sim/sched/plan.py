@@ -23,10 +23,6 @@ class StepPlan:
     transfer_s: float = 0.0  # swap traffic over the host link, added to the first step
     padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # static: finished, still computed
 
-    @property
-    def n_steps(self) -> int:
-        return int(self.step_times_s.shape[0])
-
-    @property
-    def duration_s(self) -> float:
-        return float(self.step_times_s.sum()) + self.transfer_s
+    def __post_init__(self) -> None:
+        self.n_steps = int(self.step_times_s.shape[0])
+        self.duration_s = float(self.step_times_s.sum()) + self.transfer_s
