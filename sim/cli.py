@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from sim import cli_foundation
+from sim import cli_foundation, cli_simulate
+from sim.cli_workload import workload_app
 
 app = typer.Typer(
     name="infersim",
@@ -17,6 +18,8 @@ app.command()(cli_foundation.profiles)
 app.command()(cli_foundation.models)
 app.command()(cli_foundation.memory)
 app.command()(cli_foundation.roofline)
+app.command()(cli_simulate.simulate)
+app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
 
 
 def main() -> None:

@@ -1,0 +1,121 @@
+"""`infersim simulate`: replay a trace through a policy on a replica set; print and write the results."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from sim.cli_common import console, input_errors_exit_2, print_json, print_table
+from sim.config import load_config
+from sim.run import DEFAULT_TRACE, load_run_workload, run
+
+PROGRESS_AFTER_WALL_S = 2.0
+
+
+def _opt(help_text: str, *names: str):
+    return typer.Option(None, *names, help=help_text, show_default=False)
+
+
+class _LazyProgress:
+    """A progress bar that only appears once a run has taken more than a couple of seconds."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.start_wall_s = time.monotonic()
+        self.bar: Progress | None = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or time.monotonic() - self.start_wall_s < PROGRESS_AFTER_WALL_S:
+            return
+        if self.bar is None:
+            self.bar = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                TimeElapsedColumn(), console=console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("requests", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@input_errors_exit_2
+def simulate(
+    trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
+    trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),
+    config: Path = _opt("config YAML (keys = these flags with underscores)", "--config", "-c"),
+    model: str = _opt("bundled model name or YAML/config.json path [llama-3-8b]", "--model", "-m"),
+    hardware: str = _opt("bundled profile name or YAML path [h100-sxm]", "--hardware", "-H"),
+    policy: str = _opt("static | continuous | chunked | radix [continuous]", "--policy", "-p"),
+    tp: int = _opt("tensor parallel GPUs per replica [1]", "--tp"),
+    replicas: int = _opt("replicas behind the router [1]", "--replicas"),
+    router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
+    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--weight-dtype"),
+    kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--kv-dtype"),
+    max_num_seqs: int = _opt("vLLM max_num_seqs [256]", "--max-num-seqs"),
+    max_num_batched_tokens: int = _opt("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
+    block_size: int = _opt("KV block size in tokens [16]", "--block-size"),
+    gpu_memory_utilization: float = _opt("share of HBM for the engine [0.9]", "--gpu-memory-utilization"),
+    max_model_len: int = _opt("context limit [model's max_position_embeddings]", "--max-model-len"),
+    swap_space: float = _opt("GiB of host memory per GPU for swapped KV [4]", "--swap-space"),
+    num_gpu_blocks_override: int = _opt("pin the number of KV blocks", "--num-gpu-blocks-override"),
+    chunk_size: int = _opt("chunked/radix token budget per step [512]", "--chunk-size"),
+    preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
+    radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
+    batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
+    seed: int = _opt("random seed [0]", "--seed"),
+    rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
+    max_requests: int = _opt("replay only the first N requests", "--max-requests"),
+    record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
+    out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
+    as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
+) -> None:
+    """Replay a trace through a scheduler policy on simulated GPUs."""
+    overrides = {k: v for k, v in locals().items() if k not in ("trace", "trace_format", "config", "rate_scale",
+                                                             "max_requests", "out", "as_json", "record_steps")}
+    overrides["record_steps"] = record_steps or None
+    cfg = load_config(config, overrides)
+    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
+    progress = _LazyProgress(enabled=not as_json)
+    try:
+        output = run(cfg, workload, out, progress)
+    finally:
+        progress.close()
+    if as_json:
+        print_json(output.summary)
+        return
+    print_summary(output.summary)
+    if out is not None:
+        console.print(f"wrote {out}/summary.json and requests.parquet" + (" and steps.parquet" if cfg.record_steps else ""))
+
+
+def print_summary(summary: dict) -> None:
+    """The readable end-of-run table (times in ms)."""
+    head = (f"{summary['policy']} | {summary['model']} on {summary['replicas']} x {summary['tp']} x "
+            f"{summary['hardware']} | {summary['n_finished']}/{summary['n_requests']} finished, "
+            f"{summary['n_rejected']} rejected | {summary['sim_duration_s']:.1f} s simulated in "
+            f"{summary['wall_time_s']:.2f} s")
+    rows = []
+    for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_delay_s"):
+        stats = summary[key]
+        rows.append([key[:-2] + " (ms)"] + [_ms(stats[p]) for p in ("mean", "p50", "p90", "p99", "max")])
+    print_table(head, ["latency", "mean", "p50", "p90", "p99", "max"], rows)
+    facts = [
+        ["throughput", f"{summary['request_throughput']:.2f} req/s, {summary['output_throughput_tok_s']:.0f} "
+                       f"output tok/s, {summary['input_throughput_tok_s']:.0f} input tok/s"],
+        ["KV cache", f"{summary['num_gpu_blocks']} blocks of {summary['block_size']}, mean use "
+                     f"{summary['kv_utilization_mean']:.1%}, fragmentation {summary['kv_fragmentation']:.1%}"],
+        ["preemptions", str(summary["preemptions"])],
+        ["prefix hit rate", f"{summary['prefix_hit_rate']:.1%} ({summary['evicted_blocks']} blocks evicted)"],
+    ]
+    if summary.get("goodput"):
+        facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs"])
+    print_table("", ["", ""], facts)
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f}"
