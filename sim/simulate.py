@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import simpy
@@ -41,8 +41,11 @@ class SimResult:
 
 
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
-             progress: Callable[[int, int], None] | None = None) -> SimResult:
-    """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed."""
+             progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None) -> SimResult:
+    """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
+
+    `cost` replaces the roofline cost model (tests use a constant step time); it must offer
+    `step_time_s`, `decode_run_times_s`, `kv_bytes_per_token_layer_gpu`, `model` and `hw`."""
     wall_start = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model, hw = load_model(cfg.model), load_hardware(cfg.hardware)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
@@ -52,7 +55,8 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps)
-    cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
+    if cost is None:
+        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
     rng = np.random.default_rng(cfg.seed)
     env = simpy.Environment()
     router = make_router(cfg.router, rng)
