@@ -269,3 +269,23 @@ def test_prefix_hits_match_brute_force(id_lists, block_tokens):
     )
     expected = _brute_force_hit_tokens(id_lists, prompts, block_tokens)
     np.testing.assert_array_equal(prefix_hit_tokens_infinite(trace), expected)
+
+
+def test_small_chunks_give_the_same_trace(monkeypatch):
+    """The streaming paths (many JSONL chunks, many CSV blocks) join to the same columns."""
+    from sim.workload import csv_formats, jsonl_formats
+
+    whole_jsonl, whole_csv = (
+        load_workload("mooncake_conversation"),
+        load_workload("azure_conv_2023"),
+    )
+    monkeypatch.setattr(jsonl_formats, "CHUNK_ROWS", 1000)
+    monkeypatch.setattr(csv_formats, "_BLOCK_BYTES", 1 << 14)
+    chunked_jsonl, chunked_csv = (
+        load_workload("mooncake_conversation"),
+        load_workload("azure_conv_2023"),
+    )
+    for name in ("arrival_s", "prompt_tokens", "output_tokens", "hash_ids_flat", "hash_offsets"):
+        np.testing.assert_array_equal(getattr(chunked_jsonl, name), getattr(whole_jsonl, name))
+    for name in ("arrival_s", "prompt_tokens", "output_tokens"):
+        np.testing.assert_array_equal(getattr(chunked_csv, name), getattr(whole_csv, name))

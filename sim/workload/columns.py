@@ -27,9 +27,18 @@ class ChunkedColumn:
         self.chunks.append(np.asarray(chunk, dtype=self.dtype))
 
     def join(self) -> np.ndarray:
-        if not self.chunks:
-            return np.empty(0, dtype=self.dtype)
-        joined = np.concatenate(self.chunks)
+        """One array of every chunk. Each chunk is freed as soon as it is copied, and the
+        target's pages are only touched while being filled, so the peak stays near the
+        final size plus one chunk (not twice the final size)."""
+        if len(self.chunks) == 1:
+            return self.chunks[0]
+        joined = np.empty(sum(len(chunk) for chunk in self.chunks), dtype=self.dtype)
+        start = 0
+        self.chunks.reverse()
+        while self.chunks:
+            chunk = self.chunks.pop()
+            joined[start : start + len(chunk)] = chunk
+            start += len(chunk)
         self.chunks = [joined]
         return joined
 

@@ -89,7 +89,7 @@ def _open_batches(path: Path, header: list[str], schema: CsvSchema):
         types[schema.time] = pa.timestamp("ns") if schema.time_is_wallclock else pa.float64()
     reader = pacsv.open_csv(
         path,
-        read_options=pacsv.ReadOptions(block_size=_BLOCK_BYTES),
+        read_options=pacsv.ReadOptions(block_size=_BLOCK_BYTES, use_threads=False),
         convert_options=pacsv.ConvertOptions(include_columns=wanted, column_types=types),
     )
     yield from reader
