@@ -51,6 +51,9 @@ class Efficiency(BaseModel):
     roofline_blend: float = Field(ge=1)
     kernel_launch_us: float = Field(ge=0)
     step_overhead_us: float = Field(ge=0)
+    # Tile quantization of GEMM M in the compute term (M rounded up to a multiple of this);
+    # None (the default) leaves M as is. Calibration may set it (see sim/cost/roofline.py).
+    gemm_tile_tokens: PositiveInt | None = None
 
     def paged_efficiency(self, block_size: int) -> float:
         """KV-read efficiency for `block_size`, log2-interpolated between calibrated sizes."""

@@ -49,6 +49,15 @@ def op_time_s(
     return blend(t_compute, t_memory, eff.roofline_blend) + launch_s, t_compute, t_memory
 
 
+def gemm_compute_tokens(m_tokens: np.ndarray, eff: Efficiency) -> np.ndarray:
+    """M as the compute term sees it: rounded up to a whole tile of `gemm_tile_tokens` rows
+    (a GEMM kernel computes whole output tiles), or M itself when no tile is set. Never below M."""
+    m = np.asarray(m_tokens, dtype=np.float64)
+    if eff.gemm_tile_tokens is None:
+        return m
+    return np.ceil(m / eff.gemm_tile_tokens) * eff.gemm_tile_tokens
+
+
 def gemm_time_s(
     m_tokens: np.ndarray,
     n_out: int,
@@ -59,12 +68,16 @@ def gemm_time_s(
     bandwidth_bytes_s: float,
     eff: Efficiency,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(time_s, flops, bytes) of an [M,K] x [K,N] GEMM: weights read once, activations in and out."""
+    """(time_s, flops, bytes) of an [M,K] x [K,N] GEMM: weights read once, activations in and out.
+
+    The compute term runs over `gemm_compute_tokens` rows (>= M), so the time stays at or above
+    the roofline of the real FLOPs; the FLOPs returned are the real ones."""
     m = np.asarray(m_tokens, dtype=np.float64)
     flops = 2.0 * m * n_out * k_in
+    compute_flops = 2.0 * gemm_compute_tokens(m, eff) * n_out * k_in
     bytes_ = k_in * n_out * weight_bytes_per_el + m * (k_in + n_out) * act_bytes_per_el
     e_c = np.where(m > 0, gemm_compute_efficiency(np.maximum(m, 1), eff), 1.0)
-    time, _, _ = op_time_s(flops, bytes_, peak_flops, e_c, bandwidth_bytes_s, eff.memory, eff)
+    time, _, _ = op_time_s(compute_flops, bytes_, peak_flops, e_c, bandwidth_bytes_s, eff.memory, eff)
     return np.where(m > 0, time, 0.0), flops, bytes_
 
 
