@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from sim import cli_foundation, cli_simulate
+from sim import cli_foundation, cli_simulate, cli_sweep
 from sim.cli_workload import workload_app
 
 app = typer.Typer(
@@ -19,6 +19,7 @@ app.command()(cli_foundation.models)
 app.command()(cli_foundation.memory)
 app.command()(cli_foundation.roofline)
 app.command()(cli_simulate.simulate)
+app.command()(cli_sweep.sweep)
 app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
 
 

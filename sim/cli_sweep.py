@@ -1,0 +1,101 @@
+"""`infersim sweep`: a grid of configs over one workload, in parallel, resumable, with plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from sim.cli_common import console, input_errors_exit_2, print_table
+from sim.errors import InputError
+from sim.sweep.backends import make_backend
+from sim.sweep.grid import expand, load_base, parse_grid
+from sim.sweep.runner import SweepOutcome, run_sweep
+
+TABLE_METRICS = {"request_throughput": "req/s", "ttft_s_p99": "P99 TTFT (ms)", "tpot_s_p99": "P99 TPOT (ms)",
+                 "n_finished": "finished"}
+MS_METRICS = ("ttft_s_p99", "tpot_s_p99")
+MAX_TABLE_ROWS = 20
+
+
+@input_errors_exit_2
+def sweep(
+    grid: list[str] = typer.Option(None, "--grid", "-g", show_default=False,
+                                   help="key=v1,v2,... (repeat for more keys): any config key, or qps / rate_scale"),
+    base: Path = typer.Option(None, "--base", "-b", show_default=False,
+                              help="base config YAML: config keys plus trace, format, max_requests, qps, rate_scale"),
+    trace: str = typer.Option(None, "--trace", "-t", show_default=False, help="trace, spec YAML or bundled name"),
+    max_requests: int = typer.Option(None, "--max-requests", show_default=False, help="replay the first N requests"),
+    backend: str = typer.Option("local", "--backend", help="local (process pool) | ray"),
+    workers: int = typer.Option(None, "--workers", "-w", show_default=False,
+                                help="parallel points [CPU count]; with ray: CPUs of the local cluster"),
+    address: str = typer.Option(None, "--address", show_default=False, help="ray: address of a running cluster"),
+    out: Path = typer.Option(Path("sweep_results"), "--out", "-o", help="results.parquet, parts/ and plots go here"),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="write the standard PNG figures"),
+) -> None:
+    """Run every combination of the --grid values over a base config, in parallel.
+
+    One row per point (parameters + summary metrics) is added to OUT/results.parquet as points
+    finish. Running the same command again skips finished points, so an interrupted sweep
+    (even kill -9) loses only the points in flight and duplicates nothing."""
+    grid_values = parse_grid(grid or [])
+    engine_base, workload_base = load_base(base)
+    if trace is not None:
+        workload_base["trace"] = trace
+    if max_requests is not None:
+        if max_requests < 1:
+            raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
+        workload_base["max_requests"] = max_requests
+    points = expand(engine_base, workload_base, grid_values)
+    runner = make_backend(backend, workers, address)
+    outcome = _run_with_progress(points, list(grid_values), out, runner)
+    _print_outcome(outcome, list(grid_values))
+    if plots:
+        from sim.sweep.plots import plot_sweep  # matplotlib only when drawing
+
+        figures = plot_sweep(outcome.frame, grid_values, outcome.out_dir)
+        if figures:
+            console.print(f"plots: {', '.join(p.name for p in figures)}")
+
+
+def _run_with_progress(points, grid_keys: list[str], out: Path, runner) -> SweepOutcome:
+    bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
+                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+    task = None
+
+    def on_start(n_to_run: int, n_skipped: int) -> None:
+        nonlocal task
+        if n_skipped:
+            console.print(f"{n_skipped} of {n_to_run + n_skipped} points already finished in {out}; skipping them")
+        task = bar.add_task("points", total=n_to_run)
+
+    try:
+        with bar:
+            return run_sweep(points, grid_keys, out, runner, on_start, lambda row: bar.advance(task))
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished points are kept in {out}; run the same command to resume")
+        raise typer.Exit(code=130) from None
+
+
+def _print_outcome(outcome: SweepOutcome, grid_keys: list[str]) -> None:
+    frame = outcome.frame
+    columns = grid_keys + [m for m in TABLE_METRICS if m in frame.columns]
+    rows = []
+    for record in frame.head(MAX_TABLE_ROWS).to_dict("records"):
+        rows.append([_cell(record[c], c) for c in columns])
+    headers = grid_keys + [TABLE_METRICS[m] for m in TABLE_METRICS if m in frame.columns]
+    title = (f"sweep: {outcome.n_points} points ({outcome.n_ran} run now, {outcome.n_skipped} from before)"
+             + (f"; first {MAX_TABLE_ROWS} shown" if len(frame) > MAX_TABLE_ROWS else ""))
+    print_table(title, headers, rows)
+    console.print(f"wrote {outcome.out_dir / 'results.parquet'}")
+
+
+def _cell(value, column: str) -> str:
+    if value is None or isinstance(value, float) and value != value:
+        return "-"
+    if column in MS_METRICS:
+        return f"{value * 1e3:.1f}"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)

@@ -1,0 +1,144 @@
+"""Where the points run: local worker processes or a Ray cluster. Both yield rows as points finish.
+
+A backend runs only what it is given and never writes: the caller stores each row as it arrives,
+so a crash anywhere loses only the points still in flight."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from multiprocessing import get_context
+from pathlib import Path
+
+from sim.errors import InputError
+from sim.sweep.grid import SweepPoint
+from sim.sweep.point import run_point
+
+BACKENDS = ("local", "ray")
+PARENT_CHECK_INTERVAL_S = 0.5
+
+
+class PointInputError(InputError):
+    """An InputError raised inside a worker, made to survive pickling back to the parent."""
+
+    def __reduce__(self):
+        return (PointInputError, (self.where, self.field, self.allowed))
+
+
+def run_point_in_worker(point: SweepPoint) -> dict:
+    try:
+        return run_point(point)
+    except InputError as exc:
+        raise PointInputError(exc.where, exc.field, exc.allowed) from None
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
+
+
+def make_backend(name: str, workers: int | None, address: str | None):
+    if name not in BACKENDS:
+        raise InputError("--backend", None, f"{name!r}; one of {', '.join(BACKENDS)}")
+    if workers is not None and workers < 1:
+        raise InputError("--workers", None, f"must be at least 1; got {workers}")
+    if name == "local":
+        if address is not None:
+            raise InputError("--address", None, "only with --backend ray")
+        return LocalBackend(workers or default_workers())
+    return RayBackend(address, workers or default_workers())
+
+
+class LocalBackend:
+    """A pool of `workers` spawned processes; each exits on its own if the sweep process dies."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def run(self, points: list[SweepPoint]) -> Iterator[dict]:
+        if not points:
+            return
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(points)), mp_context=get_context("spawn"),
+                                   initializer=_exit_with_parent, initargs=(os.getpid(),))
+        try:
+            pending = {pool.submit(run_point_in_worker, point) for point in points}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Worker initializer: after a `kill -9` of the sweep, orphaned workers would otherwise block on
+    their task queue forever. A daemon thread polls the parent id and exits the worker when it changes."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_INTERVAL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
+class RayBackend:
+    """One Ray task per point, on the cluster at `address` or on a local cluster of `workers` CPUs
+    started (and stopped) here. An already initialized Ray session is used as it is."""
+
+    def __init__(self, address: str | None, workers: int):
+        self.address = address
+        self.workers = workers
+
+    def run(self, points: list[SweepPoint]) -> Iterator[dict]:
+        if not points:
+            return
+        ray = _import_ray()
+        started_here = self._init(ray)
+        pending = []
+        try:
+            task = ray.remote(num_cpus=1)(run_point_in_worker)
+            pending = [task.remote(point) for point in points]
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                yield _get(ray, ready[0])
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            if started_here:
+                ray.shutdown()
+
+    def _init(self, ray) -> bool:
+        if ray.is_initialized():
+            return False
+        options = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
+        try:
+            if self.address is not None:
+                ray.init(address=self.address, **options)
+            else:  # workers of a local cluster find `sim` where this process found it
+                paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]
+                env_vars = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+                ray.init(num_cpus=self.workers, runtime_env={"env_vars": env_vars}, **options)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise InputError("--address", None, f"cannot start or reach Ray ({str(exc).splitlines()[0]})") from None
+        return True
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--backend", None, "ray is not installed; pip install 'infersim[cluster]'") from None
+    return ray
+
+
+def _get(ray, ref) -> dict:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, InputError):
+            raise exc.cause from None
+        raise

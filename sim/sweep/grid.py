@@ -1,0 +1,145 @@
+"""Sweep grids: parse `--grid key=v1,v2`, expand the cartesian product over a base, name each point.
+
+A point is one simulation: a full `EngineConfig` plus the workload it replays. Its `point_id` is a
+hash of that whole normalized description (not only the grid values), so a re-run with the same
+base and grid finds its finished points again, and a changed base never reuses stale results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt, model_validator
+
+from sim.config import EngineConfig
+from sim.errors import InputError
+from sim.yamlio import read_mapping, validate
+
+GRID_WORKLOAD_KEYS = ("qps", "rate_scale")  # workload knobs a grid may vary
+BASE_WORKLOAD_KEYS = ("trace", "format", "max_requests", *GRID_WORKLOAD_KEYS)
+NOT_SWEEPABLE = ("slo",)  # nested: set it in the base YAML
+
+
+class WorkloadParams(BaseModel):
+    """What one point replays: a trace (path or bundled name), cut to `max_requests`, re-timed to
+    a mean of `qps` requests/s or sped up `rate_scale` times (at most one of the two)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    trace: str | None = None
+    format: str | None = None
+    max_requests: PositiveInt | None = None
+    qps: PositiveFloat | None = None
+    rate_scale: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _one_rate_knob(self) -> WorkloadParams:
+        if self.qps is not None and self.rate_scale is not None:
+            raise ValueError("give at most one of qps and rate_scale")
+        return self
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    point_id: str
+    grid_values: dict  # the values this point takes for the grid keys, in grid order
+    config: dict  # EngineConfig.model_dump(mode="json")
+    workload: dict  # WorkloadParams.model_dump(mode="json")
+
+
+def sweepable_keys() -> list[str]:
+    engine_keys = [k for k in EngineConfig.model_fields if k not in NOT_SWEEPABLE]
+    return sorted(engine_keys) + list(GRID_WORKLOAD_KEYS)
+
+
+def parse_grid(options: list[str]) -> dict[str, list]:
+    """`["max_num_seqs=32,64", "policy=chunked,radix"]` -> {"max_num_seqs": [32, 64], ...}.
+
+    Values are YAML scalars (`32` int, `0.9` float, `true` bool, `null` None, else text); pydantic
+    checks them later, per point. Raises InputError for a malformed option, an unknown or repeated
+    key, an empty value, or a value listed twice."""
+    if not options:
+        raise InputError("--grid", None, "give at least one --grid key=v1,v2,...")
+    grid: dict[str, list] = {}
+    for option in options:
+        key, values = _parse_grid_option(option)
+        if key in grid:
+            raise InputError("--grid", key, "given twice; list all its values in one --grid")
+        grid[key] = values
+    return grid
+
+
+def _parse_grid_option(option: str) -> tuple[str, list]:
+    key, sep, listing = option.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise InputError("--grid", None, f"{option!r} is not key=v1,v2,... (e.g. max_num_seqs=32,64)")
+    allowed = sweepable_keys()
+    if key not in allowed:
+        raise InputError("--grid", key, f"unknown parameter; one of {', '.join(allowed)}")
+    texts = [t.strip() for t in listing.split(",")]
+    if any(not t for t in texts):
+        raise InputError("--grid", key, f"empty value in {listing!r}; give v1,v2,... with no blanks")
+    values = [_scalar(key, t) for t in texts]
+    if len({json.dumps(v) for v in values}) != len(values):
+        raise InputError("--grid", key, f"a value is listed twice in {listing!r}")
+    return key, values
+
+
+def _scalar(key: str, text: str):
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = text
+    if isinstance(value, (dict, list)) or value is not None and not isinstance(value, (str, int, float, bool)):
+        raise InputError("--grid", key, f"{text!r} is not a single value")
+    return value
+
+
+def load_base(path: Path | None) -> tuple[dict, dict]:
+    """The base YAML: EngineConfig keys plus the workload keys `trace`, `format`, `max_requests`,
+    `qps`, `rate_scale`. Returns (engine dict, workload dict); both are validated here."""
+    data = read_mapping(path) if path is not None else {}
+    workload = {k: data.pop(k) for k in BASE_WORKLOAD_KEYS if k in data}
+    where = path if path is not None else "--base"
+    validate(EngineConfig, data, where)
+    validate(WorkloadParams, workload, where)
+    return data, workload
+
+
+def expand(engine_base: dict, workload_base: dict, grid: dict[str, list]) -> list[SweepPoint]:
+    """The cartesian product of `grid` over the base, in grid order (last key varies fastest).
+    Every point is validated before anything runs: a bad value raises InputError naming its key."""
+    points = []
+    for combo in itertools.product(*grid.values()):
+        values = dict(zip(grid, combo, strict=True))
+        engine = dict(engine_base)
+        workload = dict(workload_base)
+        for key, value in values.items():
+            (workload if key in GRID_WORKLOAD_KEYS else engine)[key] = value
+        if "qps" in values:
+            workload.pop("rate_scale", None)
+        if "rate_scale" in values:
+            workload.pop("qps", None)
+        config = validate(EngineConfig, engine, "--grid").model_dump(mode="json")
+        params = validate(WorkloadParams, _normalize_trace(workload), "--grid").model_dump(mode="json")
+        points.append(SweepPoint(point_id(config, params), values, config, params))
+    return points
+
+
+def _normalize_trace(workload: dict) -> dict:
+    """A trace given as a file path is recorded absolute, so the point id does not depend on the cwd."""
+    trace = workload.get("trace")
+    if isinstance(trace, str) and Path(trace).is_file():
+        return {**workload, "trace": str(Path(trace).resolve())}
+    return workload
+
+
+def point_id(config: dict, workload: dict) -> str:
+    """16 hex digits of SHA-256 over the sorted JSON of the whole point: stable across runs and machines."""
+    text = json.dumps({"config": config, "workload": workload}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
