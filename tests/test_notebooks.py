@@ -1,0 +1,144 @@
+"""The notebooks execute on tiny inputs and draw their figures; the report helpers they use are right.
+
+Each notebook runs through papermill (its `parameters` cell overridden by the tiny values below)
+in a temporary directory, with the repository on PYTHONPATH so the kernel imports this checkout.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.report import PARTS, breakdown_table, headline_table, latency_parts
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+
+# notebook -> (tiny parameters, minimum PNG figures, text its output must contain)
+CASES = {
+    "scheduler_comparison.ipynb": (
+        {"max_requests": 60, "prefix_max_requests": 30},
+        3,
+        "splitwise_conv: 60 requests",
+    ),
+}
+
+
+def _outputs(notebook) -> list[dict]:
+    return [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])]
+
+
+def _text(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    return output.get("data", {}).get("text/plain", "")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_notebook_executes_and_draws(name, tmp_path, monkeypatch):
+    papermill = pytest.importorskip("papermill")
+    parameters, min_figures, expected_text = CASES[name]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    executed = papermill.execute_notebook(
+        str(NOTEBOOKS / name),
+        str(tmp_path / name),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(tmp_path),
+        progress_bar=False,
+        log_output=False,
+    )
+    outputs = _outputs(executed)
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    n_figures = sum("image/png" in o.get("data", {}) for o in outputs)
+    assert n_figures >= min_figures, f"{name}: {n_figures} figures, expected at least {min_figures}"
+    assert expected_text in "".join(_text(o) for o in outputs), "injected parameters did not take effect"
+
+
+def test_committed_notebooks_have_no_outputs_and_a_parameters_cell():
+    nbformat = pytest.importorskip("nbformat")
+    paths = sorted(NOTEBOOKS.glob("*.ipynb"))
+    assert {p.name for p in paths} >= set(CASES)
+    for path in paths:
+        notebook = nbformat.read(path, as_version=4)
+        code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+        assert "parameters" in code_cells[0].metadata.get("tags", []), path.name
+        assert all(not c.outputs and c.execution_count is None for c in code_cells), f"{path.name} has outputs"
+
+
+# ---------------------------------------------------------------- report helpers
+
+
+def _requests(rows: list[tuple]) -> pd.DataFrame:
+    """rows: (arrival, scheduled, first_token, finish, preempted, status)."""
+    frame = pd.DataFrame(
+        rows, columns=["arrival_s", "scheduled_s", "first_token_s", "finish_s", "preempted_s", "status"]
+    )
+    frame.insert(0, "request_id", np.arange(len(frame)))
+    frame["queue_delay_s"] = frame["scheduled_s"] - frame["arrival_s"]
+    frame["e2e_s"] = frame["finish_s"] - frame["arrival_s"]
+    return frame
+
+
+def test_latency_parts_by_hand():
+    frame = _requests(
+        [
+            (0.0, 1.0, 1.5, 4.5, 0.0, "FINISHED"),  # queue 1, prefill 0.5, decode 3
+            (1.0, 1.0, 2.0, 7.0, 2.0, "FINISHED"),  # 2 s preempted inside a 5 s decode phase
+            (0.0, 0.5, 4.0, 4.5, 3.0, "FINISHED"),  # preempted 3 s, decode phase only 0.5 s
+            (0.0, np.nan, np.nan, np.nan, 0.0, "REJECTED"),
+        ]
+    )
+    parts = latency_parts(frame)
+    assert list(parts.index) == [0, 1, 2]
+    np.testing.assert_allclose(parts.loc[0, list(PARTS)], [1.0, 0.5, 3.0, 0.0])
+    np.testing.assert_allclose(parts.loc[1, list(PARTS)], [0.0, 1.0, 3.0, 2.0])
+    np.testing.assert_allclose(parts.loc[2, list(PARTS)], [0.5, 1.0, 0.0, 3.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(*[st.floats(0, 100, allow_nan=False)] * 4, st.floats(0, 1)), min_size=1, max_size=30))
+def test_latency_parts_add_up_to_e2e_and_stay_non_negative(draws):
+    """Oracle: for any timeline arrival <= scheduled <= first token <= finish whose preempted time
+    fits after scheduling, the four parts are >= 0 and sum to e2e."""
+    rows = []
+    for arrival, queue, prefill, decode, preempted_share in draws:
+        scheduled, first = arrival + queue, arrival + queue + prefill
+        finish = first + decode
+        rows.append((arrival, scheduled, first, finish, preempted_share * (finish - scheduled), "FINISHED"))
+    parts = latency_parts(_requests(rows))
+    np.testing.assert_allclose(parts[list(PARTS)].sum(axis=1), parts["e2e_s"], rtol=1e-9, atol=1e-9)
+    assert (parts[list(PARTS)].to_numpy() >= -1e-9).all()
+
+
+def test_breakdown_table_tail_is_the_slowest_requests():
+    rows = [(0.0, 0.0, 0.1, 1.0 + i, 0.0, "FINISHED") for i in range(100)]
+    table = breakdown_table({"a": _requests(rows)}, tail_quantile=0.99)
+    assert list(table.index) == [("a", "mean"), ("a", "p99")]
+    assert table.loc[("a", "mean"), "n_requests"] == 100
+    assert table.loc[("a", "p99"), "n_requests"] == 1
+    assert table.loc[("a", "p99"), "e2e_s"] == pytest.approx(100.0)
+    assert table.loc[("a", "mean"), "e2e_s"] == pytest.approx(np.mean(1.0 + np.arange(100)))
+    tail_5 = breakdown_table({"a": _requests(rows)}, tail_quantile=0.95).loc[("a", "p95")]
+    assert tail_5["n_requests"] == 5 and tail_5["e2e_s"] == pytest.approx(98.0)
+
+
+def test_headline_table_units_and_missing_values():
+    summary = {
+        "n_finished": 3,
+        "n_rejected": 0,
+        "request_throughput": 1.5,
+        "ttft_s": {"p50": 0.2, "p99": None},
+        "preemptions": 2,
+    }
+    table = headline_table({"x": summary})
+    assert table.loc["x", "TTFT p50 ms"] == pytest.approx(200.0)
+    assert pd.isna(table.loc["x", "TTFT p99 ms"]) and pd.isna(table.loc["x", "KV util"])
+    assert str(table["finished"].dtype) == "Int64" and table.loc["x", "preemptions"] == 2
