@@ -20,13 +20,22 @@ the CPU copies.
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class NoFreeBlocks(RuntimeError):
     """Not enough free blocks; the operation that raised it changed nothing."""
 
 
 class _Pool:
-    """Ids 0..capacity-1 with reference counts; O(1) allocate/free per id."""
+    """Ids 0..capacity-1 with reference counts; O(1) allocate/free per id.
+
+    Reference counts live in a numpy array grown (doubling) as ids are first handed out, so a
+    pool of millions of blocks costs nothing until used; long tables are inc/decref'd in one
+    vectorized operation.
+    """
+
+    VECTOR_MIN = 24  # lists at least this long are updated with numpy rather than a Python loop
 
     def __init__(self, capacity: int, name: str):
         if capacity < 0:
@@ -35,37 +44,52 @@ class _Pool:
         self.name = name
         self.next_unused = 0  # ids >= next_unused were never handed out
         self.freed: list[int] = []  # stack of ids with refcount 0 below next_unused
-        self.refcounts: list[int] = []  # index = id, length = next_unused
+        self.refcounts = np.zeros(min(capacity, 1024), dtype=np.int32)  # valid below next_unused
 
     @property
     def n_free(self) -> int:
         return len(self.freed) + self.capacity - self.next_unused
 
+    def _reserve(self, size: int) -> None:
+        if size > self.refcounts.shape[0]:
+            grown = np.zeros(min(self.capacity, max(size, 2 * self.refcounts.shape[0])), dtype=np.int32)
+            grown[: self.next_unused] = self.refcounts[: self.next_unused]
+            self.refcounts = grown
+
     def allocate(self, n: int) -> list[int]:
-        freed, refcounts = self.freed, self.refcounts
+        freed = self.freed
         if not 0 <= n <= len(freed) + self.capacity - self.next_unused:
             if n < 0:
                 raise ValueError(f"cannot allocate {n} blocks")
             raise NoFreeBlocks(f"{self.name}: need {n} blocks, {self.n_free} free")
         if n == 1 and freed:  # the common case in a decode loop
             block = freed.pop()
-            refcounts[block] = 1
+            self.refcounts[block] = 1
             return [block]
         n_reused = min(n, len(freed))
         ids = freed[len(freed) - n_reused :]
         ids.reverse()  # the most recently freed id comes first
         del freed[len(freed) - n_reused :]
-        for block in ids:
-            refcounts[block] = 1
+        if ids:
+            self.refcounts[ids] = 1
         n_new = n - n_reused
         if n_new:
             start = self.next_unused
+            self._reserve(start + n_new)
+            self.refcounts[start : start + n_new] = 1
             ids.extend(range(start, start + n_new))
-            refcounts.extend([1] * n_new)
             self.next_unused = start + n_new
         return ids
 
     def incref(self, blocks) -> None:
+        if not isinstance(blocks, list):
+            blocks = list(blocks)
+        if len(blocks) >= self.VECTOR_MIN and len(set(blocks)) == len(blocks):
+            index = np.asarray(blocks, dtype=np.int64)
+            if (self.refcounts[index] <= 0).any():
+                raise RuntimeError(f"{self.name}: incref of a free block")
+            self.refcounts[index] += 1
+            return
         refcounts = self.refcounts
         for block in blocks:
             if refcounts[block] <= 0:
@@ -73,6 +97,19 @@ class _Pool:
             refcounts[block] += 1
 
     def decref(self, blocks) -> int:
+        """Drop one reference per listed block (in order); freed ids go on the reuse stack in
+        that order, so the last listed is reused first."""
+        if not isinstance(blocks, list):
+            blocks = list(blocks)
+        if len(blocks) >= self.VECTOR_MIN and len(set(blocks)) == len(blocks):
+            index = np.asarray(blocks, dtype=np.int64)
+            counts = self.refcounts[index] - 1
+            if (counts < 0).any():
+                raise RuntimeError(f"{self.name}: decref of a free block")
+            self.refcounts[index] = counts
+            now_free = index[counts == 0]
+            self.freed.extend(now_free.tolist())
+            return int(now_free.shape[0])
         refcounts, freed = self.refcounts, self.freed
         n_freed = 0
         for block in blocks:
@@ -88,7 +125,7 @@ class _Pool:
     def refcount(self, block: int) -> int:
         if not 0 <= block < self.capacity:
             raise IndexError(f"{self.name}: block {block} outside 0..{self.capacity - 1}")
-        return self.refcounts[block] if block < self.next_unused else 0
+        return int(self.refcounts[block]) if block < self.next_unused else 0
 
 
 class BlockManager:
