@@ -27,6 +27,11 @@ CASES = {
         3,
         "splitwise_conv: 60 requests",
     ),
+    "batch_and_block_size.ipynb": (
+        {"max_requests": 60, "max_num_seqs_values": [8, 64], "block_sizes": [8, 16, 32], "attention_contexts": [512]},
+        4,
+        "splitwise_conv: 60 requests",
+    ),
 }
 
 
