@@ -1,0 +1,209 @@
+"""Fit the cost model's efficiency terms to measurements, one op class at a time.
+
+Each class is a small least-squares problem (`scipy.optimize.least_squares`, soft-L1 loss on the
+relative residual predicted/measured - 1, so the fit targets percentage error and a few outlier
+kernels, e.g. a cuBLAS heuristic's bad pick, do not drag it), solved in this order:
+
+| class | rows | terms fitted |
+|---|---|---|
+| gemm | qkv_proj, o_proj, gate_up_proj, down_proj, lm_head | gemm_compute_max, gemm_half_tokens, memory, |
+|  |  | roofline_blend, kernel_launch_us; gemm_tile_tokens picked from (none, 64, 128) |
+| prefill_attention | prefill_attention | attention_compute |
+| decode_attention | decode_attention | paged_attention_memory[B] for each block size B measured |
+| allreduce | allreduce | allreduce_bus and interconnect.gpu_link_latency_us |
+
+Later classes see the earlier fits (attention uses the fitted memory efficiency, blend and
+launch). A class without rows keeps the base profile's terms, as do step_overhead_us (no kernel
+measures it) and block sizes no row measured; `FitResult.kept` lists them.
+Efficiencies are searched in log space within (1e-6, 1], so a fit can never claim more than peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from calibrate.measurements import GEMM_OPS
+from calibrate.predict import predict_times_s
+from sim.errors import InputError
+from sim.hardware import HardwareProfile
+
+MIN_EFFICIENCY = 1e-6
+TILE_CANDIDATES = (None, 64, 128)
+LOSS, F_SCALE = "soft_l1", 0.05
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """One op class's fit: rows used, fitted terms (profile key -> value), in-sample MAPE."""
+
+    name: str
+    n_rows: int
+    terms: dict
+    mape: float
+
+
+@dataclass
+class FitResult:
+    hardware: HardwareProfile
+    classes: list[ClassFit] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
+def with_terms(hw: HardwareProfile, terms: dict) -> HardwareProfile:
+    """`hw` with efficiency terms (and `gpu_link_latency_us`) replaced; validated."""
+    terms = dict(terms)
+    interconnect = hw.interconnect
+    if "gpu_link_latency_us" in terms:
+        interconnect = interconnect.model_copy(update={"gpu_link_latency_us": terms.pop("gpu_link_latency_us")})
+    efficiency = hw.efficiency.model_validate(hw.efficiency.model_dump() | terms)
+    return hw.model_copy(update={"efficiency": efficiency, "interconnect": interconnect})
+
+
+@dataclass(frozen=True)
+class _Term:
+    """A fitted term: its profile key, whether searched in log space, and its bounds."""
+
+    key: str
+    log: bool
+    low: float
+    high: float
+
+    def to_x(self, value: float) -> float:
+        value = min(max(value, self.low), self.high)
+        return float(np.log(value)) if self.log else float(value)
+
+    def from_x(self, x: float) -> float:
+        return float(np.exp(x)) if self.log else float(x)
+
+    def bounds(self) -> tuple[float, float]:
+        return (self.to_x(self.low), self.to_x(self.high)) if self.log else (self.low, self.high)
+
+
+def _relative_residuals(rows: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    return predict_times_s(rows, hw) / rows["time_s"].astype("float64").to_numpy() - 1.0
+
+
+def _mape(rows: pd.DataFrame, hw: HardwareProfile) -> float:
+    return float(np.mean(np.abs(_relative_residuals(rows, hw))))
+
+
+def _get(hw: HardwareProfile, key: str) -> float:
+    if key == "gpu_link_latency_us":
+        return hw.interconnect.gpu_link_latency_us
+    if key.startswith("paged_attention_memory."):
+        return hw.efficiency.paged_efficiency(int(key.split(".")[1]))
+    return getattr(hw.efficiency, key)
+
+
+def _apply(hw: HardwareProfile, values: dict) -> HardwareProfile:
+    paged = {int(k.split(".")[1]): v for k, v in values.items() if k.startswith("paged_attention_memory.")}
+    plain = {k: v for k, v in values.items() if not k.startswith("paged_attention_memory.")}
+    if paged:
+        plain["paged_attention_memory"] = dict(hw.efficiency.paged_attention_memory) | paged
+    return with_terms(hw, plain)
+
+
+def _scaled_start(rows: pd.DataFrame, hw: HardwareProfile, terms: list[_Term]) -> dict:
+    """Start values: the base's, with efficiencies divided by the median measured/predicted
+    ratio when the base is too fast (a CPU is ~1e-3 of a GPU), so the search starts near."""
+    ratio = float(np.median(1.0 / (1.0 + _relative_residuals(rows, hw))))
+    start = {t.key: _get(hw, t.key) for t in terms}
+    if ratio > 2.0:
+        for t in terms:
+            if t.log and t.high <= 1.0:
+                start[t.key] = max(start[t.key] / ratio, t.low)
+    return start
+
+
+def _solve(rows: pd.DataFrame, hw: HardwareProfile, terms: list[_Term], fixed: dict | None = None):
+    """Least-squares fit of `terms` on `rows`; returns (hardware, cost)."""
+    fixed = fixed or {}
+    hw = _apply(hw, fixed) if fixed else hw
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        values = {t.key: t.from_x(v) for t, v in zip(terms, x, strict=True)}
+        return _relative_residuals(rows, _apply(hw, values))
+
+    start = _scaled_start(rows, hw, terms)
+    x0 = np.array([t.to_x(start[t.key]) for t in terms])
+    low, high = (np.array(b) for b in zip(*(t.bounds() for t in terms), strict=True))
+    x0 = np.clip(x0, low + 1e-9 * (high - low), high - 1e-9 * (high - low))
+    result = least_squares(residuals, x0, bounds=(low, high), loss=LOSS, f_scale=F_SCALE, x_scale="jac")
+    values = {t.key: t.from_x(v) for t, v in zip(terms, result.x, strict=True)}
+    return _apply(hw, values), float(result.cost)
+
+
+_EFF = dict(log=True, low=MIN_EFFICIENCY, high=1.0)
+GEMM_TERMS = [
+    _Term("gemm_compute_max", **_EFF),
+    _Term("gemm_half_tokens", log=False, low=0.0, high=1e5),
+    _Term("memory", **_EFF),
+    _Term("roofline_blend", log=False, low=1.0, high=64.0),
+    _Term("kernel_launch_us", log=False, low=0.0, high=1e5),
+]
+
+
+def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
+    """GEMM terms; the tile size is picked by the lowest loss over `TILE_CANDIDATES`."""
+    fits = [_solve(rows, hw, GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
+    best, _ = min(fits, key=lambda fit: fit[1])
+    keys = [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]
+    return best, {key: getattr(best.efficiency, key) for key in keys}
+
+
+def _fit_prefill(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
+    fitted, _ = _solve(rows, hw, [_Term("attention_compute", **_EFF)])
+    return fitted, {"attention_compute": fitted.efficiency.attention_compute}
+
+
+def _fit_decode(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
+    terms = {}
+    for block_size, block_rows in rows.groupby("block_size"):
+        key = f"paged_attention_memory.{int(block_size)}"
+        hw, _ = _solve(block_rows, hw, [_Term(key, **_EFF)])
+        terms[key] = hw.efficiency.paged_attention_memory[int(block_size)]
+    return hw, terms
+
+
+def _fit_allreduce(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
+    terms = [_Term("allreduce_bus", **_EFF), _Term("gpu_link_latency_us", log=False, low=0.0, high=1e5)]
+    fitted, _ = _solve(rows, hw, terms)
+    return fitted, {
+        "allreduce_bus": fitted.efficiency.allreduce_bus,
+        "gpu_link_latency_us": fitted.interconnect.gpu_link_latency_us,
+    }
+
+
+CLASSES = (
+    ("gemm", GEMM_OPS, _fit_gemm, [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]),
+    ("prefill_attention", ("prefill_attention",), _fit_prefill, ["attention_compute"]),
+    ("decode_attention", ("decode_attention",), _fit_decode, ["paged_attention_memory"]),
+    ("allreduce", ("allreduce",), _fit_allreduce, ["allreduce_bus", "gpu_link_latency_us"]),
+)
+
+
+def fit_profile(frame: pd.DataFrame, base: HardwareProfile) -> FitResult:
+    """Fit every op class that has rows in `frame` (a validated measurements frame).
+
+    Returns the base profile with fitted terms, per-class fits and the list of terms kept from
+    the base. Raises InputError when the frame has no rows at all."""
+    if frame.empty:
+        raise InputError("measurements", None, "at least one measurement row")
+    result = FitResult(hardware=base)
+    for name, ops, fit, term_keys in CLASSES:
+        rows = frame[frame["op"].isin(ops)].reset_index(drop=True)
+        if rows.empty:
+            result.kept += term_keys
+            continue
+        result.hardware, terms = fit(rows, result.hardware)
+        result.classes.append(ClassFit(name, len(rows), terms, _mape(rows, result.hardware)))
+    measured_blocks = set(frame.loc[frame["op"] == "decode_attention", "block_size"].dropna().astype(int))
+    unmeasured = sorted(set(base.efficiency.paged_attention_memory) - measured_blocks)
+    if measured_blocks and unmeasured:
+        result.kept += [f"paged_attention_memory.{b}" for b in unmeasured]
+    result.kept.append("step_overhead_us")
+    return result

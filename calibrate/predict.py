@@ -1,0 +1,79 @@
+"""The cost model's time for each measurement row, from the same roofline functions `sim.cost` uses.
+
+A row is one kernel call (one layer, one TP shard), so predictions are per call:
+- GEMM ops: `gemm_time_s(m_tokens, n_out, k_in, ...)`.
+- decode_attention: `batch_size` sequences, each reading `context_tokens` KV tokens (the new one
+  included: cached c = context - 1) in whole blocks of `block_size`; query-key pairs c + 1/2 each,
+  as `sim.cost.shapes.attention_load` counts them; memory at the block size's paged efficiency.
+- prefill_attention: `batch_size` causal sequences of `context_tokens` new tokens, no cache.
+- allreduce: `allreduce_time_s(payload_bytes, tp, ...)` with the profile's link and latency.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
+from sim.dtypes import bytes_per_element, peak_key
+from sim.hardware import HardwareProfile
+
+
+def _float(rows: pd.DataFrame, column: str) -> np.ndarray:
+    return rows[column].astype("float64").to_numpy()
+
+
+def _gemm(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    time_s, _, _ = gemm_time_s(
+        _float(rows, "m_tokens"), _float(rows, "n_out"), _float(rows, "k_in"), el_bytes, el_bytes,
+        peak, hw.hbm_bandwidth_bytes_s, hw.efficiency,
+    )  # fmt: skip
+    return time_s
+
+
+def _attention(rows, hw, el_bytes, peak, pairs, kv_tokens, e_memory) -> np.ndarray:
+    q_heads, kv_heads, head_dim = (_float(rows, c) for c in ("n_heads", "n_kv_heads", "head_dim"))
+    n_tokens = _float(rows, "m_tokens")
+    flops = 4.0 * head_dim * q_heads * pairs
+    bytes_ = kv_tokens * 2 * kv_heads * head_dim * el_bytes + 2.0 * n_tokens * q_heads * head_dim * el_bytes
+    eff = hw.efficiency
+    time_s, _, _ = op_time_s(flops, bytes_, peak, eff.attention_compute, hw.hbm_bandwidth_bytes_s, e_memory, eff)
+    return time_s
+
+
+def _decode(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    batch, context = _float(rows, "batch_size"), _float(rows, "context_tokens")
+    block = _float(rows, "block_size")
+    pairs = batch * (context - 0.5)
+    kv_tokens = batch * np.ceil(context / block) * block
+    e_memory = np.array([hw.efficiency.paged_efficiency(int(b)) for b in block])
+    return _attention(rows, hw, el_bytes, peak, pairs, kv_tokens, e_memory)
+
+
+def _prefill(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    batch, seq = _float(rows, "batch_size"), _float(rows, "context_tokens")
+    return _attention(rows, hw, el_bytes, peak, batch * seq * seq / 2.0, batch * seq, hw.efficiency.memory)
+
+
+def _allreduce(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    payload, tp = _float(rows, "payload_bytes"), rows["tp"].astype("int64").to_numpy()
+    latency_s = hw.interconnect.gpu_link_latency_us * 1e-6
+    out = np.empty(len(rows))
+    for size in np.unique(tp):
+        mask = tp == size
+        out[mask] = allreduce_time_s(payload[mask], int(size), hw.gpu_link_bytes_s, latency_s, hw.efficiency)
+    return out
+
+
+_PREDICT = {"decode_attention": _decode, "prefill_attention": _prefill, "allreduce": _allreduce}
+
+
+def predict_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """Predicted seconds for every row of a validated measurements frame, in row order."""
+    out = np.full(len(frame), np.nan)
+    for (op, dtype), index in frame.groupby(["op", "dtype"], observed=True).indices.items():
+        rows = frame.iloc[index]
+        el_bytes = bytes_per_element(dtype, "dtype")
+        peak = hw.peak_flops(peak_key(dtype, "dtype"))
+        out[index] = _PREDICT.get(op, _gemm)(rows, hw, el_bytes, peak)
+    return out

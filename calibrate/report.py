@@ -1,0 +1,71 @@
+"""Residuals of a profile against measurements: per-row table, per-op MAPE, a log-log plot.
+
+MAPE is a fraction (0.07 means 7%): mean of |predicted - measured| / measured.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calibrate.measurements import OPS
+from calibrate.predict import predict_times_s
+from sim.hardware import HardwareProfile
+
+
+def residual_rows(frame: pd.DataFrame, hw: HardwareProfile) -> pd.DataFrame:
+    """One row per measurement: op, tp, measured_s, predicted_s, rel_error (signed), ape."""
+    measured = frame["time_s"].astype("float64").to_numpy()
+    predicted = predict_times_s(frame, hw)
+    rel_error = predicted / measured - 1.0
+    return pd.DataFrame({
+        "op": frame["op"].astype(str).to_numpy(), "tp": frame["tp"].astype("int64").to_numpy(),
+        "measured_s": measured, "predicted_s": predicted, "rel_error": rel_error, "ape": np.abs(rel_error),
+    })  # fmt: skip
+
+
+def mape_summary(rows: pd.DataFrame) -> dict:
+    """`{"mape": overall, "per_op": {op: {"mape": ..., "n": ...}}}` from `residual_rows`, ops in schema order."""
+    per_op = {}
+    for op in sorted(rows["op"].unique(), key=lambda name: OPS.index(name) if name in OPS else len(OPS)):
+        ape = rows.loc[rows["op"] == op, "ape"]
+        per_op[op] = {"mape": float(ape.mean()), "n": int(ape.size)}
+    return {"mape": float(rows["ape"].mean()), "per_op": per_op}
+
+
+def summary_table_rows(summary: dict) -> list[list[str]]:
+    """Rows for a people-facing table: op, n, MAPE %, plus an `all` row."""
+    rows = [[op, str(v["n"]), f"{100 * v['mape']:.1f}"] for op, v in summary["per_op"].items()]
+    n_all = sum(v["n"] for v in summary["per_op"].values())
+    return rows + [["all", str(n_all), f"{100 * summary['mape']:.1f}"]]
+
+
+def plot_predicted_vs_measured(rows: pd.DataFrame, path: str | os.PathLike, title: str) -> None:
+    """Log-log scatter of predicted vs measured seconds, one colour per op, with y = x."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    for op, group in rows.groupby("op", sort=True):
+        ax.scatter(group["measured_s"] * 1e3, group["predicted_s"] * 1e3, s=6, alpha=0.6, label=op)
+    low = float(min(rows["measured_s"].min(), rows["predicted_s"].min())) * 1e3
+    high = float(max(rows["measured_s"].max(), rows["predicted_s"].max())) * 1e3
+    ax.plot([low, high], [low, high], color="black", linewidth=0.8, label="predicted = measured")
+    ax.set(xscale="log", yscale="log", xlabel="measured (ms)", ylabel="predicted (ms)", title=title)
+    ax.legend(fontsize=8, markerscale=2)
+    fig.tight_layout()
+    target = Path(path)
+    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        fig.savefig(tmp_name, dpi=110, format="png")
+        os.replace(tmp_name, target)
+    finally:
+        plt.close(fig)
+        Path(tmp_name).unlink(missing_ok=True)

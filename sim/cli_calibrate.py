@@ -1,0 +1,159 @@
+"""`infersim calibrate ...`: time kernels, fit a profile, report its residuals.
+
+The `calibrate` package is imported inside the commands (it sits above `sim`), and torch only
+inside `run` (it comes with the `calibrate` extra; `fit` and `report` never need it).
+Bad input raises `InputError`: one line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sim.cli_common import input_errors_exit_2, print_json, print_table
+from sim.errors import InputError
+from sim.hardware import HardwareProfile, load_hardware
+from sim.yamlio import read_mapping, validate
+
+calibrate_app = typer.Typer(
+    help="Calibrate the cost model: time kernels, fit a profile, report residuals.",
+    no_args_is_help=True,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Calibrated profile YAML to write.")]
+MeasurementsArg = Annotated[
+    list[Path], typer.Argument(help="Measurement CSVs: ours, or Vidur mlp.csv / all_reduce.csv.")
+]
+
+
+def _load_profile(name_or_path: str) -> HardwareProfile:
+    """A profile YAML read fresh from disk (no cache: it may have just been rewritten), or a bundled name."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return validate(HardwareProfile, read_mapping(path), path)
+    return load_hardware(name_or_path)
+
+
+def _check_out(out: Path) -> None:
+    if out.suffix not in (".yaml", ".yml"):
+        raise InputError("--out", str(out), "a path ending in .yaml or .yml")
+
+
+def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, as_json: bool) -> None:
+    """Fit on the measurement frames of `files`, write the profile to `out`, print a summary."""
+    import pandas as pd
+
+    from calibrate.fit import fit_profile
+    from calibrate.measurements import validate_measurements
+    from calibrate.profile_io import calibrated_profile_data, measurement_sources, write_profile
+    from calibrate.report import mape_summary, residual_rows
+
+    base = _load_profile(base_name)
+    frame = validate_measurements(pd.concat([f for _, f in files], ignore_index=True), "measurements")
+    fit = fit_profile(frame, base)
+    residuals = mape_summary(residual_rows(frame, fit.hardware))
+    data = calibrated_profile_data(fit, base, out.stem, measurement_sources(files), residuals)
+    write_profile(data, out)
+    if as_json:
+        print_json(
+            {
+                "profile": str(out),
+                "fitted": data["calibration"]["fitted"],
+                "kept_from_base": fit.kept,
+                "residuals": residuals,
+            }
+        )
+        return
+    rows = [
+        [c.name, str(c.n_rows), f"{100 * c.mape:.1f}", ", ".join(f"{k}={_fmt(v)}" for k, v in c.terms.items())]
+        for c in fit.classes
+    ]
+    print_table(f"Fitted {out}", ["class", "rows", "MAPE %", "terms"], rows)
+    typer.echo(f"kept from {base.name}: {', '.join(fit.kept)}")
+
+
+def _fmt(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _read_files(paths: list[Path]) -> list[tuple[Path, object]]:
+    from calibrate.vidur_import import read_measurement_file
+
+    if not paths:
+        raise InputError("MEASUREMENTS", None, "at least one measurements file")
+    return [(path, read_measurement_file(path)) for path in paths]
+
+
+@calibrate_app.command("run")
+@input_errors_exit_2
+def run_command(
+    out: OutOpt,
+    device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cuda",
+    quick: Annotated[bool, typer.Option("--quick", help="A few points per axis (CPU: a toy model).")] = False,
+    base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h200",
+    model: Annotated[list[str] | None, typer.Option("--model", help="Model spec(s) to time.")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or fp32.")] = "bf16",
+    time_budget_s: Annotated[
+        float | None, typer.Option("--time-budget-s", help="Stop starting new points after this.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Time kernels on this machine, write OUT's measurements CSV next to it, fit, write OUT."""
+    _check_out(out)
+    _load_profile(base)  # a bad --base fails before minutes of timing
+    try:
+        from calibrate.runner import run_calibration, write_measurements
+    except ModuleNotFoundError as error:
+        raise InputError("calibrate run", error.name, "installed: pip install 'infersim[calibrate]'") from None
+    from sim.model import load_model
+
+    specs = [load_model(name) for name in (model or ["llama-3-8b"])]
+    frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s)
+    csv_path = write_measurements(frame, out.with_name(f"{out.stem}.measurements.csv"))
+    typer.echo(f"wrote {csv_path} ({len(frame)} measurements)", err=True)
+    _fit_and_write([(csv_path, frame)], base, out, as_json)
+
+
+@calibrate_app.command("fit")
+@input_errors_exit_2
+def fit_command(
+    measurements: MeasurementsArg,
+    out: OutOpt,
+    base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h100-sxm",
+    as_json: JsonOpt = False,
+) -> None:
+    """Fit the cost model's terms to MEASUREMENTS and write a calibrated profile to OUT."""
+    _check_out(out)
+    _fit_and_write(_read_files(measurements), base, out, as_json)
+
+
+@calibrate_app.command("report")
+@input_errors_exit_2
+def report_command(
+    profile: Annotated[str, typer.Argument(help="Profile: bundled name or YAML path.")],
+    measurements: MeasurementsArg,
+    as_json: JsonOpt = False,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a predicted-vs-measured PNG.")] = None,
+) -> None:
+    """Per-op MAPE of PROFILE's predictions against MEASUREMENTS (MAPE as a fraction in JSON)."""
+    import pandas as pd
+
+    from calibrate.measurements import validate_measurements
+    from calibrate.report import mape_summary, plot_predicted_vs_measured, residual_rows, summary_table_rows
+
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise InputError("--plot", str(plot), "a path ending in .png")
+    hw = _load_profile(profile)
+    files = _read_files(measurements)
+    frame = validate_measurements(pd.concat([f for _, f in files], ignore_index=True), "measurements")
+    rows = residual_rows(frame, hw)
+    summary = mape_summary(rows)
+    if plot is not None:
+        plot_predicted_vs_measured(rows, plot, f"{hw.name}: predicted vs measured")
+    if as_json:
+        print_json(summary)
+    else:
+        print_table(f"{hw.name} vs {len(frame)} measurements", ["op", "n", "MAPE %"], summary_table_rows(summary))
