@@ -116,6 +116,12 @@ class Scheduler:
         self._mark_running(rid, now_s)
         return n_new
 
+    def is_decoding(self, rid: int) -> bool:
+        """One token left to compute and the whole prompt already cached: the next step is a decode.
+        (A prompt's own last token, under chunking, is still prefill: it yields the first token.)"""
+        t = self.table
+        return t.n_tokens[rid] - t.n_computed[rid] == 1 and t.n_computed[rid] >= t.prompt_tokens[rid]
+
     def _mark_running(self, rid: int, now_s: float) -> None:
         t = self.table
         t.status[rid] = Status.RUNNING
@@ -220,7 +226,8 @@ class Scheduler:
         contexts = t.n_computed[rid]
         remaining = t.output_tokens[rid] - (t.n_tokens[rid] - t.prompt_tokens[rid])
         held = self._held_blocks(contexts)
-        k = self._steps_blocks_allow(contexts, held, int(min(remaining.min(), MAX_DECODE_RUN_STEPS)))
+        longest = 1 if self.swapped else MAX_DECODE_RUN_STEPS  # a swapped request may return after any step
+        k = self._steps_blocks_allow(contexts, held, int(min(remaining.min(), longest)))
         if np.isfinite(horizon_s) and k > 1:
             times = self.cost.decode_run_times_s(contexts, min(k, HORIZON_PROBE_STEPS))
             ends = now_s + transfer_s + np.cumsum(times)

@@ -11,9 +11,8 @@ from sim.sched.plan import StepPlan
 
 class ChunkedScheduler(Scheduler):
     def schedule(self, now_s: float, horizon_s: float) -> StepPlan | None:
-        t = self.table
         transfer_s = self.swap_in_ready(now_s)
-        decoding = [r for r in self.running if t.n_tokens[r] - t.n_computed[r] == 1]
+        decoding = [r for r in self.running if self.is_decoding(r)]
         decodes, more_s = self.prepare_decodes(decoding, now_s, grow=True)
         transfer_s += more_s
         budget = self.cfg.chunk_size - len(decodes)
@@ -30,7 +29,7 @@ class ChunkedScheduler(Scheduler):
         t, b = self.table, self.blocks
         ids: list[int] = []
         tokens: list[int] = []
-        for rid in [r for r in self.running if t.n_tokens[r] - t.n_computed[r] > 1]:
+        for rid in [r for r in self.running if not self.is_decoding(r)]:
             if budget <= 0:
                 break
             n_new = int(min(t.n_tokens[rid] - t.n_computed[rid], budget))

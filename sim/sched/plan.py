@@ -21,7 +21,8 @@ class StepPlan:
     step_times_s: np.ndarray  # one entry per step
     is_decode_run: bool = False
     transfer_s: float = 0.0  # swap traffic over the host link, added to the first step
-    padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # static: finished, still computed
+    # static batching: finished members that still occupy a seat and are computed (padding)
+    padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])
