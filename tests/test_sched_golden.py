@@ -7,7 +7,6 @@ Block size 16, 1000 blocks (never short), max_model_len 256 (static reserves 16 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from conftest import STEP_S, ConstantCost, make_trace
 
 from sim.config import EngineConfig
@@ -103,11 +102,10 @@ def test_radix_on_continuous_records_hits_without_changing_constant_step_times()
     assert_times(frame, ttft_steps=[1, 1, 1, 1, 1], e2e_steps=[2, 2, 2, 1, 2])
 
 
-@pytest.mark.xfail(strict=True, reason="B1: chunked decode-run path never stamps first_token_s when the last "
-                                       "prompt chunk is a single token (sim/sched/chunked.py 'decoding' filter)")
 def test_chunked_one_token_tail_gets_first_token():
     # prompt 33, chunk 32: step [0,1] computes 32 tokens, step [1,2] the last one -> first token at 2;
-    # three more decode steps -> finish at 5.
+    # three more decode steps -> finish at 5. (Regression: this tail once went down the decode-run
+    # path, which never stamped the first token.)
     frame = run_frame(make_trace([(0.0, 33, 4)]), policy="chunked", chunk_size=32)
     assert frame["e2e_s"].tolist() == [5 * S]
     assert not np.isnan(frame["first_token_s"][0])
