@@ -1,0 +1,133 @@
+"""`infersim calibrate run|fit|report` through typer's test runner; sim/ stays torch-free."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from calibrate.vidur_import import bundled_vidur_path
+from sim.config import EngineConfig
+from sim.cost import CostModel
+from sim.hardware import load_hardware
+from sim.model import load_model
+from sim.simulate import simulate
+from sim.trace import Trace
+
+MLP_7B = bundled_vidur_path("compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv")
+MLP_70B = bundled_vidur_path("compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv")
+ALLREDUCE = bundled_vidur_path("network/h100_dgx/all_reduce.csv")
+
+
+@pytest.fixture(scope="module")
+def cli():
+    from sim.cli_calibrate import calibrate_app
+
+    app = typer.Typer()
+    app.add_typer(calibrate_app, name="calibrate")
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, ["calibrate", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def vidur_profile(cli, tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit") / "h100-vidur.yaml"
+    result = cli("fit", MLP_7B, ALLREDUCE, "--base", "h100-sxm", "--out", out, "--json")
+    assert result.exit_code == 0, result.output
+    return out, json.loads(result.stdout)
+
+
+def test_fit_writes_a_profile_that_loads_and_simulates(vidur_profile):
+    out, printed = vidur_profile
+    hw = load_hardware(str(out))
+    calibration = hw.calibration
+    assert set(calibration["fitted"]) == {"gemm", "allreduce"}
+    assert "attention_compute" in calibration["kept_from_base"]
+    assert [m["n_rows"] for m in calibration["measurements"]] == [4176, 2982]
+    assert calibration["residuals"]["per_op"]["down_proj"]["n"] == 1044
+    assert printed["residuals"]["mape"] == pytest.approx(calibration["residuals"]["mape"])
+    assert hw.interconnect.gpu_link_latency_us == pytest.approx(
+        printed["fitted"]["allreduce"]["terms"]["gpu_link_latency_us"]
+    )
+    cost = CostModel(load_model("llama-2-7b"), hw, tp=2)
+    assert cost.step_time_s(np.array([512]), np.array([0]), 1) > 0
+    trace = Trace(arrival_s=[0.0, 0.1, 0.2], prompt_tokens=[300, 40, 900], output_tokens=[20, 5, 9])
+    result = simulate(EngineConfig(model="llama-2-7b", hardware=str(out), tp=2), trace)
+    assert result.sim_duration_s > 0
+
+
+def test_report_json_and_plot(cli, vidur_profile, tmp_path):
+    out, _ = vidur_profile
+    plot = tmp_path / "scatter.png"
+    result = cli("report", out, MLP_70B, "--json", "--plot", plot)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert set(summary) == {"mape", "per_op"}
+    assert set(summary["per_op"]) == {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}
+    assert all(v["n"] == 1044 and 0 < v["mape"] < 0.13 for v in summary["per_op"].values())
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    default = json.loads(cli("report", "h100-sxm", MLP_70B, "--json").stdout)
+    assert summary["mape"] < default["mape"]
+    table = cli("report", out, MLP_70B)
+    assert table.exit_code == 0 and "down_proj" in table.stdout
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "op,time_s\nqkv_proj,0.1\n",  # our header, missing columns
+        "time_stats.all_reduce.median,time_stats.all_reduce.std,num_workers,size\n-0.1,0,2,2048\n",  # negative time
+        "time_stats.attn_pre_proj.median,num_tokens\n0.1,1\n",  # Vidur mlp.csv missing columns
+        "\x00\x01garbage\xff\n",
+        "",
+        "just,some,columns\n1,2,3\n",
+    ],
+    ids=["missing-column", "negative-time", "vidur-missing", "garbage", "empty", "unknown-header"],
+)
+def test_bad_measurement_files_exit_2_with_one_line(cli, tmp_path, content):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(content.encode("latin-1"))
+    for args in (("fit", bad, "--out", tmp_path / "p.yaml"), ("report", "h100-sxm", bad)):
+        result = cli(*args)
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and str(bad) in lines[0]
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_bad_options_exit_2(cli, tmp_path):
+    assert cli("fit", MLP_7B, "--out", tmp_path / "p.txt").exit_code == 2
+    assert cli("fit", MLP_7B, "--base", "no-such-gpu", "--out", tmp_path / "p.yaml").exit_code == 2
+    assert cli("report", "h100-sxm", MLP_7B, "--plot", tmp_path / "p.jpg").exit_code == 2
+    assert cli("report", "h100-sxm", tmp_path / "missing.csv").exit_code == 2
+
+
+def test_sim_and_fit_report_never_import_torch():
+    code = (
+        "import sys, sim.cli, sim.cli_calibrate, sim.simulate, sim.cost, sim.hardware, "
+        "calibrate.fit, calibrate.report, calibrate.vidur_import, calibrate.profile_io\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_run_fit_report_pipeline_on_cpu(cli, tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "cpu.yaml"
+    result = cli("run", "--device", "cpu", "--quick", "--out", out, "--json")
+    assert result.exit_code == 0, result.output
+    measurements = tmp_path / "cpu.measurements.csv"
+    assert measurements.is_file()
+    hw = load_hardware(str(out))
+    assert set(hw.calibration["fitted"]) == {"gemm", "prefill_attention", "decode_attention"}
+    assert "allreduce_bus" in hw.calibration["kept_from_base"]
+    report = cli("report", out, measurements, "--json")
+    assert report.exit_code == 0, report.output
+    per_op = json.loads(report.stdout)["per_op"]
+    assert {"qkv_proj", "decode_attention", "prefill_attention"} <= set(per_op)
+    assert all(np.isfinite(v["mape"]) for v in per_op.values())
