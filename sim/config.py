@@ -53,7 +53,7 @@ class EngineConfig(BaseModel):
     record_steps: bool = False
 
     @model_validator(mode="after")
-    def _chunk_fits_budget(self) -> "EngineConfig":
+    def _chunk_fits_budget(self) -> EngineConfig:
         if self.policy in ("chunked", "radix") and self.chunk_size > self.max_num_batched_tokens:
             raise ValueError("chunk_size must not exceed max_num_batched_tokens")
         return self

@@ -8,7 +8,7 @@ so a decode run never skips past a moment at which a new request could join.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import simpy
 
@@ -18,7 +18,7 @@ from sim.trace import ClosedLoop
 
 
 class Replica:
-    def __init__(self, env: simpy.Environment, sched: Scheduler, source: "ArrivalSource"):
+    def __init__(self, env: simpy.Environment, sched: Scheduler, source: ArrivalSource):
         self.env, self.sched, self.source = env, sched, source
         self._idle: simpy.Event | None = None
         env.process(self._loop())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
 
 
 class Router:
-    def pick(self, rid: int, replicas: Sequence["Replica"], now_s: float) -> int:  # pragma: no cover
+    def pick(self, rid: int, replicas: Sequence[Replica], now_s: float) -> int:  # pragma: no cover
         raise NotImplementedError
 
 

@@ -77,8 +77,8 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
     cfg = result.cfg
     return {
         "policy": cfg.policy, "model": cfg.model, "hardware": cfg.hardware, "tp": cfg.tp, "replicas": cfg.replicas,
-        "n_requests": int(len(frame)),
-        "n_finished": int(len(finished)),
+        "n_requests": len(frame),
+        "n_finished": len(finished),
         "n_rejected": int((frame["status"] == "REJECTED").sum()),
         "sim_duration_s": result.sim_duration_s,
         "wall_time_s": result.wall_time_s,

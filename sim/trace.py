@@ -53,7 +53,7 @@ class Trace:
             return np.ones(len(self), dtype=np.int64)
         return self.n_samples
 
-    def take(self, index: np.ndarray) -> "Trace":
+    def take(self, index: np.ndarray) -> Trace:
         """A new trace with the rows in `index` (in that order), hash ids carried along."""
         index = np.asarray(index, dtype=np.int64)
         flat = offsets = None
