@@ -95,9 +95,9 @@ def _scalar(key: str, text: str):
         value = yaml.safe_load(text)
     except yaml.YAMLError:
         value = text
-    if isinstance(value, (dict, list)) or value is not None and not isinstance(value, (str, int, float, bool)):
-        raise InputError("--grid", key, f"{text!r} is not a single value")
-    return value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise InputError("--grid", key, f"{text!r} is not a single value (a number, true/false, null or a name)")
 
 
 def load_base(path: Path | None) -> tuple[dict, dict]:
