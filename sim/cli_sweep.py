@@ -36,9 +36,10 @@ def sweep(
 ) -> None:
     """Run every combination of the --grid values over a base config, in parallel.
 
-    One row per point (parameters + summary metrics) is added to OUT/results.parquet as points
-    finish. Running the same command again skips finished points, so an interrupted sweep
-    (even kill -9) loses only the points in flight and duplicates nothing."""
+    Each finished point adds one row (parameters + summary metrics) to OUT/results.parquet.
+
+    The same command again skips finished points: an interrupted sweep (even kill -9) loses only those in flight.
+    """
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)
     if trace is not None:
