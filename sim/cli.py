@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from sim import cli_foundation, cli_simulate, cli_sweep
+from sim import cli_foundation, cli_plan, cli_simulate, cli_sweep
 from sim.cli_calibrate import calibrate_app
 from sim.cli_workload import workload_app
 
@@ -20,6 +20,7 @@ app.command()(cli_foundation.models)
 app.command()(cli_foundation.memory)
 app.command()(cli_foundation.roofline)
 app.command()(cli_simulate.simulate)
+app.command()(cli_plan.plan)
 app.command()(cli_sweep.sweep)
 app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
 app.add_typer(calibrate_app, name="calibrate", help="Time kernels, fit the cost model, report residuals.")

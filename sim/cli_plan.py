@@ -1,0 +1,93 @@
+"""`infersim plan`: how many GPUs of which kind, TP and policy serve a target rate within the SLOs, at what cost."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import typer
+from rich import box
+from rich.table import Table
+
+from sim.cli_common import console, input_errors_exit_2, print_json
+from sim.config import load_config
+from sim.errors import InputError
+from sim.output import prepare_out_dir, write_json
+from sim.planner.candidates import parse_list, parse_tps
+from sim.planner.plan import SearchSettings, make_plan
+from sim.planner.plots import write_plots
+from sim.planner.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS, parse_slo
+from sim.run import DEFAULT_TRACE
+from sim.trace import ClosedLoop
+from sim.workload import load_workload
+
+
+@input_errors_exit_2
+def plan(
+    workload: str = typer.Option(DEFAULT_TRACE, "--workload", "-w", help="trace file, spec YAML or bundled name"),
+    workload_format: str = typer.Option(None, "--format", help="force a trace format (azure, mooncake, ...)"),
+    model: str = typer.Option(None, "--model", "-m", help="bundled model name or YAML/config.json path"),
+    slo: list[str] = typer.Option(None, "--slo", help=f"KEY=SECONDS, repeatable; keys: {', '.join(SLO_KEYS)}"),
+    hardware: str = typer.Option("h100-sxm,a100-80g-sxm,h200", "--hardware", "-H", help="comma-separated profiles"),
+    tp: str = typer.Option("1,2,4,8", "--tp", help="comma-separated tensor-parallel sizes"),
+    policy: str = typer.Option("chunked,radix", "--policy", "-p", help="comma-separated scheduler policies"),
+    target_qps: float = typer.Option(..., "--target-qps", help="the arrival rate the cluster must serve (req/s)"),
+    goodput: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share of requests that must finish"),
+    max_requests: int = typer.Option(1000, "--max-requests", help="search on the first N requests of the workload"),
+    config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
+    workers: int = typer.Option(min(2, os.cpu_count() or 1), "--workers", help="processes searching candidates"),
+    top: int = typer.Option(10, "--top", help="candidates shown in the table"),
+    out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
+    as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
+) -> None:
+    """Size a cluster: per hardware x TP x policy, the highest rate one replica sustains within
+    the SLOs, then replicas, GPUs and cost for the target rate; recommends the cheapest."""
+    wall_start_s = time.monotonic()  # reported only
+    slo_spec = parse_slo(slo or [], goodput)
+    base = load_config(config, {"model": model})
+    hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
+    out_dir = prepare_out_dir(out) if out is not None else None
+    trace = load_workload(workload, workload_format, seed=base.seed)
+    if isinstance(trace, ClosedLoop):
+        raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
+    result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps,
+                       SearchSettings(max_requests=max_requests), max(1, workers))
+    if out_dir is not None:
+        write_json(out_dir / "plan.json", result)
+        write_plots(result, out_dir)
+    if as_json:
+        print_json(result)
+        return
+    print_plan(result, top)
+    console.print(f"planned in {time.monotonic() - wall_start_s:.1f} s")
+    if out_dir is not None:
+        console.print(f"wrote {out_dir}/plan.json, latency_vs_rate.png and cost.png")
+
+
+def print_plan(result: dict, top: int) -> None:
+    """The cheapest `top` candidates, the recommendation, and what was left out and why."""
+    limits = ", ".join(f"{k} <= {v:g} s" for k, v in result["slo"]["limits_s"].items())
+    head = (f"{result['model']} on {Path(result['workload']).name} | target {result['target_qps']:g} req/s | {limits}, "
+            f"goodput >= {result['slo']['goodput_min']:.0%}")
+    rows = [[i + 1, r["hardware"], r["tp"], r["policy"], f"{r['max_qps_per_replica']:.3g}", r["replicas"], r["gpus"],
+             f"{r['cost_per_hour_usd']:.2f}", f"{r['usd_per_m_output_tokens']:.3f}", r["binding_slo"]]
+            for i, r in enumerate(result["candidates"][:top])]
+    table = Table(title=head, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    columns = ("#", "hardware", "tp", "policy", "qps/rep", "reps", "GPUs", "$/hour", "$/M tok", "binds")
+    for i, column in enumerate(columns):
+        width = max([len(column)] + [len(str(row[i])) for row in rows])
+        table.add_column(column, justify="left" if column in ("hardware", "policy", "binds") else "right",
+                         min_width=width, no_wrap=True)
+    for row in rows:
+        table.add_row(*[str(cell) for cell in row])
+    console.print(table)
+    best = result["recommended"]
+    console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} tp{best['tp']} {best['policy']} "
+                  f"= {best['gpus']} GPUs, ${best['cost_per_hour_usd']:.2f}/hour (cheapest that meets the SLOs; "
+                  f"each replica sustains {best['max_qps_per_replica']:.3g} req/s; "
+                  f"just above: {best['binding_detail']})")
+    for row in result["infeasible"]:
+        console.print(f"infeasible: {row['hardware']} tp{row['tp']} {row['policy']}: {row['reason']}")
+    for row in result["skipped"]:
+        console.print(f"skipped: {row['hardware']} tp{row['tp']} {row['policy']}: {row['reason']}", style="dim")

@@ -1,0 +1,89 @@
+"""Planner candidates: hardware x TP x policy, each one replica (a TP group) of one hardware kind.
+
+A combination the engine cannot run (TP that does not split the heads, more GPUs than a node
+holds, weights that do not fit, a profile without a price) is skipped with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.config import POLICIES, EngineConfig
+from sim.errors import InputError
+from sim.hardware import load_hardware
+from sim.memory import plan_memory
+from sim.model import load_model
+
+
+@dataclass(frozen=True)
+class Candidate:
+    cfg: EngineConfig
+    cost_per_gpu_hour_usd: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.cfg.hardware} tp{self.cfg.tp} {self.cfg.policy}"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    hardware: str
+    tp: int
+    policy: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"hardware": self.hardware, "tp": self.tp, "policy": self.policy, "reason": self.reason}
+
+
+def parse_list(text: str, where: str) -> list[str]:
+    """'a, b,c' -> ['a', 'b', 'c'] (order kept, duplicates dropped); empty -> InputError."""
+    items = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not items:
+        raise InputError(where, None, "give a comma-separated list, e.g. h100-sxm,h200")
+    return items
+
+
+def parse_tps(text: str) -> list[int]:
+    values = []
+    for item in parse_list(text, "--tp"):
+        if not item.isdigit() or int(item) < 1:
+            raise InputError("--tp", item, "must be positive integers, e.g. 1,2,4,8")
+        values.append(int(item))
+    return values
+
+
+def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int],
+                     policies: list[str]) -> tuple[list[Candidate], list[Skipped]]:
+    """Every runnable (hardware, tp, policy) on top of `base`, and the skipped ones with why.
+    Unknown hardware, model or policy names raise InputError (a typo, not a skip)."""
+    for policy in policies:
+        if policy not in POLICIES:
+            raise InputError("--policy", policy, f"unknown policy; allowed: {', '.join(POLICIES)}")
+    model = load_model(base.model)
+    profiles = [load_hardware(name) for name in hardware]
+    runnable, skipped = [], []
+    for name, hw in zip(hardware, profiles, strict=True):
+        for tp in tps:
+            reason = _why_not(model, hw, tp, base)
+            for policy in policies:
+                if reason is not None:
+                    skipped.append(Skipped(name, tp, policy, reason))
+                else:
+                    cfg = EngineConfig.model_validate(
+                        {**base.model_dump(), "hardware": name, "tp": tp, "policy": policy, "replicas": 1})
+                    runnable.append(Candidate(cfg, hw.cost_per_hour_usd))
+    return runnable, skipped
+
+
+def _why_not(model, hw, tp: int, base: EngineConfig) -> str | None:
+    if hw.cost_per_hour_usd is None:
+        return f"profile {hw.name} has no cost_per_hour_usd"
+    if tp > hw.interconnect.max_gpus_per_node:
+        return f"tp {tp} exceeds the {hw.interconnect.max_gpus_per_node} GPUs of one node"
+    try:
+        plan_memory(model, hw, tp, base.block_size, base.gpu_memory_utilization, base.weight_dtype,
+                    base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs)
+    except InputError as exc:
+        return f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed
+    return None

@@ -1,0 +1,87 @@
+"""One point of a rate search: replay the workload slice at a given arrival rate, judge it against the SLOs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from sim.config import EngineConfig
+from sim.planner.slo import PlanSLO
+from sim.simulate import simulate
+from sim.summary import requests_frame
+from sim.trace import Trace
+from sim.workload.transforms import scale_rate
+
+KV_REJECT_MARK = "KV blocks"  # the scheduler's reason for a request larger than the whole KV cache
+PLOT_KEYS = ("ttft_p99", "tpot_p99", "e2e_p99")  # always recorded, for the latency-vs-rate plots
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    """What one run at `rate_qps` showed. `values_s`: percentile per SLO key (None when no
+    request yielded the metric); `ratios`: value / limit per SLO key (inf when None)."""
+
+    rate_qps: float
+    values_s: dict[str, float | None]
+    ratios: dict[str, float]
+    goodput: float
+    n_measured: int
+    n_rejected_kv: int
+    passes: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def evaluate_rate(cfg: EngineConfig, slice_trace: Trace, rate_qps: float, slo: PlanSLO,
+                  warmup_fraction: float) -> RatePoint:
+    """Simulate `slice_trace` re-timed to a mean arrival rate of `rate_qps` on one replica of `cfg`;
+    the first `warmup_fraction` of requests (in arrival order) warm the replica up and are not
+    measured. Deterministic for a given cfg.seed."""
+    trace = scale_rate(slice_trace, target_qps=rate_qps, where="planner rate")
+    frame = requests_frame(simulate(cfg, trace))
+    measured = frame.iloc[int(len(frame) * warmup_fraction):]
+    return judge(measured, rate_qps, slo)
+
+
+def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO) -> RatePoint:
+    """The SLO verdict on a requests frame (see sim.planner.slo for the definition)."""
+    finished = measured[measured["status"] == "FINISHED"]
+    wanted = {s.key: (s.column, s.percentile) for s in slo.limits}
+    wanted.update({key: (key.split("_p")[0] + "_s", int(key.split("_p")[1])) for key in PLOT_KEYS})
+    values = {key: _percentile(finished[column].to_numpy(), q) for key, (column, q) in wanted.items()}
+    ratios = {s.key: math.inf if values[s.key] is None else values[s.key] / s.limit_s for s in slo.limits}
+    n_measured = len(measured)
+    goodput = len(finished) / n_measured if n_measured else 0.0
+    rejected = measured.loc[measured["status"] == "REJECTED", "reject_reason"]
+    n_rejected_kv = int(sum(KV_REJECT_MARK in str(reason) for reason in rejected))
+    passes = goodput >= slo.goodput_min and all(r <= 1.0 for r in ratios.values())
+    return RatePoint(rate_qps, values, ratios, goodput, n_measured, n_rejected_kv, passes)
+
+
+def _percentile(values: np.ndarray, q: int) -> float | None:
+    values = values[~np.isnan(values)]
+    return float(np.percentile(values, q)) if values.size else None
+
+
+def binding_constraint(point: RatePoint, slo: PlanSLO) -> str:
+    """What fails first at a failing point: 'kv_capacity' (requests rejected because they exceed
+    the KV cache) or 'goodput' (other rejections) when goodput is short, else the SLO key whose
+    value / limit is highest."""
+    if point.goodput < slo.goodput_min:
+        return "kv_capacity" if point.n_rejected_kv else "goodput"
+    return max(point.ratios, key=lambda key: (point.ratios[key], key))
+
+
+def describe_binding(point: RatePoint, slo: PlanSLO) -> str:
+    """One phrase, e.g. 'ttft_p99 2.41 s > 2 s at 9.51 qps'."""
+    binding = binding_constraint(point, slo)
+    if binding in ("kv_capacity", "goodput"):
+        return f"{binding}: only {point.goodput:.1%} finished (< {slo.goodput_min:.0%}) at {point.rate_qps:.3g} qps"
+    limit = next(s.limit_s for s in slo.limits if s.key == binding)
+    value = point.values_s[binding]
+    shown = "no value" if value is None else f"{value:.4g} s"
+    return f"{binding} {shown} > {limit:g} s at {point.rate_qps:.3g} qps"
