@@ -90,7 +90,8 @@ def simulate(
         return
     print_summary(output.summary)
     if out is not None:
-        console.print(f"wrote {out}/summary.json and requests.parquet" + (" and steps.parquet" if cfg.record_steps else ""))
+        steps = " and steps.parquet" if cfg.record_steps else ""
+        console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
 
 
 def print_summary(summary: dict) -> None:

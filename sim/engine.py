@@ -98,7 +98,7 @@ class ClosedLoopSource:
         self.replicas = replicas
         for replica in replicas:
             replica.sched.finished_listener = self._on_finished
-        for _ in range(min(self.workload.concurrency, len(self.table))):
+        for _ in range(min(self.workload.concurrency, self.table.n_requests)):
             self.env.process(self._client())
 
     def _on_finished(self, rid: int) -> None:
@@ -107,7 +107,7 @@ class ClosedLoopSource:
             event.succeed()
 
     def _client(self):
-        env, n = self.env, len(self.table)
+        env, n = self.env, self.table.n_requests
         while self._next < n:
             rid = self._next
             self._next += 1

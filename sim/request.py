@@ -24,14 +24,26 @@ class Status(enum.IntEnum):
 
 
 class RequestTable:
-    """Columns of every request of a run; schedulers index them by request id (row number)."""
+    """Columns of every sequence of a run; schedulers index them by row id.
+
+    Rows 0..n_requests-1 are the trace's requests. A request with parallel sampling n > 1 gets
+    n - 1 extra sample rows after them (`sample_of[row]` names the request a row belongs to);
+    they never arrive on their own: they fork from their request when its prefill completes.
+    """
 
     def __init__(self, trace: Trace, max_model_len: int):
-        n = len(trace)
         self.trace = trace
-        self.arrival_s = trace.arrival_s.copy()
-        self.prompt_tokens = trace.prompt_tokens.copy()
-        wanted = trace.output_tokens.copy()
+        self.n_requests = len(trace)
+        samples = trace.samples()
+        extra = np.repeat(np.arange(self.n_requests), samples - 1)
+        self.sample_of = np.concatenate([np.arange(self.n_requests), extra]).astype(np.int64)
+        self.children: dict[int, list[int]] = {}
+        for row, parent in enumerate(extra.tolist(), start=self.n_requests):
+            self.children.setdefault(parent, []).append(row)
+        n = self.sample_of.shape[0]
+        self.arrival_s = trace.arrival_s[self.sample_of].copy()
+        self.prompt_tokens = trace.prompt_tokens[self.sample_of].copy()
+        wanted = trace.output_tokens[self.sample_of]
         # like vLLM, generation stops at max_model_len
         self.output_tokens = np.maximum(np.minimum(wanted, max_model_len - self.prompt_tokens), 1)
         self.status = np.full(n, Status.PENDING, dtype=np.int8)
@@ -44,16 +56,26 @@ class RequestTable:
         self.scheduled_s = np.full(n, np.nan)  # first time it was scheduled (queue delay ends)
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.preempted_s = np.zeros(n)  # time spent preempted (waiting again or swapped)
-        self.replica = np.full(n, -1, dtype=np.int64)
+        self.replica = np.zeros(n, dtype=np.int64)  # set when the router places the request
         self.reject_reason: dict[int, str] = {}
 
     def __len__(self) -> int:
-        return int(self.arrival_s.shape[0])
+        return self.n_requests
+
+    def rows_of(self, rid: int) -> list[int]:
+        """The request's own row and its sample rows."""
+        return [rid, *self.children.get(rid, ())]
+
+    def is_request_done(self, row: int) -> bool:
+        """Every sample of the request that `row` belongs to has ended."""
+        rows = self.rows_of(int(self.sample_of[row]))
+        return all(self.status[r] in (Status.FINISHED, Status.REJECTED) for r in rows)
 
     def generated(self, rid: int) -> int:
         return int(self.n_tokens[rid] - self.prompt_tokens[rid])
 
     def reject(self, rid: int, reason: str, now_s: float) -> None:
-        self.status[rid] = Status.REJECTED
-        self.finish_s[rid] = now_s
+        for row in self.rows_of(rid):
+            self.status[row] = Status.REJECTED
+            self.finish_s[row] = now_s
         self.reject_reason[rid] = reason

@@ -63,7 +63,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     if isinstance(workload, ClosedLoop):
         source = ClosedLoopSource(env, workload, table, router, progress)
     else:
-        source = ArrivalSource(env, table.arrival_s, router, progress)
+        source = ArrivalSource(env, table.arrival_s[: table.n_requests], router, progress)
     cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
     replicas = []
     for index in range(cfg.replicas):

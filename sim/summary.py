@@ -11,29 +11,43 @@ from sim.simulate import SimResult
 
 
 def requests_frame(result: SimResult) -> pd.DataFrame:
+    """One row per request; a request with parallel samples sums their output tokens, ends with
+    its last sample and is FINISHED only when every sample is."""
     t = result.table
+    n = t.n_requests
+    owner = t.sample_of
     generated = t.n_tokens - t.prompt_tokens
+    output_tokens = np.bincount(owner, weights=generated, minlength=n).astype(np.int64)
+    n_samples = np.bincount(owner, minlength=n)
+    finished_samples = np.bincount(owner, weights=t.status == Status.FINISHED, minlength=n)
+    finish_s = t.finish_s[:n].copy()
+    np.fmax.at(finish_s, owner, t.finish_s)
+    status = t.status[:n].copy()
+    partial = (status == Status.FINISHED) & (finished_samples < n_samples)
+    status[partial] = Status.RUNNING
+    own = generated[:n]
     with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(generated > 1, (t.finish_s - t.first_token_s) / (generated - 1), np.nan)
+        tpot = np.where(own > 1, (t.finish_s[:n] - t.first_token_s[:n]) / (own - 1), np.nan)
     status_names = np.array([s.name for s in Status])
     return pd.DataFrame({
-        "request_id": np.arange(len(t)),
-        "replica": t.replica,
-        "status": status_names[t.status],
-        "arrival_s": t.arrival_s,
-        "scheduled_s": t.scheduled_s,
-        "first_token_s": t.first_token_s,
-        "finish_s": t.finish_s,
-        "queue_delay_s": t.scheduled_s - t.arrival_s,
-        "ttft_s": t.first_token_s - t.arrival_s,
-        "e2e_s": t.finish_s - t.arrival_s,
+        "request_id": np.arange(n),
+        "replica": t.replica[:n],
+        "status": status_names[status],
+        "arrival_s": t.arrival_s[:n],
+        "scheduled_s": t.scheduled_s[:n],
+        "first_token_s": t.first_token_s[:n],
+        "finish_s": finish_s,
+        "queue_delay_s": t.scheduled_s[:n] - t.arrival_s[:n],
+        "ttft_s": t.first_token_s[:n] - t.arrival_s[:n],
+        "e2e_s": finish_s - t.arrival_s[:n],
         "tpot_s": tpot,
-        "prompt_tokens": t.prompt_tokens,
-        "output_tokens": generated,
-        "cached_tokens": t.cached_tokens,
-        "preemptions": t.preemptions,
-        "preempted_s": t.preempted_s,
-        "reject_reason": [t.reject_reason.get(i) for i in range(len(t))],
+        "prompt_tokens": t.prompt_tokens[:n],
+        "output_tokens": output_tokens,
+        "n_samples": n_samples,
+        "cached_tokens": t.cached_tokens[:n],
+        "preemptions": np.bincount(owner, weights=t.preemptions, minlength=n).astype(np.int64),
+        "preempted_s": np.bincount(owner, weights=t.preempted_s, minlength=n),
+        "reject_reason": [t.reject_reason.get(i) for i in range(n)],
     })
 
 

@@ -35,6 +35,7 @@ class Scheduler:
         self.running: list[int] = []
         self.swapped: deque[int] = deque()
         self._preempted_at: dict[int, float] = {}
+        self._cow_pending: set[int] = set()  # forked samples whose partial last block is still shared
         swap_bytes_per_block = blocks.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
         self._swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
 
@@ -42,7 +43,7 @@ class Scheduler:
     def add(self, rid: int, now_s: float) -> None:
         """A request arrives: queue it, or reject it now if it can never fit."""
         t = self.table
-        t.replica[rid] = self.replica
+        t.replica[t.rows_of(rid)] = self.replica
         reason = self.never_fits(rid)
         if reason is not None:
             self._reject(rid, reason, now_s)
@@ -56,15 +57,18 @@ class Scheduler:
         if prompt >= self.max_model_len:
             return f"prompt of {prompt} tokens leaves no room under max_model_len={self.max_model_len}"
         total = prompt + int(t.output_tokens[rid])
-        need = -(-total // b.block_size)
+        n_samples = len(t.rows_of(rid))
+        shared = prompt // b.block_size  # full prompt blocks all samples share
+        need = shared + n_samples * (-(-total // b.block_size) - shared)
         if need > b.n_blocks - b.watermark_blocks:
             return f"prompt+output need {need} KV blocks; the cache holds {b.n_blocks}"
         return None
 
     def _reject(self, rid: int, reason: str, now_s: float) -> None:
-        self.table.reject(rid, reason, now_s)
-        if self.finished_listener is not None:
-            self.finished_listener(rid)
+        t = self.table
+        t.reject(rid, reason, now_s)
+        if self.finished_listener is not None and t.is_request_done(rid):
+            self.finished_listener(int(t.sample_of[rid]))
 
     def reject_unschedulable(self, now_s: float) -> None:
         """Nothing runs yet the head of the queue cannot start: reject it rather than wait forever."""
@@ -115,6 +119,23 @@ class Scheduler:
         self.blocks.grow(rid, int(t.n_computed[rid]) + n_new)
         self._mark_running(rid, now_s)
         return n_new
+
+    def fork_samples(self, rid: int, now_s: float) -> list[int]:
+        """Parallel sampling: once a request's prompt is cached, each of its other samples starts
+        as a copy sharing every prompt block (ref-counted); a shared partially filled last block
+        is copied on the first write. Returns the sample rows started now."""
+        t = self.table
+        rows = [c for c in t.children.get(rid, ()) if t.status[c] == Status.PENDING]
+        for child in rows:
+            self.blocks.fork(rid, child)
+            t.n_computed[child] = t.n_computed[rid]
+            t.n_tokens[child] = t.n_tokens[rid]
+            t.first_token_s[child] = t.last_token_s[child] = t.first_token_s[rid]
+            t.arrival_s[child] = t.arrival_s[rid]
+            self._mark_running(child, now_s)
+        if rows and t.n_computed[rid] % self.blocks.block_size:
+            self._cow_pending.update([rid, *rows])
+        return rows
 
     def is_decoding(self, rid: int) -> bool:
         """One token left to compute and the whole prompt already cached: the next step is a decode.
@@ -175,8 +196,12 @@ class Scheduler:
         while survivors:
             contexts = t.n_computed[survivors]
             held = self._held_blocks(contexts)
-            need = int(np.maximum(-(-(contexts + 1) // size) - held, 0).sum())
+            copies = [r for r in survivors if r in self._cow_pending] if self._cow_pending else []
+            need = int(np.maximum(-(-(contexts + 1) // size) - held, 0).sum()) + len(copies)
             if self.make_room(need):
+                for r in copies:
+                    self.blocks.prepare_write(r, int(t.n_computed[r]))
+                    self._cow_pending.discard(r)
                 if grow:
                     self._grow_to(survivors, contexts, held, 1)
                 break
@@ -195,6 +220,7 @@ class Scheduler:
         self._preempted_at[rid] = now_s
         self.recorder.preemptions += 1
         self.on_release(rid)
+        self._cow_pending.discard(rid)  # recompute rebuilds private blocks; a swap copies them
         n_held = len(self.blocks.table(rid))
         if self.cfg.preemption_mode == "swap" and self.blocks.n_cpu_free >= n_held:
             self.blocks.swap_out(rid)
@@ -280,8 +306,12 @@ class Scheduler:
             self.recorder.add_gaps(end_s - t.last_token_s[later])
         t.last_token_s[sampled] = end_s
         prefill_done = sampled[first | (q[is_sampled] > 1)]
+        forked: list[int] = []
         for r in prefill_done.tolist():
             self.on_prefill_done(r, end_s)
+            forked += self.fork_samples(r, end_s)
+        if forked:
+            sampled = np.concatenate([sampled, np.asarray(forked, dtype=np.int64)])
         self.recorder.step(self, end_s, plan, int(q[q > 1].sum()), int(np.count_nonzero(q == 1)))
         return self._finish_done(sampled, end_s)
 
@@ -311,6 +341,7 @@ class Scheduler:
             t.finish_s[r] = end_s
             self.on_release(r)
             self.blocks.free_request(r)
-            if self.finished_listener is not None:
-                self.finished_listener(r)
+            self._cow_pending.discard(r)
+            if self.finished_listener is not None and t.is_request_done(r):
+                self.finished_listener(int(t.sample_of[r]))
         return int(done.size)

@@ -36,8 +36,9 @@ class RadixMixin:
             if not trace.has_hash_ids:
                 keys = np.empty(0, dtype=np.int64)
             else:
-                keys = block_keys(trace.hash_ids(rid), trace.hash_block_tokens, int(self.table.prompt_tokens[rid]),
-                                  self.blocks.block_size)
+                request = int(self.table.sample_of[rid])
+                keys = block_keys(trace.hash_ids(request), trace.hash_block_tokens,
+                                  int(self.table.prompt_tokens[rid]), self.blocks.block_size)
             self._keys[rid] = keys
         return keys
 

@@ -28,6 +28,14 @@ class StaticScheduler(Scheduler):
                              f"holds {self.blocks.n_blocks}: lower max_model_len")
         self.batch: list[int] = []
 
+    def never_fits(self, rid: int) -> str | None:
+        reason = super().never_fits(rid)
+        need = len(self.table.rows_of(rid)) * self.reserve_blocks
+        if reason is None and need > self.blocks.n_blocks:
+            reason = (f"static batching reserves max_model_len for each of its samples: {need} blocks; "
+                      f"the cache holds {self.blocks.n_blocks}")
+        return reason
+
     def schedule(self, now_s: float, horizon_s: float) -> StepPlan | None:
         t = self.table
         if self.batch:
@@ -42,13 +50,38 @@ class StaticScheduler(Scheduler):
         if len(self.waiting) < seats and now_s < window_end_s:
             wait_s = min(window_end_s, horizon_s) - now_s
             return StepPlan(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.array([wait_s]))
-        while self.waiting and len(self.batch) < seats:
+        seats_taken = 0  # a request takes a seat per sample (its samples join after the prefill)
+        while self.waiting and seats_taken + len(t.rows_of(self.waiting[0])) <= seats:
             rid = self.waiting.popleft()
+            seats_taken += len(t.rows_of(rid))
             self.blocks.grow(rid, self.reserve_blocks * self.blocks.block_size)
             self._mark_running(rid, now_s)
             self.batch.append(rid)
+        if not self.batch:  # a request with more samples than seats still runs, alone
+            return self._admit_alone(now_s)
         prompts = [int(t.n_tokens[r] - t.n_computed[r]) for r in self.batch]
         return self.single_step(list(self.batch), prompts)
+
+    def _admit_alone(self, now_s: float) -> StepPlan:
+        rid = self.waiting.popleft()
+        self.blocks.grow(rid, self.reserve_blocks * self.blocks.block_size)
+        self._mark_running(rid, now_s)
+        self.batch.append(rid)
+        return self.single_step([rid], [int(self.table.n_tokens[rid] - self.table.n_computed[rid])])
+
+    def fork_samples(self, rid: int, now_s: float) -> list[int]:
+        """Static batching keeps no shared pages: each sample gets its own max_model_len reservation."""
+        t = self.table
+        rows = [c for c in t.children.get(rid, ()) if t.status[c] == Status.PENDING]
+        for child in rows:
+            self.blocks.grow(child, self.reserve_blocks * self.blocks.block_size)
+            t.n_computed[child] = t.n_computed[rid]
+            t.n_tokens[child] = t.n_tokens[rid]
+            t.first_token_s[child] = t.last_token_s[child] = t.first_token_s[rid]
+            t.arrival_s[child] = t.arrival_s[rid]
+            self._mark_running(child, now_s)
+            self.batch.append(child)
+        return rows
 
     def _decode_batch(self, remaining: np.ndarray) -> StepPlan:
         """The rest of the batch in one plan: decode steps until the longest member is done."""
@@ -89,8 +122,8 @@ class StaticScheduler(Scheduler):
             if np.isnan(t.finish_s[r]):
                 t.finish_s[r] = end_s
             t.status[r] = Status.FINISHED
-            if self.finished_listener is not None:
-                self.finished_listener(r)
+            if self.finished_listener is not None and t.is_request_done(r):
+                self.finished_listener(int(t.sample_of[r]))
         return int(done.size)
 
     def _end_batch(self) -> None:
