@@ -52,7 +52,7 @@ class Recorder:
         self.n_steps = 0
         self.busy_s = 0.0
         self._kv_util_time = 0.0  # integral of used/total blocks over busy time
-        self._kv_waste_time = 0.0  # integral of (allocated slots - used tokens)/allocated slots
+        self._kv_waste_time = 0.0  # integral of (slots held by requests - tokens in them) / those slots
         self._steps = {name: Growable(np.float64) for name in STEP_COLUMNS}
 
     def add_gaps(self, values, weight=1) -> None:
@@ -71,9 +71,10 @@ class Recorder:
         used = blocks.n_used
         self.busy_s += duration_s
         self._kv_util_time += duration_s * used / blocks.n_blocks
-        if used:
+        request_blocks = sched.n_request_blocks()
+        if request_blocks:
             tokens = float(sched.table.n_computed[sched.running].sum()) if sched.running else 0.0
-            slots = used * blocks.block_size
+            slots = request_blocks * blocks.block_size
             self._kv_waste_time += duration_s * max(0.0, slots - tokens) / slots
         return used
 

@@ -75,6 +75,10 @@ class Scheduler:
         rid = self.waiting.popleft()
         self._reject(rid, "could not be scheduled with the configured limits", now_s)
 
+    def n_request_blocks(self) -> int:
+        """GPU blocks that running requests hold (what fragmentation is measured over)."""
+        return self.blocks.n_used
+
     def has_work(self) -> bool:
         return bool(self.waiting or self.running or self.swapped)
 

@@ -97,6 +97,10 @@ class RadixMixin:
         self.radix.evict(n_blocks + reserve - self.blocks.n_free)
         return self.blocks.can_allocate(n_blocks, use_watermark)
 
+    def n_request_blocks(self) -> int:
+        """Cached blocks no running request uses are cache, not fragmentation."""
+        return self.blocks.n_used - self.radix.n_evictable_blocks
+
     def _unlock(self, rid: int) -> None:
         node = self._locks.pop(rid, None)
         if node is not None:
