@@ -136,12 +136,13 @@ def _infeasible_row(search: CandidateSearch) -> dict:
 
 
 def _reasons(skipped: list[Skipped]) -> str:
-    by_reason: dict[str, list[str]] = {}
-    for s in skipped:
-        label = f"{s.hardware} tp{s.tp}"
-        if label not in by_reason.setdefault(s.reason, []):
-            by_reason[s.reason].append(label)
-    return "; ".join(f"{', '.join(labels)}: {reason}" for reason, labels in by_reason.items())
+    """'h100-sxm tp1: does not fit: ... 71.7 GiB usable; ...' once per hardware and TP, hints once at the end."""
+    hint = " (raise --tp"
+    by_label = {f"{s.hardware} tp{s.tp}": s.reason.split(hint)[0] for s in skipped}
+    line = "; ".join(f"{label}: {reason}" for label, reason in by_label.items())
+    if any(hint in s.reason for s in skipped):
+        line += "; raise --tp or --gpu-memory-utilization, or use a smaller dtype"
+    return line
 
 
 def _impossible_line(searches: list[CandidateSearch], slo: PlanSLO, settings: SearchSettings) -> str:
