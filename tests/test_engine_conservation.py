@@ -23,8 +23,9 @@ BLOCK_SIZE = 16
 
 @st.composite
 def small_traces(draw):
-    """2-12 requests over ~20 steps; prompts up to 280 tokens (>= max_model_len 256 is rejected), outputs up to 60; hash ids drawn from a
-    small alphabet in a shared-prefix shape so radix gets hits, misses and partial matches."""
+    """2-12 requests over ~20 steps; prompts up to 280 tokens (>= max_model_len 256 is rejected),
+    outputs up to 60; hash ids from a small alphabet in a shared-prefix shape, so radix gets hits,
+    misses and partial matches."""
     n = draw(st.integers(2, 12))
     arrivals = sorted(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.integers(1, 280), min_size=n, max_size=n))
