@@ -27,6 +27,11 @@ CASES = {
         3,
         "splitwise_conv: 60 requests",
     ),
+    "capacity_planning.ipynb": (
+        {"max_requests": 40, "hardware": ["h100-sxm"], "tps": [4, 8], "check_requests": 80},
+        5,
+        "the search uses the first 40 requests",
+    ),
     "calibration_report.ipynb": ({"row_stride": 16}, 2, "(row_stride 16)"),
     "batch_and_block_size.ipynb": (
         {"max_requests": 60, "max_num_seqs_values": [8, 64], "block_sizes": [8, 16, 32], "attention_contexts": [512]},
