@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pandas as pd
+import papermill
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -53,7 +55,6 @@ def _text(output: dict) -> str:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_notebook_executes_and_draws(name, tmp_path, monkeypatch):
-    papermill = pytest.importorskip("papermill")
     parameters, min_figures, expected_text = CASES[name]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -74,7 +75,6 @@ def test_notebook_executes_and_draws(name, tmp_path, monkeypatch):
 
 
 def test_committed_notebooks_have_no_outputs_and_a_parameters_cell():
-    nbformat = pytest.importorskip("nbformat")
     paths = sorted(NOTEBOOKS.glob("*.ipynb"))
     assert {p.name for p in paths} >= set(CASES)
     for path in paths:
