@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.planner.candidates import Candidate, Skipped, build_candidates
+from sim.planner.estimate import start_qps
 from sim.planner.evaluate import RatePoint, binding_constraint, describe_binding, evaluate_rate
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
@@ -23,11 +24,12 @@ from sim.workload.transforms import mean_qps
 @dataclass(frozen=True)
 class SearchSettings:
     """How each candidate is searched. The slice is the workload's first `max_requests` requests,
-    re-timed per rate; its first `warmup_fraction` warm the replica and are not judged."""
+    re-timed per rate; its first `warmup_fraction` warm the replica and are not judged. `start_qps`
+    None: start each candidate at half its estimated saturation rate (sim.planner.estimate)."""
 
     max_requests: int = 1000
     warmup_fraction: float = 0.1
-    start_qps: float = 1.0
+    start_qps: float | None = None
     min_qps: float = 1 / 128
     max_qps: float = 1024.0
 
@@ -53,9 +55,10 @@ class CandidateSearch:
 def search_candidate(candidate: Candidate, slice_trace: Trace, slo: PlanSLO,
                      settings: SearchSettings) -> CandidateSearch:
     """The rate search of one candidate and what binds at its limit (runs in a worker process)."""
+    start = settings.start_qps or start_qps(candidate.cfg, slice_trace)
     outcome = search_max_rate(
         lambda rate: evaluate_rate(candidate.cfg, slice_trace, rate, slo, settings.warmup_fraction),
-        settings.start_qps, settings.min_qps, settings.max_qps)
+        start, settings.min_qps, settings.max_qps)
     if outcome.hit_ceiling:
         return CandidateSearch(candidate, outcome, "rate_ceiling",
                                f"meets the SLOs up to the search ceiling, {outcome.max_qps:.3g} qps")
