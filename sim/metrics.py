@@ -66,21 +66,26 @@ class Recorder:
         self.gap_values.extend(values[keep])
         self.gap_weights.extend(weight[keep])
 
-    def _kv_sample(self, sched: Scheduler, duration_s: float) -> int:
-        blocks = sched.blocks
-        used = blocks.n_used
-        self.busy_s += duration_s
-        self._kv_util_time += duration_s * used / blocks.n_blocks
-        request_blocks = sched.n_request_blocks()
-        if request_blocks:
-            tokens = float(sched.table.n_computed[sched.running].sum()) if sched.running else 0.0
-            slots = request_blocks * blocks.block_size
-            self._kv_waste_time += duration_s * max(0.0, slots - tokens) / slots
-        return used
+    def _kv_samples(self, durations_s: np.ndarray, used: np.ndarray, request_blocks: np.ndarray,
+                    tokens: np.ndarray, block_size: int, n_blocks: int) -> None:
+        """Accumulate KV utilisation and fragmentation over steps of the given durations."""
+        self.busy_s += float(durations_s.sum())
+        self._kv_util_time += float((durations_s * used).sum()) / n_blocks
+        slots = request_blocks * block_size
+        held = slots > 0
+        if held.any():
+            waste = np.maximum(slots[held] - tokens[held], 0.0) / slots[held]
+            self._kv_waste_time += float((durations_s[held] * waste).sum())
+
+    def _running_tokens(self, sched: Scheduler) -> float:
+        return float(sched.table.n_computed[sched.running].sum()) if sched.running else 0.0
 
     def step(self, sched: Scheduler, end_s: float, plan: StepPlan, prefill_tokens: int,
              decode_tokens: int) -> None:
-        used = self._kv_sample(sched, plan.duration_s)
+        blocks = sched.blocks
+        used = blocks.n_used
+        self._kv_samples(np.array([plan.duration_s]), np.array([used]), np.array([sched.n_request_blocks()]),
+                         np.array([self._running_tokens(sched)]), blocks.block_size, blocks.n_blocks)
         self.n_steps += 1
         if self.record_steps:
             row = (sched.replica, end_s - plan.duration_s, plan.duration_s, plan.req_ids.shape[0],
@@ -89,14 +94,22 @@ class Recorder:
                 self._steps[name].extend(value)
 
     def run(self, sched: Scheduler, start_s: float, plan: StepPlan) -> None:
-        used = self._kv_sample(sched, plan.duration_s)
-        k = plan.n_steps
+        """A committed decode run, recorded exactly as its k single steps would have been."""
+        blocks, k = sched.blocks, plan.n_steps
+        later_growth = sched.run_block_growth(plan)
+        used = blocks.n_used - later_growth
+        n_growing = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
+        tokens = self._running_tokens(sched) - n_growing * np.arange(k - 1, -1, -1)
+        durations = plan.step_times_s.copy()
+        durations[0] += plan.transfer_s
+        self._kv_samples(durations, used, sched.n_request_blocks() - later_growth, tokens,
+                         blocks.block_size, blocks.n_blocks)
         self.n_steps += k
         if self.record_steps:
-            starts = start_s + np.concatenate([[0.0], np.cumsum(plan.step_times_s[:-1])])
-            n = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
-            cols = (np.full(k, sched.replica), starts, plan.step_times_s, np.full(k, n), np.zeros(k),
-                    np.full(k, plan.req_ids.shape[0]), np.full(k, used))
+            run_start_s = start_s - plan.transfer_s
+            starts = run_start_s + np.concatenate([[0.0], np.cumsum(durations[:-1])])
+            cols = (np.full(k, sched.replica), starts, durations, np.full(k, n_growing), np.zeros(k),
+                    np.full(k, plan.req_ids.shape[0]), used)
             for name, value in zip(STEP_COLUMNS, cols):
                 self._steps[name].extend(value)
 

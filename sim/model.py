@@ -83,7 +83,7 @@ class ModelSpec(BaseModel):
         """Tensor parallelism must split the heads evenly (KV heads may replicate when tp > kv)."""
         if tp < 1 or self.n_heads % tp:
             raise InputError("--tp", None, f"must divide n_heads={self.n_heads} of {self.name}")
-        if tp > self.n_kv_heads and tp % self.n_kv_heads:
+        if (tp > self.n_kv_heads and tp % self.n_kv_heads) or (tp < self.n_kv_heads and self.n_kv_heads % tp):
             raise InputError("--tp", None, f"must divide or be a multiple of n_kv_heads={self.n_kv_heads}")
 
     def kv_heads_per_gpu(self, tp: int) -> int:

@@ -99,11 +99,7 @@ def closed_pool(n: int) -> object:
     return make_trace(rows)
 
 
-STATIC_B5 = pytest.mark.xfail(strict=True, reason="B5: static stamps finish_s at a member's last token but tells "
-                                                  "the closed-loop client only when the whole batch ends")
-
-
-@pytest.mark.parametrize("policy", [pytest.param("static", marks=STATIC_B5), "continuous", "chunked", "radix"])
+@pytest.mark.parametrize("policy", ["static", "continuous", "chunked", "radix"])
 def test_closed_loop_keeps_exactly_concurrency_requests_in_flight(policy):
     pool = closed_pool(40)
     cfg = EngineConfig(policy=policy, num_gpu_blocks_override=64, max_model_len=512, max_num_seqs=8)

@@ -132,8 +132,6 @@ def test_mooncake_slice_radix_single_steps_equal_decode_runs(mooncake, monkeypat
     assert summary["prefix_hit_rate"] > 0.02 and summary["evicted_blocks"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="B3: a decode run grows its blocks for all k steps up front and the "
-                                       "recorder weights that end state over the whole run")
 def test_kv_metrics_equal_single_steps(splitwise, monkeypatch):
     cfg = EngineConfig(policy="continuous", num_gpu_blocks_override=600)
     (_, summary, steps, _), (_, summary_1, steps_1, _) = run_both(cfg, splitwise, monkeypatch)

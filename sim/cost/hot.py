@@ -30,8 +30,7 @@ class HotPath:
         self.pair_s = 4.0 * qh_d / attn_rate  # compute seconds per causal query-key pair
         self.kv_token_bytes = cost.kv_bytes_per_token_layer_gpu
         self.io_token_bytes = 2.0 * qh_d * cost.act_bytes_el  # q in, output out
-        self.prefill_bw = cost.bandwidth * eff.memory
-        self.decode_bw = cost.bandwidth * cost._paged_eff
+        self.kv_bw = cost.bandwidth * cost._paged_eff  # prefill and decode both read paged KV
 
     def _blend(self, t_compute: float, t_memory: float) -> float:
         top = max(t_memory, t_compute)
@@ -59,25 +58,27 @@ class HotPath:
             pairs_d = float(c.sum()) + 0.5 * n_decode
             kv_d = float(kv_tokens.sum())
         else:
-            prefill = ~decode
+            prefill = q > 1  # sequences bringing no token this step cost nothing
             qp = q[prefill]
             pairs_p = float((qp * (c[prefill] + 0.5 * qp)).sum())
-            prefill_s = self._attention_s(pairs_p, float(kv_tokens[prefill].sum()), float(qp.sum()), self.prefill_bw)
+            prefill_s = self._attention_s(pairs_p, float(kv_tokens[prefill].sum()), float(qp.sum()), self.kv_bw)
             pairs_d = float(c[decode].sum()) + 0.5 * n_decode
             kv_d = float(kv_tokens[decode].sum())
-        decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.decode_bw)
+        decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 
     def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:
         """Times of n_steps consecutive decode steps in which each sequence gains one token."""
         n = contexts.shape[0]
+        if n == 0:
+            return np.full(n_steps, self.overhead_s)
         size = self.block_size
         steps = np.arange(n_steps, dtype=np.float64)
         pairs = float(contexts.sum()) + n * (steps + 0.5)
         kv_tokens = whole_block_tokens_per_step(contexts, n_steps, size)
         t_compute = pairs * self.pair_s
-        t_memory = (kv_tokens * self.kv_token_bytes + n * self.io_token_bytes) / self.decode_bw
+        t_memory = (kv_tokens * self.kv_token_bytes + n * self.io_token_bytes) / self.kv_bw
         if math.isinf(self.p):
             attention = np.maximum(t_compute, t_memory)
         else:

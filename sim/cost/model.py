@@ -150,11 +150,12 @@ class CostModel:
                 np.full(tokens.shape, "memory"))
 
     def _attention_ops(self, load: AttentionLoad):
-        """Prefill (flash) and decode (paged) attention of one layer, vectorized over steps."""
+        """Prefill and decode attention of one layer, vectorized over steps. Both read the paged KV
+        cache, so both stream it at the paged-attention efficiency of the block size."""
         d, qh = self.model.head_dim, self.q_heads_gpu
         out = []
         kinds = (
-            ("prefill_attention", load.prefill_pairs, load.prefill_kv_tokens, load.prefill_tokens, self.eff.memory),
+            ("prefill_attention", load.prefill_pairs, load.prefill_kv_tokens, load.prefill_tokens, self._paged_eff),
             ("decode_attention", load.decode_context, load.decode_kv_tokens, load.decode_tokens, self._paged_eff),
         )
         for name, pairs, kv_tokens, n_tokens, e_mem in kinds:

@@ -74,9 +74,10 @@ def gemm_time_s(
     the roofline of the real FLOPs; the FLOPs returned are the real ones."""
     m = np.asarray(m_tokens, dtype=np.float64)
     flops = 2.0 * m * n_out * k_in
-    compute_flops = 2.0 * gemm_compute_tokens(m, eff) * n_out * k_in
+    padded_m = gemm_compute_tokens(m, eff)
+    compute_flops = 2.0 * padded_m * n_out * k_in
     bytes_ = k_in * n_out * weight_bytes_per_el + m * (k_in + n_out) * act_bytes_per_el
-    e_c = np.where(m > 0, gemm_compute_efficiency(np.maximum(m, 1), eff), 1.0)
+    e_c = np.where(m > 0, gemm_compute_efficiency(np.maximum(padded_m, 1), eff), 1.0)  # small-M cost counted once
     time, _, _ = op_time_s(compute_flops, bytes_, peak_flops, e_c, bandwidth_bytes_s, eff.memory, eff)
     return np.where(m > 0, time, 0.0), flops, bytes_
 

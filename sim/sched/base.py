@@ -12,6 +12,7 @@ import numpy as np
 
 from sim.config import EngineConfig
 from sim.cost import CostModel
+from sim.cost.hot import whole_block_tokens_per_step
 from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
 from sim.request import RequestTable, Status
@@ -74,6 +75,14 @@ class Scheduler:
         """Nothing runs yet the head of the queue cannot start: reject it rather than wait forever."""
         rid = self.waiting.popleft()
         self._reject(rid, "could not be scheduled with the configured limits", now_s)
+
+    def run_block_growth(self, plan: StepPlan) -> np.ndarray:
+        """Blocks the run's requests will still take after each step of a committed decode run
+        (0 after the last): a decode run takes its blocks up front, single steps one by one."""
+        size = self.blocks.block_size
+        contexts = self.table.n_computed[plan.req_ids] - plan.n_steps
+        per_step = whole_block_tokens_per_step(contexts, plan.n_steps, size) / size
+        return per_step[-1] - per_step
 
     def n_request_blocks(self) -> int:
         """GPU blocks that running requests hold (what fragmentation is measured over)."""

@@ -13,7 +13,7 @@ class StepPlan:
 
     `req_ids[i]` computes `new_tokens[i]` tokens in every step of the plan. A decode run is only
     planned when nothing can change in between (no arrival that could join, no completion before
-    the last step, enough free blocks), so it equals n_steps single steps exactly.
+    the last step, enough free blocks), so it equals n_steps single steps (up to the order of floating-point sums).
     """
 
     req_ids: np.ndarray

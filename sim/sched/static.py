@@ -84,34 +84,23 @@ class StaticScheduler(Scheduler):
         return rows
 
     def _decode_batch(self, remaining: np.ndarray) -> StepPlan:
-        """The rest of the batch in one plan: decode steps until the longest member is done."""
+        """Decode steps of the whole batch up to its next completion (finished members are still
+        computed as padding), so each member's end is committed, and heard, when it happens."""
         rid = np.asarray(self.batch, dtype=np.int64)
-        times = self.cost.decode_run_times_s(self.table.n_computed[rid], int(remaining.max()))
-        active = rid[remaining > 0]
-        return StepPlan(active, np.ones(active.shape[0], dtype=np.int64), times, is_decode_run=True,
-                        padded_ids=rid[remaining <= 0])
+        active = remaining > 0
+        k = int(remaining[active].min())
+        times = self.cost.decode_run_times_s(self.table.n_computed[rid], k)
+        return StepPlan(rid[active], np.ones(int(active.sum()), dtype=np.int64), times, is_decode_run=True,
+                        padded_ids=rid[~active])
 
     def _commit_decode_run(self, plan: StepPlan, end_s: float) -> int:
-        """Each active member gets one token per step until its own output is complete."""
-        t = self.table
-        rid = plan.req_ids
-        start_s = end_s - plan.duration_s
-        ends = start_s + np.cumsum(plan.step_times_s)
-        remaining = t.output_tokens[rid] - (t.n_tokens[rid] - t.prompt_tokens[rid])
-        self.recorder.add_gaps(ends[0] - t.last_token_s[rid])
-        # step s (0-based, s >= 1) gives a token to every member with remaining >= s + 1
-        later_steps = np.arange(2, plan.n_steps + 1)
-        members = rid.shape[0] - np.searchsorted(np.sort(remaining), later_steps, side="left")
-        self.recorder.add_gaps(plan.step_times_s[1:], weight=members)
-        finish = ends[remaining - 1]
-        t.n_tokens[rid] += remaining
-        t.last_token_s[rid] = finish
-        t.finish_s[rid] = finish
-        # every batch member's KV grew by the steps run (padding members too)
-        batch = np.asarray(self.batch, dtype=np.int64)
-        t.n_computed[batch] += plan.n_steps
-        self.recorder.run(self, start_s, plan)
-        return self._finish_done(rid, end_s)
+        """Padding members' KV grows with the batch; the active ones advance as in any decode run."""
+        self.table.n_computed[plan.padded_ids] += plan.n_steps
+        return super()._commit_decode_run(plan, end_s)
+
+    def run_block_growth(self, plan: StepPlan) -> np.ndarray:
+        """Reserved up front: a static batch's blocks never grow during a run."""
+        return np.zeros(plan.n_steps)
 
     def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
         """Members keep their seat and reservation until the batch ends; only mark them done."""
