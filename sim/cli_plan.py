@@ -42,7 +42,13 @@ def plan(
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
 ) -> None:
     """Size a cluster: per hardware x TP x policy, the highest rate one replica sustains within
-    the SLOs, then replicas, GPUs and cost for the target rate; recommends the cheapest."""
+    the SLOs, then replicas, GPUs and cost for the target rate; recommends the cheapest.
+
+    A rate is sustained when, over the first --max-requests requests re-timed to that mean rate
+    (the first 10% not judged: warm-up), each SLO's percentile over the finished requests is within
+    its limit and at least --goodput of the requests finished (not rejected). The search doubles or
+    halves, then bisects to 4.4% steps, assuming a replica that meets the SLOs at a rate meets them
+    at every lower one. Each candidate is one hardware kind (no mixed-hardware clusters)."""
     wall_start_s = time.monotonic()  # reported only
     slo_spec = parse_slo(slo or [], goodput)
     base = load_config(config, {"model": model})

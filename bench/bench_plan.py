@@ -1,0 +1,79 @@
+"""Planner speed and the issue's reference plan: Llama-3-70B on the bundled Azure conversation trace
+(splitwise_conv) at 20 req/s, ttft_p99 <= 2 s and tpot_p99 <= 0.1 s, over 3 hardware x 4 TP x 2 policies.
+
+    python bench/bench_plan.py [--workers 1,2] [--max-requests 1000] [--target-qps 20]
+
+Prints the plan (every candidate) and a timing table: wall time per worker count, candidates
+searched, simulations run. The plan must be identical for every worker count (checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from sim.config import EngineConfig
+from sim.planner.plan import SearchSettings, make_plan
+from sim.planner.slo import parse_slo
+from sim.workload import load_workload
+
+HARDWARE = ["h100-sxm", "a100-80g-sxm", "h200"]
+TPS = [1, 2, 4, 8]
+POLICIES = ["chunked", "radix"]
+SLO = ["ttft_p99=2", "tpot_p99=0.1"]
+
+
+def timed_plan(trace, workers: int, max_requests: int, target_qps: float) -> tuple[dict, float]:
+    start_s = time.perf_counter()
+    plan = make_plan(trace, EngineConfig(model="llama-3-70b"), HARDWARE, TPS, POLICIES, parse_slo(SLO), target_qps,
+                     SearchSettings(max_requests=max_requests), workers)
+    return plan, time.perf_counter() - start_s
+
+
+def plan_table(plan: dict) -> Table:
+    table = Table(title=f"llama-3-70b on splitwise_conv, target {plan['target_qps']:g} req/s, {', '.join(SLO)}")
+    for column in ("hardware", "tp", "policy", "max req/s/replica", "replicas", "GPUs", "$/hour", "$/M out tok",
+                   "sims", "binding (just above the limit)"):
+        table.add_column(column)
+    for row in plan["candidates"]:
+        table.add_row(row["hardware"], str(row["tp"]), row["policy"], f"{row['max_qps_per_replica']:.3f}",
+                      str(row["replicas"]), str(row["gpus"]), f"{row['cost_per_hour_usd']:.2f}",
+                      f"{row['usd_per_m_output_tokens']:.3f}", str(len(row["search_points"])), row["binding_detail"])
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="2", help="comma-separated worker counts to time")
+    parser.add_argument("--max-requests", type=int, default=1000)
+    parser.add_argument("--target-qps", type=float, default=20.0)
+    args = parser.parse_args()
+    console = Console(width=200)
+    trace = load_workload("splitwise_conv")
+    timings, plans = [], []
+    for workers in [int(w) for w in args.workers.split(",")]:
+        plan, wall_s = timed_plan(trace, workers, args.max_requests, args.target_qps)
+        n_sims = sum(len(r["search_points"]) for r in plan["candidates"] + plan["infeasible"])
+        timings.append((workers, wall_s, len(plan["candidates"]) + len(plan["infeasible"]), len(plan["skipped"]),
+                        n_sims))
+        plans.append(plan)
+    console.print(plan_table(plans[0]))
+    best = plans[0]["recommended"]
+    console.print(f"recommended: {best['replicas']} x {best['hardware']} tp{best['tp']} {best['policy']} = "
+                  f"{best['gpus']} GPUs, ${best['cost_per_hour_usd']:.2f}/hour")
+    for row in plans[0]["skipped"][::len(POLICIES)]:
+        console.print(f"skipped: {row['hardware']} tp{row['tp']}: {row['reason']}")
+    timing = Table(title=f"plan wall time ({os.cpu_count()} CPUs, {args.max_requests} requests per simulation)")
+    for column in ("workers", "wall s", "candidates searched", "skipped", "simulations", "same plan"):
+        timing.add_column(column, justify="right")
+    for (workers, wall_s, n_cand, n_skip, n_sims), plan in zip(timings, plans, strict=True):
+        timing.add_row(str(workers), f"{wall_s:.1f}", str(n_cand), str(n_skip), str(n_sims), str(plan == plans[0]))
+    console.print(timing)
+
+
+if __name__ == "__main__":
+    main()
