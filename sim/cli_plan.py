@@ -44,11 +44,13 @@ def plan(
     """Size a cluster: per hardware x TP x policy, the highest rate one replica sustains within
     the SLOs, then replicas, GPUs and cost for the target rate; recommends the cheapest.
 
-    A rate is sustained when, over the first --max-requests requests re-timed to that mean rate
-    (the first 10% not judged: warm-up), each SLO's percentile over the finished requests is within
-    its limit and at least --goodput of the requests finished (not rejected). The search doubles or
-    halves, then bisects to 4.4% steps, assuming a replica that meets the SLOs at a rate meets them
-    at every lower one. Each candidate is one hardware kind (no mixed-hardware clusters)."""
+    Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --goodput finished.
+
+    Judged on the first --max-requests requests re-timed to the rate; the first 10% warm up and are not judged.
+
+    Search: double or halve, then bisect to 4.4% steps (assumes lower rates never do worse).
+
+    Each candidate is a cluster of one hardware kind (the engine has no mixed-hardware clusters yet)."""
     wall_start_s = time.monotonic()  # reported only
     slo_spec = parse_slo(slo or [], goodput)
     base = load_config(config, {"model": model})
