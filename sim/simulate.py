@@ -45,7 +45,8 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
-    `step_time_s`, `decode_run_times_s`, `kv_bytes_per_token_layer_gpu`, `model` and `hw`."""
+    `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
+    `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`."""
     wall_start = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model, hw = load_model(cfg.model), load_hardware(cfg.hardware)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,

@@ -39,6 +39,10 @@ class ConstantCost:
         self.n_run_calls += 1
         return np.full(n_steps, self.step_s)
 
+    def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, None]:
+        """Times of a decode run; no block accounting (the scheduler works it out)."""
+        return self.decode_run_times_s(contexts, n_steps), None
+
 
 def make_trace(rows, hash_ids=None, hash_block_tokens: int | None = None) -> Trace:
     """A Trace from (arrival_s, prompt_tokens, output_tokens) rows, optionally with per-request

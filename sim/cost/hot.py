@@ -68,11 +68,12 @@ class HotPath:
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 
-    def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:
-        """Times of n_steps consecutive decode steps in which each sequence gains one token."""
+    def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """(times, KV tokens in whole blocks) of n_steps consecutive decode steps in which each
+        sequence gains one token; the second array is what the block pool holds at each step."""
         n = contexts.shape[0]
         if n == 0:
-            return np.full(n_steps, self.overhead_s)
+            return np.full(n_steps, self.overhead_s), np.zeros(n_steps)
         size = self.block_size
         steps = np.arange(n_steps, dtype=np.float64)
         pairs = float(contexts.sum()) + n * (steps + 0.5)
@@ -85,7 +86,7 @@ class HotPath:
             top = np.maximum(t_compute, t_memory)
             attention = top * ((t_compute / top) ** self.p + (t_memory / top) ** self.p) ** (1.0 / self.p)
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
-        return self.n_layers * (attention + self.launch_s) + fixed_s
+        return self.n_layers * (attention + self.launch_s) + fixed_s, kv_tokens
 
 
 def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int) -> np.ndarray:
@@ -96,6 +97,6 @@ def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: 
     if n_steps == 1:
         return np.array([base_blocks * block_size])
     per_residue = np.bincount((-contexts) % block_size, minlength=block_size).astype(np.float64)
-    crossings = np.resize(per_residue, n_steps)  # crossings[s] = per_residue[s % B]
+    crossings = np.tile(per_residue, n_steps // block_size + 1)[:n_steps]  # crossings[s] = per_residue[s % B]
     crossings[0] = 0.0
     return (base_blocks + np.cumsum(crossings)) * block_size

@@ -216,4 +216,8 @@ class CostModel:
     def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:
         """Times of `n_steps` consecutive pure-decode steps: every sequence (cached `contexts`
         tokens before the first) gains one token per step and samples one token per step."""
-        return self._hot.decode_run_times_s(np.asarray(contexts, dtype=np.int64), int(n_steps))
+        return self._hot.decode_run(np.asarray(contexts, dtype=np.int64), int(n_steps))[0]
+
+    def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """`decode_run_times_s` plus the KV tokens (whole blocks) the run's sequences hold per step."""
+        return self._hot.decode_run(np.asarray(contexts, dtype=np.int64), int(n_steps))

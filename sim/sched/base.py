@@ -80,9 +80,11 @@ class Scheduler:
         """Blocks the run's requests will still take after each step of a committed decode run
         (0 after the last): a decode run takes its blocks up front, single steps one by one."""
         size = self.blocks.block_size
-        contexts = self.table.n_computed[plan.req_ids] - plan.n_steps
-        per_step = whole_block_tokens_per_step(contexts, plan.n_steps, size) / size
-        return per_step[-1] - per_step
+        block_tokens = plan.block_tokens
+        if block_tokens is None:
+            contexts = self.table.n_computed[plan.req_ids] - plan.n_steps
+            block_tokens = whole_block_tokens_per_step(contexts, plan.n_steps, size)
+        return (block_tokens[-1] - block_tokens) / size
 
     def n_request_blocks(self) -> int:
         """GPU blocks that running requests hold (what fragmentation is measured over)."""
@@ -268,17 +270,19 @@ class Scheduler:
         longest = 1 if self.swapped else MAX_DECODE_RUN_STEPS  # a swapped request may return after any step
         k = self._steps_blocks_allow(contexts, held, int(min(remaining.min(), longest)))
         if np.isfinite(horizon_s) and k > 1:
-            times = self.cost.decode_run_times_s(contexts, min(k, HORIZON_PROBE_STEPS))
+            times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
             ends = now_s + transfer_s + np.cumsum(times)
             if ends[-1] < horizon_s and k > times.shape[0]:
-                times = self.cost.decode_run_times_s(contexts, k)
+                times, block_tokens = self.cost.decode_run(contexts, k)
                 ends = now_s + transfer_s + np.cumsum(times)
             k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
             times = times[:k]
+            block_tokens = None if block_tokens is None else block_tokens[:k]
         else:
-            times = self.cost.decode_run_times_s(contexts, k)
+            times, block_tokens = self.cost.decode_run(contexts, k)
         self._grow_to(ids, contexts, held, k)
-        return StepPlan(rid, np.ones(len(ids), dtype=np.int64), times, is_decode_run=True, transfer_s=transfer_s)
+        return StepPlan(rid, np.ones(len(ids), dtype=np.int64), times, is_decode_run=True, transfer_s=transfer_s,
+                        block_tokens=block_tokens)
 
     def _steps_blocks_allow(self, contexts: np.ndarray, held: np.ndarray, k: int) -> int:
         """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here)."""

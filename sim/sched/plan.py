@@ -23,6 +23,8 @@ class StepPlan:
     transfer_s: float = 0.0  # swap traffic over the host link, added to the first step
     # static batching: finished members that still occupy a seat and are computed (padding)
     padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # decode runs: KV tokens (whole blocks) the run's sequences hold at each step, when known
+    block_tokens: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])
