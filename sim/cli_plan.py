@@ -97,5 +97,8 @@ def print_plan(result: dict, top: int) -> None:
                   f"just above: {best['binding_detail']})")
     for row in result["infeasible"]:
         console.print(f"infeasible: {row['hardware']} tp{row['tp']} {row['policy']}: {row['reason']}")
+    policies_of: dict[tuple, list[str]] = {}
     for row in result["skipped"]:
-        console.print(f"skipped: {row['hardware']} tp{row['tp']} {row['policy']}: {row['reason']}", style="dim")
+        policies_of.setdefault((row["hardware"], row["tp"], row["reason"]), []).append(row["policy"])
+    for (hardware, tp, reason), policies in policies_of.items():
+        console.print(f"skipped: {hardware} tp{tp} {','.join(policies)}: {reason}", style="dim", soft_wrap=True)

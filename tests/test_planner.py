@@ -93,7 +93,7 @@ def test_cli_writes_plan_json_and_plots(tmp_path):
                                  "--hardware", "h100-sxm,h200", "--tp", "1,3", "--policy", "chunked,radix",
                                  "--target-qps", "20", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "recommended" in result.stdout and "skipped: h100-sxm tp3 chunked: tp 3 must divide" in result.stdout
+    assert "recommended" in result.stdout and "skipped: h100-sxm tp3 chunked,radix: tp 3 must divide" in result.stdout
     plan = json.loads((out / "plan.json").read_text())
     keys = {"hardware", "tp", "policy", "max_qps_per_replica", "replicas", "gpus", "cost_per_hour_usd",
             "usd_per_m_output_tokens", "binding_slo"}
