@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from sim.router import Router
@@ -45,10 +43,8 @@ def _prompt_blocks(sched, rid: int) -> int:
 
 
 def _cached_blocks(sched, rid: int) -> int:
-    """Blocks of the prompt this replica's radix cache holds now (0 without a radix cache).
-
-    A time of -inf makes match_prefix's refresh a no-op (it never moves an access time back),
-    so routing does not keep prefixes warm on replicas that never serve them."""
+    """Blocks of the prompt this replica's radix cache holds now (0 without a radix cache); a
+    read-only peek, so routing does not keep prefixes warm on replicas that never serve them."""
     if not hasattr(sched, "radix"):
         return 0
-    return sched.radix.match_prefix(sched.keys_of(rid), -math.inf).n_blocks
+    return sched.radix.cached_prefix_blocks(sched.keys_of(rid))

@@ -215,3 +215,21 @@ RadixMachine.TestCase.settings = settings(
     max_examples=150, stateful_step_count=40, deadline=None, derandomize=True
 )
 TestRadixOracle = RadixMachine.TestCase
+
+
+def test_cached_prefix_blocks_peeks_without_touching_or_splitting():
+    from sim.kv.blocks import BlockManager
+    from sim.kv.radix import RadixCache
+
+    blocks = BlockManager(16, 4)
+    cache = RadixCache(blocks)
+    table = blocks.allocate(4)
+    cache.insert(np.array([1, 2, 3, 4]), table, now_s=1.0)
+    blocks.decref(table)
+    assert cache.cached_prefix_blocks(np.array([1, 2, 9])) == 2
+    assert cache.cached_prefix_blocks(np.array([1, 2, 3, 4, 5])) == 4
+    assert cache.cached_prefix_blocks(np.array([7])) == 0
+    # the peek neither split the 4-block edge nor refreshed its time: eviction still takes the whole
+    # leaf tail-first and the root has one child
+    assert len(cache._root.children) == 1 and cache._root.children[1].keys.shape[0] == 4
+    assert cache.evict(4) == 4

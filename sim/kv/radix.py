@@ -75,6 +75,22 @@ class RadixCache:
         self.n_evictable_blocks = 0
         self.n_evicted_blocks = 0
 
+    def cached_prefix_blocks(self, keys: np.ndarray) -> int:
+        """How many leading blocks of `keys` the tree holds. Read-only: no split, no LRU touch
+        (for routing and ordering decisions, which are not uses of the cache)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        node, n_matched, n_keys = self._root, 0, keys.shape[0]
+        while n_matched < n_keys:
+            child = node.children.get(int(keys[n_matched]))
+            if child is None:
+                break
+            n_common = _common_prefix_len(child.keys, keys[n_matched:])
+            n_matched += n_common
+            if n_common < child.keys.shape[0]:
+                break
+            node = child
+        return n_matched
+
     def match_prefix(self, keys: np.ndarray, now_s: float) -> PrefixMatch:
         """Longest cached prefix of `keys`.
 

@@ -49,7 +49,7 @@ class RadixMixin:
 
     def _order_longest_prefix_first(self, now_s: float) -> None:
         head = [self.waiting.popleft() for _ in range(min(LPM_SCAN_LIMIT, len(self.waiting)))]
-        matched = [self.radix.match_prefix(self.keys_of(r), now_s).n_blocks for r in head]
+        matched = [self.radix.cached_prefix_blocks(self.keys_of(r)) for r in head]
         order = sorted(range(len(head)), key=lambda i: (-matched[i], i))  # stable: FCFS among equals
         self.waiting.extendleft(head[i] for i in reversed(order))
 
