@@ -6,7 +6,6 @@ MAPE is a fraction (0.07 means 7%): mean of |predicted - measured| / measured.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pandas as pd
 from calibrate.measurements import OPS
 from calibrate.predict import predict_times_s
 from sim.hardware import HardwareProfile
+from sim.output import write_png
 
 
 def residual_rows(frame: pd.DataFrame, hw: HardwareProfile) -> pd.DataFrame:
@@ -60,12 +60,7 @@ def plot_predicted_vs_measured(rows: pd.DataFrame, path: str | os.PathLike, titl
     ax.set(xscale="log", yscale="log", xlabel="measured (ms)", ylabel="predicted (ms)", title=title)
     ax.legend(fontsize=8, markerscale=2)
     fig.tight_layout()
-    target = Path(path)
-    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(handle)
     try:
-        fig.savefig(tmp_name, dpi=110, format="png")
-        os.replace(tmp_name, target)
+        write_png(Path(path), fig)
     finally:
         plt.close(fig)
-        Path(tmp_name).unlink(missing_ok=True)

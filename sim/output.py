@@ -57,6 +57,12 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     _atomic_write(Path(path), lambda tmp: frame.to_parquet(tmp, index=False))
 
 
+def write_png(path: Path, figure) -> Path:
+    """Save a matplotlib figure as PNG, atomically like every other output."""
+    _atomic_write(Path(path), lambda tmp: figure.savefig(tmp, format="png", dpi=110))
+    return Path(path)
+
+
 def _default(value):
     if hasattr(value, "item"):
         return value.item()

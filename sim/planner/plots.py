@@ -6,14 +6,14 @@ from pathlib import Path
 
 from matplotlib.figure import Figure  # no pyplot: no global state, no display backend
 
-from sim.output import _atomic_write
+from sim.output import write_png
 
 
 def write_plots(plan: dict, out_dir: Path) -> list[Path]:
     """latency_vs_rate.png and cost.png in out_dir; returns their paths."""
     paths = [Path(out_dir) / "latency_vs_rate.png", Path(out_dir) / "cost.png"]
     for path, figure in zip(paths, (latency_figure(plan), cost_figure(plan)), strict=True):
-        _atomic_write(path, lambda tmp, fig=figure: fig.savefig(tmp, format="png", dpi=110))
+        write_png(path, figure)
     return paths
 
 

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from sim.output import write_png
+
 PLOT_METRICS = {
     "request_throughput": "throughput (req/s)",
     "output_throughput_tok_s": "output throughput (tok/s)",
@@ -104,8 +106,4 @@ def _heatmap(frame, x_key, x_values, y_key, y_values, metric, varying, out_dir: 
 
 
 def _save(fig, path: Path) -> Path:
-    """Atomic like every other output: draw to a temp name, then rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=110, format="png")
-    tmp.replace(path)
-    return path
+    return write_png(path, fig)
