@@ -53,16 +53,18 @@ class Trace:
             return np.ones(len(self), dtype=np.int64)
         return self.n_samples
 
-    def take(self, index: np.ndarray) -> Trace:
-        """A new trace with the rows in `index` (in that order), hash ids carried along."""
+    def take(self, index) -> Trace:
+        """A new trace with the rows in `index` (in that order), hash ids carried along: the
+        ragged ids are gathered in one vectorized step, so it scales to million-row traces."""
         index = np.asarray(index, dtype=np.int64)
         flat = offsets = None
         if self.hash_offsets is not None:
-            starts, ends = self.hash_offsets[index], self.hash_offsets[index + 1]
-            lengths = ends - starts
-            offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-            pieces = [self.hash_ids_flat[s:e] for s, e in zip(starts, ends)]
-            flat = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
+            starts = self.hash_offsets[index]
+            lengths = self.hash_offsets[index + 1] - starts
+            offsets = np.zeros(index.shape[0] + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+            flat = self.hash_ids_flat[gather]
         return Trace(
             arrival_s=self.arrival_s[index],
             prompt_tokens=self.prompt_tokens[index],
@@ -72,7 +74,7 @@ class Trace:
             hash_offsets=offsets,
             hash_block_tokens=self.hash_block_tokens,
             source=self.source,
-            extra={k: np.asarray(v)[index] for k, v in self.extra.items()},
+            extra={key: np.asarray(values)[index] for key, values in self.extra.items()},
         )
 
 

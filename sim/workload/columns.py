@@ -97,30 +97,6 @@ def ragged_offsets(lengths: np.ndarray) -> np.ndarray:
     return offsets
 
 
-def take_rows(trace: Trace, index: np.ndarray) -> Trace:
-    """`Trace.take` with the ragged hash ids gathered in one vectorised step (no per-row
-    slices), for million-row traces."""
-    index = np.asarray(index, dtype=np.int64)
-    flat = offsets = None
-    if trace.hash_offsets is not None:
-        starts = trace.hash_offsets[index]
-        lengths = trace.hash_offsets[index + 1] - starts
-        offsets = ragged_offsets(lengths)
-        gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
-        flat = trace.hash_ids_flat[gather]
-    return Trace(
-        arrival_s=trace.arrival_s[index],
-        prompt_tokens=trace.prompt_tokens[index],
-        output_tokens=trace.output_tokens[index],
-        n_samples=None if trace.n_samples is None else trace.n_samples[index],
-        hash_ids_flat=flat,
-        hash_offsets=offsets,
-        hash_block_tokens=trace.hash_block_tokens,
-        source=trace.source,
-        extra={key: np.asarray(values)[index] for key, values in trace.extra.items()},
-    )
-
-
 def build_trace(
     *,
     where: str,
@@ -168,4 +144,4 @@ def build_trace(
         f"{where}: {time_field} not sorted (row {row} goes back in time); sorted by arrival",
         stacklevel=3,
     )
-    return take_rows(trace, np.argsort(arrival_s, kind="stable"))
+    return trace.take(np.argsort(arrival_s, kind="stable"))

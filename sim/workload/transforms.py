@@ -13,7 +13,6 @@ import numpy as np
 
 from sim.errors import InputError
 from sim.trace import Trace
-from sim.workload.columns import take_rows
 
 
 def mean_qps(trace: Trace) -> float | None:
@@ -31,7 +30,7 @@ def time_window(trace: Trace, start_s: float, end_s: float, where: str = "time_w
     keep = np.flatnonzero((trace.arrival_s >= start_s) & (trace.arrival_s < end_s))
     if len(keep) == 0:
         raise InputError(where, None, f"[{start_s}, {end_s}) holds no request of {trace.source}")
-    window = take_rows(trace, keep)
+    window = trace.take(keep)
     window.arrival_s = window.arrival_s - start_s
     return window
 
@@ -53,7 +52,7 @@ def scale_rate(
         factor = target_qps / current_qps
     if not (factor > 0 and math.isfinite(factor)):
         raise InputError(where, None, f"the factor must be a finite number > 0; got {factor}")
-    scaled = take_rows(trace, np.arange(len(trace)))
+    scaled = trace.take(np.arange(len(trace)))
     scaled.arrival_s = trace.arrival_s / factor
     return scaled
 
@@ -71,7 +70,7 @@ def clip_max_model_len(
             where, None, f"must be >= 2 (one prompt and one output token); got {max_model_len}"
         )
     prompt = np.minimum(trace.prompt_tokens, max_model_len - 1)
-    clipped = take_rows(trace, np.arange(len(trace)))
+    clipped = trace.take(np.arange(len(trace)))
     clipped.prompt_tokens = prompt
     clipped.output_tokens = np.minimum(trace.output_tokens, max_model_len - prompt)
     if trace.has_hash_ids:
@@ -104,13 +103,13 @@ def sample_requests(
         raise InputError(
             where, None, f"must be between 1 and the trace's {len(trace)} requests; got {n}"
         )
-    return take_rows(trace, np.sort(rng.choice(len(trace), size=n, replace=False)))
+    return trace.take(np.sort(rng.choice(len(trace), size=n, replace=False)))
 
 
 def shuffle_lengths(trace: Trace, rng: np.random.Generator) -> Trace:
     """Permute requests (lengths, hash ids, extras) among the arrival slots; the arrival
     times stay where they were, sorted."""
-    shuffled = take_rows(trace, rng.permutation(len(trace)))
+    shuffled = trace.take(rng.permutation(len(trace)))
     shuffled.arrival_s = trace.arrival_s.copy()
     return shuffled
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.trace import ClosedLoop, Trace
-from sim.workload.columns import ragged_offsets, take_rows
+from sim.workload.columns import ragged_offsets
 from sim.workload.spec_models import FixedDist, Synthetic
 from sim.workload.synthetic.arrivals import arrival_times_s
 from sim.workload.synthetic.lengths import sample_dist, sample_length_pairs
@@ -121,7 +121,7 @@ def generate_synthetic(
         order = order[: spec.n_requests]
     else:
         order = order[arrival_s[order] < spec.duration_s]
-    trace = take_rows(trace, order)
+    trace = trace.take(order)
     if spec.arrival.kind == "closed_loop":
         return ClosedLoop(trace, spec.arrival.concurrency, spec.arrival.think_time_s)
     return trace
