@@ -44,7 +44,8 @@ def _json_default(value: Any) -> Any:
 
 
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    table = Table(title=title)
+    """A rich table; columns of empty names make a header-less key/value table."""
+    table = Table(title=title or None, show_header=any(columns))
     for column in columns:
         table.add_column(column, justify="right" if column != columns[0] else "left")
     for row in rows:
