@@ -54,6 +54,7 @@ def simulate(
     tp: int = _opt("tensor parallel GPUs per replica [1]", "--tp"),
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
+    replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),
     weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--weight-dtype"),
     kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--kv-dtype"),
     max_num_seqs: int = _opt("vLLM max_num_seqs [256]", "--max-num-seqs"),
@@ -78,6 +79,9 @@ def simulate(
     overrides = {k: v for k, v in locals().items() if k not in ("trace", "trace_format", "config", "rate_scale",
                                                              "max_requests", "out", "as_json", "record_steps")}
     overrides["record_steps"] = record_steps or None
+    if replica_hardware is not None:
+        overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
+        overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
     cfg = load_config(config, overrides)
     workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
     progress = _LazyProgress(enabled=not as_json)

@@ -30,6 +30,7 @@ class EngineConfig(BaseModel):
     policy: Literal["static", "continuous", "chunked", "radix"] = "continuous"
     tp: PositiveInt = 1
     replicas: PositiveInt = 1
+    replica_hardware: list[str] | None = None  # heterogeneous cluster: one profile per replica
     router: Literal["round_robin", "random", "least_outstanding", "least_kv", "prefix_affinity"] = "round_robin"
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
@@ -51,6 +52,15 @@ class EngineConfig(BaseModel):
     seed: int = 0
     slo: SLO = SLO()
     record_steps: bool = False
+
+    @model_validator(mode="after")
+    def _one_profile_per_replica(self) -> EngineConfig:
+        if self.replica_hardware is not None and len(self.replica_hardware) != self.replicas:
+            raise ValueError(f"replica_hardware must list one profile per replica ({self.replicas})")
+        return self
+
+    def hardware_of_replicas(self) -> list[str]:
+        return list(self.replica_hardware) if self.replica_hardware is not None else [self.hardware] * self.replicas
 
     @model_validator(mode="after")
     def _chunk_fits_budget(self) -> EngineConfig:

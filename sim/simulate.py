@@ -28,12 +28,16 @@ class SimResult:
     cfg: EngineConfig
     table: RequestTable
     recorder: Recorder
-    memory: MemoryPlan
-    num_gpu_blocks: int
+    memory: MemoryPlan  # of the first replica's hardware
+    num_gpu_blocks_per_replica: list[int]
     max_model_len: int
     sim_duration_s: float
     wall_time_s: float
     replicas: list[Replica]
+
+    @property
+    def num_gpu_blocks(self) -> int:
+        return self.num_gpu_blocks_per_replica[0]
 
     @property
     def evicted_blocks(self) -> int:
@@ -48,30 +52,41 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
     `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`."""
     wall_start = time.perf_counter()  # wall_time_s is reported only, never used by the logic
-    model, hw = load_model(cfg.model), load_hardware(cfg.hardware)
-    memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
-                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
-    n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
+    model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps)
-    if cost is None:
-        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
-    rng = np.random.default_rng(cfg.seed)
     env = simpy.Environment()
-    router = make_router(cfg.router, rng)
+    router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     if isinstance(workload, ClosedLoop):
         source = ClosedLoopSource(env, workload, table, router, progress)
     else:
         source = ArrivalSource(env, table.arrival_s[: table.n_requests], router, progress)
-    cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
-    replicas = []
-    for index in range(cfg.replicas):
+    replicas, memories, blocks_per_replica = [], {}, []
+    for index, hw_name in enumerate(cfg.hardware_of_replicas()):
+        if hw_name not in memories:
+            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost)
+        memory, replica_cost = memories[hw_name]
+        n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
+        cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
         blocks = BlockManager(n_blocks, cfg.block_size, int(cfg.watermark * n_blocks), cpu_blocks)
-        sched = make_scheduler(cfg, table, blocks, cost, recorder, index, max_model_len)
+        sched = make_scheduler(cfg, table, blocks, replica_cost, recorder, index, max_model_len)
         replicas.append(Replica(env, sched, source))
+        blocks_per_replica.append(n_blocks)
     source.start(replicas)
     env.run()
-    return SimResult(cfg, table, recorder, memory, n_blocks, max_model_len, float(env.now),
+    memory = next(iter(memories.values()))[0]
+    return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now),
                      time.perf_counter() - wall_start, replicas)
+
+
+def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None) -> tuple[MemoryPlan, CostModel]:
+    """Memory plan and cost model of one replica on `hw_name` (shared by replicas of that kind)."""
+    hw = load_hardware(hw_name)
+    memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
+                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
+    if cost is None:
+        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
+    return memory, cost
+

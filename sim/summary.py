@@ -107,6 +107,8 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
         "queue_delay_s": _stats(finished["queue_delay_s"].to_numpy()),
         "goodput": _goodput(frame, result),
         "num_gpu_blocks": result.num_gpu_blocks,
+        "num_gpu_blocks_per_replica": result.num_gpu_blocks_per_replica,
+        "replica_hardware": cfg.hardware_of_replicas(),
         "block_size": cfg.block_size,
         "kv_utilization_mean": result.recorder.kv_utilization_mean,
         "kv_fragmentation": result.recorder.kv_fragmentation,

@@ -45,4 +45,6 @@ def _describe(error: dict) -> str:
         return "required field is missing"
     if error["type"] == "extra_forbidden":
         return "unknown field"
+    if not error["loc"]:  # a whole-model check: the input is the whole mapping, not worth echoing
+        return error["msg"]
     return f"{error['msg']} (got {error.get('input')!r})"
