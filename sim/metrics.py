@@ -66,6 +66,23 @@ class Recorder:
         self.gap_values.extend(values[keep])
         self.gap_weights.extend(weight[keep])
 
+    def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray) -> None:
+        """A decode run's gaps: each sequence's own first gap, then every later step once per sequence."""
+        n = first_gaps.shape[0]
+        self.gap_values.extend(np.concatenate([first_gaps, later_steps_s]))
+        weights = np.ones(n + later_steps_s.shape[0], dtype=np.int64)
+        weights[n:] = n
+        self.gap_weights.extend(weights)
+
+    def _kv_sample(self, duration_s: float, used: int, request_blocks: int, tokens: float, block_size: int,
+                   n_blocks: int) -> None:
+        """One step's KV utilisation and fragmentation (scalar twin of `_kv_samples`)."""
+        self.busy_s += duration_s
+        self._kv_util_time += duration_s * used / n_blocks
+        if request_blocks > 0:
+            slots = request_blocks * block_size
+            self._kv_waste_time += duration_s * max(slots - tokens, 0.0) / slots
+
     def _kv_samples(self, durations_s: np.ndarray, used: np.ndarray, request_blocks: np.ndarray,
                     tokens: np.ndarray, block_size: int, n_blocks: int) -> None:
         """Accumulate KV utilisation and fragmentation over steps of the given durations."""
@@ -84,8 +101,8 @@ class Recorder:
              decode_tokens: int) -> None:
         blocks = sched.blocks
         used = blocks.n_used
-        self._kv_samples(np.array([plan.duration_s]), np.array([used]), np.array([sched.n_request_blocks()]),
-                         np.array([self._running_tokens(sched)]), blocks.block_size, blocks.n_blocks)
+        self._kv_sample(plan.duration_s, used, sched.n_request_blocks(), self._running_tokens(sched),
+                        blocks.block_size, blocks.n_blocks)
         self.n_steps += 1
         if self.record_steps:
             row = (sched.replica, end_s - plan.duration_s, plan.duration_s, plan.req_ids.shape[0],

@@ -97,6 +97,9 @@ def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: 
     if n_steps == 1:
         return np.array([base_blocks * block_size])
     per_residue = np.bincount((-contexts) % block_size, minlength=block_size).astype(np.float64)
-    crossings = np.tile(per_residue, n_steps // block_size + 1)[:n_steps]  # crossings[s] = per_residue[s % B]
+    if n_steps <= block_size:  # crossings[s] = per_residue[s % B]
+        crossings = per_residue[:n_steps].copy()
+    else:
+        crossings = np.tile(per_residue, n_steps // block_size + 1)[:n_steps]
     crossings[0] = 0.0
     return (base_blocks + np.cumsum(crossings)) * block_size

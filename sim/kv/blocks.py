@@ -218,6 +218,24 @@ class BlockManager:
             table.extend(new_blocks)
         return n_new
 
+    def grow_many(self, req_ids, n_tokens) -> int:
+        """`grow` for several requests at once, from one pool allocation (the decode hot path).
+        NoFreeBlocks (nothing changed) if the GPU is short. Returns the number of new blocks."""
+        needs = [self.blocks_needed(r, n) for r, n in zip(req_ids, n_tokens)]
+        total = sum(needs)
+        if not total:
+            return 0
+        for r in req_ids:
+            self._require_resident(r)
+        new_blocks = self._gpu.allocate(total)
+        start = 0
+        for r, need in zip(req_ids, needs):
+            if need:
+                table = self._tables.setdefault(r, [])
+                table.extend(new_blocks[start : start + need])
+                start += need
+        return total
+
     def attach_shared(self, req_id: int, blocks: list[int]) -> None:
         """Start the request's table with shared blocks (a prefix-cache hit); increfs each."""
         if self._tables.get(req_id) or req_id in self._swapped:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure  # no pyplot: no global state, no display backend
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+from pathlib import Path
 
 from sim.output import write_png
 
@@ -21,7 +24,7 @@ def latency_figure(plan: dict) -> Figure:
     """One panel per SLO: the measured percentile at every searched rate, one line per feasible
     candidate, and the limit as a dashed line."""
     limits = plan["slo"]["limits_s"]
-    fig = Figure(figsize=(6 * len(limits), 4.5), layout="constrained")
+    fig = _figure(figsize=(6 * len(limits), 4.5), layout="constrained")
     axes = fig.subplots(1, len(limits), squeeze=False)[0]
     for ax, (key, limit_s) in zip(axes, limits.items(), strict=True):
         for row in plan["candidates"]:
@@ -41,7 +44,7 @@ def cost_figure(plan: dict) -> Figure:
     """$/hour of every feasible candidate at the target rate, cheapest at the top; the
     recommended one highlighted."""
     rows = plan["candidates"]
-    fig = Figure(figsize=(8, 0.35 * len(rows) + 1.5), layout="constrained")
+    fig = _figure(figsize=(8, 0.35 * len(rows) + 1.5), layout="constrained")
     ax = fig.subplots()
     labels = [f"{r['hardware']} tp{r['tp']} {r['policy']} ({r['gpus']} GPUs)" for r in rows]
     colors = ["tab:green" if i == 0 else "tab:gray" for i in range(len(rows))]
@@ -49,3 +52,11 @@ def cost_figure(plan: dict) -> Figure:
     ax.set(xlabel="$ per hour", title=f"cost at {plan['target_qps']:g} req/s (green: recommended)")
     ax.tick_params(axis="y", labelsize=7)
     return fig
+
+
+def _figure(**kwargs) -> Figure:
+    """A matplotlib Figure (no pyplot: no global state, no display backend), imported on first use
+    so the CLI starts without loading matplotlib."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)

@@ -197,9 +197,9 @@ class Scheduler:
     def _grow_to(self, ids, contexts: np.ndarray, held: np.ndarray, n_tokens_ahead: int) -> None:
         """Grow the tables of `ids` to cover contexts + n_tokens_ahead tokens (only those short)."""
         size = self.blocks.block_size
-        short = np.flatnonzero(-(-(contexts + n_tokens_ahead) // size) > held)
-        for i in short.tolist():
-            self.blocks.grow(ids[i], int(contexts[i]) + n_tokens_ahead)
+        short = np.flatnonzero(-(-(contexts + n_tokens_ahead) // size) > held).tolist()
+        if short:
+            self.blocks.grow_many([ids[i] for i in short], (contexts[short] + n_tokens_ahead).tolist())
 
     def prepare_decodes(self, ids: list[int], now_s: float, grow: bool) -> tuple[list[int], float]:
         """Make room for every decoding request's next token, preempting the newest running
@@ -337,9 +337,7 @@ class Scheduler:
         rid, k = plan.req_ids, plan.n_steps
         start_s = end_s - plan.duration_s + plan.transfer_s
         first_end_s = start_s + plan.step_times_s[0]
-        self.recorder.add_gaps(first_end_s - t.last_token_s[rid])
-        if k > 1:
-            self.recorder.add_gaps(plan.step_times_s[1:], weight=rid.shape[0])
+        self.recorder.add_run_gaps(first_end_s - t.last_token_s[rid], plan.step_times_s[1:])
         t.n_computed[rid] += k
         t.n_tokens[rid] += k
         t.last_token_s[rid] = end_s

@@ -7,11 +7,15 @@ the figure says so."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from sim.output import write_png
 
@@ -52,7 +56,7 @@ def _where(frame: pd.DataFrame, key: str, value) -> pd.Series:
 def _line_panel(frame, key, values, metrics, varying, out_dir: Path) -> Path:
     n_cols = 3
     n_rows = -(-len(metrics) // n_cols)
-    fig = Figure(figsize=(4.2 * n_cols, 3.2 * n_rows))
+    fig = _figure(figsize=(4.2 * n_cols, 3.2 * n_rows))
     axes = fig.subplots(n_rows, n_cols, squeeze=False)
     labels = [str(v) for v in values]
     positions = np.arange(len(values))
@@ -85,7 +89,7 @@ def _heatmap(frame, x_key, x_values, y_key, y_values, metric, varying, out_dir: 
         for j, x in enumerate(x_values):
             cell = _numeric(frame[_where(frame, x_key, x) & _where(frame, y_key, y)], metric)
             grid[i, j] = cell.mean() if cell.notna().any() else np.nan
-    fig = Figure(figsize=(1.1 * len(x_values) + 3, 0.8 * len(y_values) + 2))
+    fig = _figure(figsize=(1.1 * len(x_values) + 3, 0.8 * len(y_values) + 2))
     ax = fig.subplots()
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
     fig.colorbar(image, ax=ax, label=PLOT_METRICS[metric])
@@ -107,3 +111,11 @@ def _heatmap(frame, x_key, x_values, y_key, y_values, metric, varying, out_dir: 
 
 def _save(fig, path: Path) -> Path:
     return write_png(path, fig)
+
+
+def _figure(**kwargs) -> Figure:
+    """A matplotlib Figure (no pyplot: no global state, no display backend), imported on first use
+    so the CLI starts without loading matplotlib."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
