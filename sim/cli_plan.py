@@ -50,7 +50,7 @@ def plan(
 
     Search: double or halve, then bisect to 4.4% steps (assumes lower rates never do worse).
 
-    Each candidate is a cluster of one hardware kind (the engine has no mixed-hardware clusters yet)."""
+    Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
     wall_start_s = time.monotonic()  # reported only
     slo_spec = parse_slo(slo or [], goodput)
     base = load_config(config, {"model": model})

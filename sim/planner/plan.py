@@ -1,6 +1,6 @@
 """The capacity plan: per candidate, the highest rate one replica sustains; then replicas, GPUs and cost.
 
-Each candidate is one hardware kind (the engine has no mixed-hardware clusters yet), searched on
+Each candidate is one hardware kind (a mixed cluster can be simulated with `replica_hardware`), searched on
 its own, so searches run in parallel processes; the result does not depend on the worker count.
 """
 
