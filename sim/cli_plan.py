@@ -51,7 +51,7 @@ def plan(
     Search: double or halve, then bisect to 4.4% steps (assumes lower rates never do worse).
 
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
-    wall_start_s = time.monotonic()  # reported only
+    wall_time_start_s = time.monotonic()  # reported only
     slo_spec = parse_slo(slo or [], goodput)
     base = load_config(config, {"model": model})
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
@@ -68,7 +68,7 @@ def plan(
         print_json(result)
         return
     print_plan(result, top)
-    console.print(f"planned in {time.monotonic() - wall_start_s:.1f} s")
+    console.print(f"planned in {time.monotonic() - wall_time_start_s:.1f} s")
     if out_dir is not None:
         console.print(f"wrote {out_dir}/plan.json, latency_vs_rate.png and cost.png")
 

@@ -24,12 +24,12 @@ class _LazyProgress:
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
-        self.start_wall_s = time.monotonic()
+        self.progress_wall_time_start_s = time.monotonic()
         self.bar: Progress | None = None
         self.task = None
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or time.monotonic() - self.start_wall_s < PROGRESS_AFTER_WALL_S:
+        if not self.enabled or time.monotonic() - self.progress_wall_time_start_s < PROGRESS_AFTER_WALL_S:
             return
         if self.bar is None:
             self.bar = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

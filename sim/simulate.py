@@ -51,7 +51,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
     `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
     `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`."""
-    wall_start = time.perf_counter()  # wall_time_s is reported only, never used by the logic
+    wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
@@ -77,8 +77,9 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     source.start(replicas)
     env.run()
     memory = next(iter(memories.values()))[0]
-    return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now),
-                     time.perf_counter() - wall_start, replicas)
+    wall_time_s = time.perf_counter() - wall_time_start_s
+    return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
+                     replicas)
 
 
 def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None) -> tuple[MemoryPlan, CostModel]:
