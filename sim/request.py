@@ -71,9 +71,6 @@ class RequestTable:
         rows = self.rows_of(int(self.sample_of[row]))
         return all(self.status[r] in (Status.FINISHED, Status.REJECTED) for r in rows)
 
-    def generated(self, rid: int) -> int:
-        return int(self.n_tokens[rid] - self.prompt_tokens[rid])
-
     def reject(self, rid: int, reason: str, now_s: float) -> None:
         for row in self.rows_of(rid):
             self.status[row] = Status.REJECTED

@@ -145,3 +145,10 @@ def build_trace(
         stacklevel=3,
     )
     return trace.take(np.argsort(arrival_s, kind="stable"))
+
+
+def generic_column_names(columns: dict[str, str] | None) -> dict[str, str]:
+    """Our field names mapped to a generic file's column names; unmapped fields keep our names."""
+    names = {"arrival_s": "arrival_s", "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens"}
+    names.update(columns or {})
+    return names

@@ -19,7 +19,7 @@ import pyarrow.csv as pacsv
 
 from sim.errors import InputError
 from sim.trace import Trace
-from sim.workload.columns import ChunkedColumn, build_trace, checked_lengths, checked_times
+from sim.workload.columns import ChunkedColumn, build_trace, checked_lengths, checked_times, generic_column_names
 
 TIME_UNIT_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 _BLOCK_BYTES = 1 << 22
@@ -48,12 +48,7 @@ CSV_SCHEMAS = {
 def generic_csv_schema(columns: dict[str, str] | None, time_unit: str) -> CsvSchema:
     """A schema from a mapping of our fields (arrival_s, prompt_tokens, output_tokens)
     to the file's column names; unmapped fields keep our names."""
-    names = {
-        "arrival_s": "arrival_s",
-        "prompt_tokens": "prompt_tokens",
-        "output_tokens": "output_tokens",
-    }
-    names.update(columns or {})
+    names = generic_column_names(columns)
     return CsvSchema(
         names["prompt_tokens"],
         names["output_tokens"],

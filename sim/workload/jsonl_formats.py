@@ -19,6 +19,7 @@ from sim.workload.columns import (
     build_trace,
     checked_lengths,
     checked_times,
+    generic_column_names,
     numeric_array,
     ragged_offsets,
 )
@@ -67,12 +68,7 @@ JSONL_SCHEMAS = {
 
 
 def generic_jsonl_schema(columns: dict[str, str] | None, time_scale_s: float) -> JsonlSchema:
-    names = {
-        "arrival_s": "arrival_s",
-        "prompt_tokens": "prompt_tokens",
-        "output_tokens": "output_tokens",
-    }
-    names.update(columns or {})
+    names = generic_column_names(columns)
     return JsonlSchema(
         names["arrival_s"],
         names["prompt_tokens"],
