@@ -8,7 +8,6 @@ import sys
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from calibrate.vidur_import import bundled_vidur_path
@@ -26,10 +25,8 @@ ALLREDUCE = bundled_vidur_path("network/h100_dgx/all_reduce.csv")
 
 @pytest.fixture(scope="module")
 def cli():
-    from sim.cli_calibrate import calibrate_app
+    from sim.cli import app
 
-    app = typer.Typer()
-    app.add_typer(calibrate_app, name="calibrate")
     runner = CliRunner()
     return lambda *args: runner.invoke(app, ["calibrate", *map(str, args)])
 
@@ -109,7 +106,7 @@ def test_bad_options_exit_2(cli, tmp_path):
 
 def test_sim_and_fit_report_never_import_torch():
     code = (
-        "import sys, sim.cli, sim.cli_calibrate, sim.simulate, sim.cost, sim.hardware, "
+        "import sys, sim.cli, sim.cli.calibrate, sim.simulate, sim.cost, sim.hardware, "
         "calibrate.fit, calibrate.report, calibrate.vidur_import, calibrate.profile_io\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )

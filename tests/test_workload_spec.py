@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sim.cli_workload import workload_app
+from sim.cli.workload import workload_app
 from sim.errors import InputError
 from sim.paths import bundled_dir
 from sim.trace import ClosedLoop, Trace

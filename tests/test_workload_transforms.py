@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from sim.cli_workload import workload_app
+from sim.cli.workload import workload_app
 from sim.errors import InputError
 from sim.trace import Trace
 from sim.workload import load_workload
@@ -141,7 +141,7 @@ def test_describe_keys(mooncake):
 
 
 def _app_like_main_cli() -> typer.Typer:
-    """What sim/cli.py does with InputError: one line on stderr, exit 2."""
+    """What sim/cli/errors.py does with InputError: one line on stderr, exit 2."""
     app = typer.Typer()
 
     @app.callback()

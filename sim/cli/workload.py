@@ -1,6 +1,6 @@
 """`infersim workload ...`: describe a trace or spec, and sample a spec to canonical JSONL.
 
-Commands raise `InputError` on bad input; the main CLI (sim/cli.py) turns it into one
+Commands raise `InputError` on bad input; the main CLI (sim/cli/errors.py) turns it into one
 line on stderr and exit status 2.
 """
 
@@ -12,15 +12,15 @@ from typing import Annotated
 
 import typer
 
+from sim.cli.common import new_app
 from sim.errors import InputError
 from sim.trace import ClosedLoop
 from sim.workload.canonical import write_canonical_jsonl
 from sim.workload.load import DEFAULT_LENGTHS_RATE_QPS, load_workload
 from sim.workload.stats import describe, format_description
 
-workload_app = typer.Typer(
+workload_app = new_app(
     help="Inspect and generate workloads (trace files, bundled traces, spec YAMLs).",
-    no_args_is_help=True,
 )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sim.cli_common import console, input_errors_exit_2, print_json, print_table
+from sim.cli.common import console, print_json, print_table
 from sim.config import load_config
 from sim.run import DEFAULT_TRACE, load_run_workload, run
 
@@ -43,7 +43,6 @@ class _LazyProgress:
             self.bar.stop()
 
 
-@input_errors_exit_2
 def simulate(
     trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
     trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from sim.cli_common import input_errors_exit_2, print_json, print_table
+from sim.cli.common import print_json, print_table
 from sim.cost import CostModel
 from sim.hardware import GIB, bundled_profiles, load_hardware
 from sim.memory import plan_memory
@@ -15,7 +15,6 @@ HardwareOpt = typer.Option("h100-sxm", "--hardware", "-H", help="bundled profile
 JsonOpt = typer.Option(False, "--json", help="machine-readable output")
 
 
-@input_errors_exit_2
 def profiles(as_json: bool = JsonOpt) -> None:
     """List the bundled hardware profiles."""
     rows = []
@@ -33,7 +32,6 @@ def profiles(as_json: bool = JsonOpt) -> None:
     print_table("Hardware profiles", columns, [[r[c] for c in columns] for r in rows])
 
 
-@input_errors_exit_2
 def models(as_json: bool = JsonOpt) -> None:
     """List the bundled model specs."""
     rows = []
@@ -51,7 +49,6 @@ def models(as_json: bool = JsonOpt) -> None:
     print_table("Model specs", columns, [[r[c] for c in columns] for r in rows])
 
 
-@input_errors_exit_2
 def memory(
     model: str = ModelOpt,
     hardware: str = HardwareOpt,
@@ -77,7 +74,6 @@ def memory(
     print_table(f"Memory plan: {model} on {tp} x {hardware}", ["quantity", "value"], rows)
 
 
-@input_errors_exit_2
 def roofline(
     model: str = ModelOpt,
     hardware: str = HardwareOpt,

@@ -10,7 +10,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from sim.cli_common import console, input_errors_exit_2, print_json
+from sim.cli.common import console, print_json
 from sim.config import load_config
 from sim.errors import InputError
 from sim.output import prepare_out_dir, write_json
@@ -23,7 +23,6 @@ from sim.trace import ClosedLoop
 from sim.workload import load_workload
 
 
-@input_errors_exit_2
 def plan(
     workload: str = typer.Option(DEFAULT_TRACE, "--workload", "-w", help="trace file, spec YAML or bundled name"),
     workload_format: str = typer.Option(None, "--format", help="force a trace format (azure, mooncake, ...)"),

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from sim.cli_common import console, input_errors_exit_2, print_table
+from sim.cli.common import console, print_table
 from sim.errors import InputError
 from sim.sweep.backends import make_backend
 from sim.sweep.grid import expand, load_base, parse_grid
@@ -19,7 +19,6 @@ MS_METRICS = ("ttft_s_p99", "tpot_s_p99")
 MAX_TABLE_ROWS = 20
 
 
-@input_errors_exit_2
 def sweep(
     grid: list[str] = typer.Option(None, "--grid", "-g", show_default=False,
                                    help="key=v1,v2,... (repeat for more keys): any config key, or qps / rate_scale"),

@@ -1,34 +1,24 @@
-"""Shared CLI plumbing: one-line errors with exit status 2, JSON output, rich tables."""
+"""Shared CLI plumbing: app construction (with the one error handler), JSON output, rich tables."""
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from sim.errors import InputError
+from sim.cli.errors import OneLineErrors
 
 console = Console()
 
 
-def input_errors_exit_2(command: Callable) -> Callable:
-    """Decorate a typer command: an InputError prints `error: <line>` on stderr and exits 2."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except InputError as exc:
-            typer.echo(f"error: {exc.line()}", err=True)
-            raise typer.Exit(code=2) from None
-
-    return wrapper
+def new_app(**settings: Any) -> typer.Typer:
+    """A typer app (or sub-app) whose errors go through the one handler in `sim.cli.errors`."""
+    settings.setdefault("no_args_is_help", True)
+    return typer.Typer(cls=OneLineErrors, pretty_exceptions_enable=False, add_completion=False, **settings)
 
 
 def print_json(data: Any) -> None:

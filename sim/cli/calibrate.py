@@ -12,14 +12,13 @@ from typing import Annotated
 
 import typer
 
-from sim.cli_common import input_errors_exit_2, print_json, print_table
+from sim.cli.common import new_app, print_json, print_table
 from sim.errors import InputError
 from sim.hardware import HardwareProfile, load_hardware
 from sim.yamlio import read_mapping, validate
 
-calibrate_app = typer.Typer(
+calibrate_app = new_app(
     help="Calibrate the cost model: time kernels, fit a profile, report residuals.",
-    no_args_is_help=True,
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
@@ -88,7 +87,7 @@ def _read_files(paths: list[Path]) -> list[tuple[Path, object]]:
 
 
 @calibrate_app.command("run")
-@input_errors_exit_2
+
 def run_command(
     out: OutOpt,
     device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cuda",
@@ -118,7 +117,7 @@ def run_command(
 
 
 @calibrate_app.command("fit")
-@input_errors_exit_2
+
 def fit_command(
     measurements: MeasurementsArg,
     out: OutOpt,
@@ -131,7 +130,7 @@ def fit_command(
 
 
 @calibrate_app.command("report")
-@input_errors_exit_2
+
 def report_command(
     profile: Annotated[str, typer.Argument(help="Profile: bundled name or YAML path.")],
     measurements: MeasurementsArg,

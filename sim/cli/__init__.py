@@ -1,0 +1,24 @@
+"""The `infersim` command line (typer): one module per command group; errors become one line in
+`sim.cli.errors` (every group is built by `sim.cli.common.new_app`)."""
+
+from __future__ import annotations
+
+from sim.cli import foundation, plan, simulate, sweep
+from sim.cli.calibrate import calibrate_app
+from sim.cli.common import new_app
+from sim.cli.workload import workload_app
+
+app = new_app(name="infersim", help="Discrete-event simulator and capacity planner for LLM inference clusters.")
+app.command()(foundation.profiles)
+app.command()(foundation.models)
+app.command()(foundation.memory)
+app.command()(foundation.roofline)
+app.command()(simulate.simulate)
+app.command()(plan.plan)
+app.command()(sweep.sweep)
+app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
+app.add_typer(calibrate_app, name="calibrate", help="Time kernels, fit the cost model, report residuals.")
+
+
+def main() -> None:
+    app()
