@@ -83,8 +83,7 @@ def _required_args(command) -> list[str]:
     args: list[str] = []
     for param in command.params:
         if param.required:
-            value = "1" if getattr(param.type, "name", "") in ("float", "integer") else "x"
-            args += [value] if not param.opts[0].startswith("-") else [param.opts[0], value]
+            args += ["1"] if not param.opts[0].startswith("-") else [param.opts[0], "1"]  # "1" parses as any type
     return args
 
 
