@@ -6,6 +6,7 @@ Nothing already written is lost or left half-written if a run fails or is killed
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -44,11 +45,31 @@ def _umask() -> int:
     return current
 
 
+def json_safe(data):
+    """`data` with every non-finite float (NaN, inf: a statistic of nothing, a rate over 0 s)
+    replaced by None, and numpy scalars/arrays as Python values, so the JSON is always valid."""
+    if isinstance(data, dict):
+        return {key: json_safe(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(value) for value in data]
+    if hasattr(data, "tolist") and not isinstance(data, (str, bytes)):
+        return json_safe(data.tolist())
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    return data
+
+
+def json_text(data) -> str:
+    """Strict JSON (no NaN/Infinity tokens), indented; non-finite numbers become null."""
+    return json.dumps(json_safe(data), indent=2, allow_nan=False, default=_default) + "\n"
+
+
 def write_json(path: Path, data: dict) -> None:
+    text = json_text(data)
+
     def write(tmp: str) -> None:
         with open(tmp, "w") as f:
-            json.dump(data, f, indent=2, default=_default)
-            f.write("\n")
+            f.write(text)
 
     _atomic_write(Path(path), write)
 

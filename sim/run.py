@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.config import EngineConfig
+from sim.errors import InputError
 from sim.output import prepare_out_dir, write_json, write_parquet
 from sim.simulate import SimResult, simulate
 from sim.summary import requests_frame, summarize
@@ -28,6 +29,8 @@ class RunOutput:
 def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: float | None = None,
                       max_requests: int | None = None, seed: int = 0) -> Trace | ClosedLoop:
     """The workload of a run: a trace/spec path or bundled name, optionally sped up or cut."""
+    if max_requests is not None and max_requests < 1:
+        raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
     if isinstance(workload, ClosedLoop):
         return workload
