@@ -21,7 +21,8 @@ class MoE(StrictModel):
     @model_validator(mode="after")
     def _top_k_within_experts(self) -> MoE:
         if self.experts_per_token > self.n_experts:
-            raise ValueError(f"experts_per_token ({self.experts_per_token}) must not exceed n_experts ({self.n_experts})")
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) must not exceed "
+                             f"n_experts ({self.n_experts})")
         return self
 
 

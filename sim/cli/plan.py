@@ -13,14 +13,16 @@ from rich.table import Table
 from sim.cli.common import console, print_json
 from sim.config import load_config
 from sim.errors import InputError
-from sim.output import prepare_out_dir, write_json
+from sim.output import atomic_run_dir, write_json
 from sim.planner.candidates import parse_list, parse_tps
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.plots import write_plots
 from sim.planner.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS, parse_slo
-from sim.run import DEFAULT_TRACE
+from sim.run import DEFAULT_TRACE, resolve_seed
 from sim.trace import ClosedLoop
 from sim.workload import load_workload
+
+PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png")  # what a plan folder may hold
 
 
 def plan(
@@ -35,6 +37,8 @@ def plan(
     goodput: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share of requests that must finish"),
     max_requests: int = typer.Option(1000, "--max-requests", help="search on the first N requests of the workload"),
     config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
+    seed: int = typer.Option(None, "--seed", show_default=False,
+                             help="random seed [the config's, else the workload spec's, else 0]"),
     workers: int = typer.Option(min(2, os.cpu_count() or 1), "--workers", help="processes searching candidates"),
     top: int = typer.Option(10, "--top", help="candidates shown in the table"),
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
@@ -52,24 +56,30 @@ def plan(
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
     wall_time_start_s = time.monotonic()  # reported only
     slo_spec = parse_slo(slo or [], goodput)
-    base = load_config(config, {"model": model})
+    base = resolve_seed(load_config(config, {"model": model, "seed": seed}), workload, workload_format)
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
-    out_dir = prepare_out_dir(out) if out is not None else None
     trace = load_workload(workload, workload_format, seed=base.seed)
     if isinstance(trace, ClosedLoop):
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
-    result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps,
-                       SearchSettings(max_requests=max_requests), max(1, workers))
-    if out_dir is not None:
-        write_json(out_dir / "plan.json", result)
-        write_plots(result, out_dir)
+
+    def search() -> dict:
+        return make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps,
+                         SearchSettings(max_requests=max_requests), max(1, workers))
+
+    if out is None:
+        result = search()
+    else:  # the folder is checked before searching and replaced whole after (sim.output.atomic_run_dir)
+        with atomic_run_dir(out, PLAN_FILES) as tmp_dir:
+            result = search()
+            write_json(tmp_dir / "plan.json", result)
+            write_plots(result, tmp_dir)
     if as_json:
         print_json(result)
         return
     print_plan(result, top)
     console.print(f"planned in {time.monotonic() - wall_time_start_s:.1f} s")
-    if out_dir is not None:
-        console.print(f"wrote {out_dir}/plan.json, latency_vs_rate.png and cost.png")
+    if out is not None:
+        console.print(f"wrote {out}/plan.json, latency_vs_rate.png and cost.png")
 
 
 def print_plan(result: dict, top: int) -> None:

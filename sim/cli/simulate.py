@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
 from sim.config import load_config
-from sim.run import DEFAULT_TRACE, load_run_workload, run
+from sim.run import DEFAULT_TRACE, load_run_workload, resolve_seed, run
 
 PROGRESS_AFTER_WALL_S = 2.0
 
@@ -67,7 +67,7 @@ def simulate(
     preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
     radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
-    seed: int = _opt("random seed [0]", "--seed"),
+    seed: int = _opt("random seed [the config's, else the workload spec's, else 0]", "--seed"),
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
     max_requests: int = _opt("replay only the first N requests", "--max-requests"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
@@ -81,7 +81,7 @@ def simulate(
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
-    cfg = load_config(config, overrides)
+    cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
     progress = _LazyProgress(enabled=not as_json)
     try:
