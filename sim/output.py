@@ -155,6 +155,8 @@ def _make_parents(parent: Path) -> list[Path]:
     while not folder.exists() and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
+    if not folder.is_dir():
+        raise InputError("--out", None, f"{folder} is a file, so it cannot hold the {parent.name} folder")
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
