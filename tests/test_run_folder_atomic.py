@@ -146,3 +146,20 @@ def test_kill_9_mid_run_and_mid_write_never_mixes_two_runs(old_run):
     assert simulate(old_run, 60).exit_code == 0
     assert json.loads((old_run / "summary.json").read_text())["n_requests"] == 60
     assert partials(old_run) == []  # the killed runs' temporary folders are gone
+
+
+def test_reruns_over_the_same_folder_are_byte_identical(tmp_path):
+    """Determinism through the atomic writer: the same run twice over one folder gives the same
+    bytes (summary.json apart from its reported wall time)."""
+    out = tmp_path / "run"
+
+    def files() -> dict:
+        result = simulate(out, 80, "--record-steps", "--seed", "3", "--router", "random", "--replicas", "2")
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "summary.json").read_text())
+        summary.pop("wall_time_s")
+        return {"summary": summary, **{p.name: p.read_bytes() for p in out.glob("*.parquet")}}
+
+    first, second = files(), files()
+    assert first.keys() == {"summary", "requests.parquet", "steps.parquet"}
+    assert first == second
