@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,8 @@ def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: flo
         return workload
     if max_requests is not None:
         workload = workload.take(range(min(max_requests, len(workload))))
+    if rate_scale is not None and not (math.isfinite(rate_scale) and rate_scale > 0):
+        raise InputError("--rate-scale", None, f"must be a finite number > 0; got {rate_scale}")
     if rate_scale is not None:
         workload = apply_transforms(workload, rate_scale=rate_scale)
     return workload

@@ -7,6 +7,7 @@ Bad input raises `InputError`: one line on stderr, exit status 2.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -102,6 +103,8 @@ def run_command(
 ) -> None:
     """Time kernels on this machine, write OUT's measurements CSV next to it, fit, write OUT."""
     _check_out(out)
+    if time_budget_s is not None and not (math.isfinite(time_budget_s) and time_budget_s > 0):
+        raise InputError("--time-budget-s", None, f"must be a finite number of seconds > 0; got {time_budget_s}")
     _load_profile(base)  # a bad --base fails before minutes of timing
     try:
         from calibrate.runner import run_calibration, write_measurements
