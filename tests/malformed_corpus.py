@@ -173,6 +173,9 @@ CASES = [
     case("jsonl-bad-line", "workload describe {d}/t.jsonl", ":2", t__jsonl='{"timestamp": 0, "input_length": 10, "output_length": 5}\n{"timestamp": 1,\n'),
     case("jsonl-huge-length", "workload describe {d}/t.jsonl", "input_length", t__jsonl='{"timestamp": 0, "input_length": 1e30, "output_length": 5}\n'),
     case("jsonl-hash-ids-not-list", "workload describe {d}/t.jsonl", "hash_ids", t__jsonl='{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": 7}\n'),
+    case("jsonl-bool-hash-id", "workload describe {d}/t.jsonl", "hash_ids", t__jsonl='{"timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1, true]}\n'),
+    case("model-huge-context", f"{MEM} -m {{d}}/m.yaml", "max_position_embeddings", m__yaml=model(max_position_embeddings=10**12)),
+    case("measure-fit-out-is-folder", "calibrate fit {d}/m.csv --out {d}/p.yaml", "is a folder", m__csv=MEASUREMENT_HEADER + GEMM_ROW, **{"p.yaml/keep": "x"}),
     case("jsonl-canonical-negative-time", "workload describe {d}/t.jsonl", ">= 0", t__jsonl='{"arrival_s": -1, "prompt_tokens": 10, "output_tokens": 5}\n'),
     case("jsonl-unknown-keys", "workload describe {d}/t.jsonl", "match no known format", t__jsonl='{"a": 1}\n'),
     # ---- workload spec YAML ----

@@ -40,6 +40,8 @@ def _load_profile(name_or_path: str) -> HardwareProfile:
 def _check_out(out: Path) -> None:
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out", str(out), "a path ending in .yaml or .yml")
+    if out.is_dir():
+        raise InputError("--out", str(out), "is a folder; give the path of the profile YAML to write")
 
 
 def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, as_json: bool) -> None:
