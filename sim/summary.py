@@ -91,6 +91,7 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
     cfg = result.cfg
     return {
         "policy": cfg.policy, "model": cfg.model, "hardware": cfg.hardware, "tp": cfg.tp, "replicas": cfg.replicas,
+        "seed": cfg.seed,  # the one the run used: --seed, else the config's, else the workload spec's, else 0
         "n_requests": len(frame),
         "n_finished": len(finished),
         "n_rejected": int((frame["status"] == "REJECTED").sum()),

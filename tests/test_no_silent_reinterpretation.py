@@ -52,7 +52,9 @@ def test_seed_precedence_flag_then_config_then_spec_then_0(specs, tmp_path):
 def test_simulate_uses_the_spec_seed_unless_seed_is_given(specs):
     from_spec = run_json("-t", str(specs["s5"]))
     assert from_spec == run_json("-t", str(specs["s5"]), "--seed", "5") | {"wall_time_s": from_spec["wall_time_s"]}
+    assert from_spec["seed"] == 5
     zero = run_json("-t", str(specs["s5"]), "--seed", "0")
+    assert zero["seed"] == 0
     assert zero["ttft_s"] != from_spec["ttft_s"]  # the explicit flag wins over the spec
     workload_5 = load_workload(specs["s5"])
     workload_0 = load_workload(specs["s5"], seed=0)
