@@ -43,14 +43,16 @@ def test_fit_writes_a_profile_that_loads_and_simulates(vidur_profile):
     out, printed = vidur_profile
     hw = load_hardware(str(out))
     calibration = hw.calibration
-    assert set(calibration["fitted"]) == {"gemm", "allreduce"}
+    assert set(calibration["fitted"]) == {"gemm", "collectives"}
     assert "attention_compute" in calibration["kept_from_base"]
-    assert [m["n_rows"] for m in calibration["measurements"]] == [4176, 2982]
-    assert calibration["residuals"]["per_op"]["down_proj"]["n"] == 1044
+    assert [m["n_rows"] for m in calibration["measurements"]] == [4 * 1036, 2979]  # repeated keys merged
+    assert calibration["residuals"]["per_op"]["down_proj"]["n"] == 1036
     assert printed["residuals"]["mape"] == pytest.approx(calibration["residuals"]["mape"])
-    assert hw.interconnect.gpu_link_latency_us == pytest.approx(
-        printed["fitted"]["allreduce"]["terms"]["gpu_link_latency_us"]
-    )
+    fitted_tp4 = printed["fitted"]["collectives"]["terms"]["allreduce"]["nccl"]["4"]
+    assert hw.collectives.allreduce["nccl"][4].latency_us == pytest.approx(fitted_tp4["latency_us"])
+    assert 20 < fitted_tp4["latency_us"] < 60  # Vidur's H100 DGX NCCL: ~40 us per small all-reduce at TP 4
+    assert len(calibration["tables"]["gemm"]) == 16  # 4 GEMMs x TP 1/2/4/8 of Llama-2-7B
+    assert printed["n_tables"] == 16 and set(printed["uncertainty"]) >= {"gemm", "gemm_table", "collective"}
     cost = CostModel(load_model("llama-2-7b"), hw, tp=2)
     assert cost.step_time_s(np.array([512]), np.array([0]), 1) > 0
     trace = Trace(arrival_s=[0.0, 0.1, 0.2], prompt_tokens=[300, 40, 900], output_tokens=[20, 5, 9])
@@ -64,9 +66,13 @@ def test_report_json_and_plot(cli, vidur_profile, tmp_path):
     result = cli("report", out, MLP_70B, "--json", "--plot", plot)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert set(summary) == {"mape", "per_op"}
+    assert set(summary) == {"mape", "bias", "per_op"}
     assert set(summary["per_op"]) == {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}
-    assert all(v["n"] == 1044 and 0 < v["mape"] < 0.13 for v in summary["per_op"].values())
+    assert all(v["n"] == 1036 and 0 < v["mape"] < 0.13 for v in summary["per_op"].values())
+    # 70B shares no projection shape with 7B: the smooth model answers every row
+    assert all(v["answered_by"] == {"table": 0, "smooth": 1036} for v in summary["per_op"].values())
+    in_sample = json.loads(cli("report", out, MLP_7B, "--json").stdout)
+    assert all(v["answered_by"]["table"] == 1036 and v["mape"] < 1e-3 for v in in_sample["per_op"].values())
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     default = json.loads(cli("report", "h100-sxm", MLP_70B, "--json").stdout)
     assert summary["mape"] < default["mape"]
@@ -122,7 +128,7 @@ def test_run_fit_report_pipeline_on_cpu(cli, tmp_path):
     assert measurements.is_file()
     hw = load_hardware(str(out))
     assert set(hw.calibration["fitted"]) == {"gemm", "prefill_attention", "decode_attention"}
-    assert "allreduce_bus" in hw.calibration["kept_from_base"]
+    assert "collectives" in hw.calibration["kept_from_base"]
     report = cli("report", out, measurements, "--json")
     assert report.exit_code == 0, report.output
     per_op = json.loads(report.stdout)["per_op"]
