@@ -134,3 +134,49 @@ def test_run_fit_report_pipeline_on_cpu(cli, tmp_path):
     per_op = json.loads(report.stdout)["per_op"]
     assert {"qkv_proj", "decode_attention", "prefill_attention"} <= set(per_op)
     assert all(np.isfinite(v["mape"]) for v in per_op.values())
+
+
+def _our_csv(rows: list[dict]) -> str:
+    import pandas as pd
+
+    from calibrate.measurements import COLUMNS
+
+    common = {"op": "qkv_proj", "m_tokens": 64, "n_out": 12288, "k_in": 4096, "tp": 1, "dtype": "bf16",
+              "time_s": 1e-4, "time_std_s": 0.0, "n_repeats": 5, "device": "gpu", "source": "test",
+              "date": "2026-12-01"}  # fmt: skip
+    return pd.DataFrame([common | row for row in rows]).reindex(columns=list(COLUMNS)).to_csv(index=False)
+
+
+@pytest.mark.parametrize(
+    ("rows", "column"),
+    [
+        ([{}, {"m_tokens": 128}, {"time_s": 2e-4}], "op,m_tokens,n_out,k_in"),  # row 3 repeats row 1
+        ([{}, {"m_tokens": 128, "n_out": None}], "n_out"),  # a GEMM row without its shape
+        ([{}, {"m_tokens": 128, "time_s": 0.0}], "time_s"),
+        ([{}, {"m_tokens": 128, "time_s": -1e-4}], "time_s"),
+        ([{}, {"op": "expert_mlp"}], "op"),  # an op the cost model does not have
+    ],
+    ids=["duplicate-rows", "missing-shape", "zero-time", "negative-time", "unknown-op"],
+)
+def test_bad_rows_exit_2_naming_file_and_column(cli, tmp_path, rows, column):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(_our_csv(rows))
+    out = tmp_path / "p.yaml"
+    result = cli("fit", bad, "--out", out)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and column in lines[0], lines
+    assert not out.exists()
+
+
+def test_no_tables_writes_a_smooth_only_profile(cli, tmp_path):
+    out = tmp_path / "smooth.yaml"
+    result = cli("fit", MLP_7B, "--out", out, "--no-tables", "--json")
+    assert result.exit_code == 0, result.output
+    hw = load_hardware(str(out))
+    assert "tables" not in hw.calibration and json.loads(result.stdout)["n_tables"] == 0
+    report = json.loads(cli("report", out, MLP_7B, "--json").stdout)
+    assert all(v["answered_by"]["table"] == 0 for v in report["per_op"].values())
+    assert all(v["mape"] > 0.03 for v in report["per_op"].values())  # the smooth model is not exact
+    text = cli("report", out, MLP_7B).stdout
+    assert "smooth" in text and "bias" in text
