@@ -119,7 +119,7 @@ def assert_one_line_error(result, *needles: str) -> str:
 
 
 @pytest.mark.parametrize(("extra", "needles"), [
-    (["--slo", "ttft_p95=1"], ("--slo", "ttft_p95", "unknown SLO key", "ttft_p99")),
+    (["--slo", "ttft_p97=1"], ("--slo", "ttft_p97", "unknown SLO key", "ttft_p95")),
     (["--slo", "ttft_p99=1", "--hardware", "h100-sxm,tpu-v9"], ("--hardware", "unknown profile 'tpu-v9'")),
     (["--slo", "ttft_p99=1", "--policy", "fastest"], ("--policy", "fastest", "unknown policy")),
     (["--slo", "ttft_p99=1", "--tp", "two"], ("--tp", "positive integers")),
