@@ -58,12 +58,18 @@ def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO) -> RatePoint:
     rejected = measured.loc[measured["status"] == "REJECTED", "reject_reason"]
     n_rejected_kv = int(sum(KV_REJECT_MARK in str(reason) for reason in rejected))
     passes = goodput >= slo.goodput_min and all(r <= 1.0 for r in ratios.values())
-    output_tok_s = rate_qps * float(finished["output_tokens"].mean()) * goodput if len(finished) else 0.0
-    tpot_mean_s = float(np.nanmean(finished["tpot_s"].to_numpy(dtype=float))) if finished["tpot_s"].notna().any() \
-        else None
-    tok_s_per_user = 1.0 / tpot_mean_s if tpot_mean_s else None
+    output_tok_s, tok_s_per_user = _speeds(finished, rate_qps, goodput)
     return RatePoint(rate_qps, values, ratios, goodput, n_measured, n_rejected_kv, passes, output_tok_s,
                      tok_s_per_user)
+
+
+def _speeds(finished: pd.DataFrame, rate_qps: float, goodput: float) -> tuple[float, float | None]:
+    """(output tok/s the replica serves in steady state, 1 / mean TPOT) at this rate."""
+    output_tok_s = 0.0
+    if len(finished) and "output_tokens" in finished:
+        output_tok_s = rate_qps * float(finished["output_tokens"].mean()) * goodput
+    tpot_s = finished["tpot_s"].dropna() if "tpot_s" in finished else pd.Series([], dtype=float)
+    return output_tok_s, (1.0 / float(tpot_s.mean()) if len(tpot_s) and tpot_s.mean() > 0 else None)
 
 
 def _percentile(values: np.ndarray, q: int) -> float | None:
