@@ -10,10 +10,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from sim.errors import InputError
 from sim.sweep.grid import SweepPoint
