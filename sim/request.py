@@ -56,6 +56,7 @@ class RequestTable:
         self.scheduled_s = np.full(n, np.nan)  # first time it was scheduled (queue delay ends)
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.preempted_s = np.zeros(n)  # time spent preempted (waiting again or swapped)
+        self.kv_transfer_s = np.zeros(n)  # disaggregated: prefill end -> KV on a decode replica
         self.replica = np.zeros(n, dtype=np.int64)  # set when the router places the request
         self.reject_reason: dict[int, str] = {}
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from sim.attribution import Attribution
 from sim.config import EngineConfig
 from sim.cost import CostModel
 from sim.engine import ArrivalSource, ClosedLoopSource, Replica
@@ -57,6 +58,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps)
+    recorder.attribution = Attribution(table)
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     if isinstance(workload, ClosedLoop):

@@ -249,6 +249,11 @@ class Scheduler:
         return 0.0
 
     # ------------------------------------------------------------------ plans
+    def decode_only_time_s(self, contexts: np.ndarray) -> float:
+        """Time of one step decoding sequences with these contexts and nothing else (attribution)."""
+        n = int(contexts.shape[0])
+        return self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n)
+
     def single_step(self, ids: list[int], new_tokens: list[int], transfer_s: float = 0.0) -> StepPlan:
         t = self.table
         rid = np.asarray(ids, dtype=np.int64)
@@ -303,6 +308,8 @@ class Scheduler:
     def commit(self, plan: StepPlan, end_s: float) -> int:
         """Apply a finished plan at `end_s`: advance tokens, stamp first-token/finish times,
         record inter-token gaps, free the blocks of finished requests. Returns how many finished."""
+        if self.recorder.attribution is not None:  # hook: latency attribution (sim/attribution.py)
+            self.recorder.attribution.on_plan(plan, end_s, self)
         if plan.is_decode_run:
             return self._commit_decode_run(plan, end_s)
         if plan.req_ids.size == 0:
