@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from sim.feature_config import FeatureKnobs
 from sim.yamlio import read_mapping, validate
 
 POLICIES = ("static", "continuous", "chunked", "radix")
@@ -21,7 +22,7 @@ class SLO(BaseModel):
     e2e_s: PositiveFloat | None = None
 
 
-class EngineConfig(BaseModel):
+class EngineConfig(FeatureKnobs):
     """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -61,6 +62,14 @@ class EngineConfig(BaseModel):
 
     def hardware_of_replicas(self) -> list[str]:
         return list(self.replica_hardware) if self.replica_hardware is not None else [self.hardware] * self.replicas
+
+    @model_validator(mode="after")
+    def _features_fit_policy(self) -> EngineConfig:
+        if self.spec_tokens and self.policy == "static":
+            raise ValueError("speculative decoding (spec_tokens > 0) needs policy continuous, chunked or radix")
+        if self.cpu_cache_gib and self.policy != "radix":
+            raise ValueError("cpu_cache_gib is a tier of the radix prefix cache: use policy radix")
+        return self
 
     @model_validator(mode="after")
     def _chunk_fits_budget(self) -> EngineConfig:

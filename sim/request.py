@@ -50,6 +50,7 @@ class RequestTable:
         self.n_computed = np.zeros(n, dtype=np.int64)
         self.n_tokens = self.prompt_tokens.copy()
         self.cached_tokens = np.zeros(n, dtype=np.int64)  # prompt tokens served by the prefix cache
+        self.host_cached_tokens = np.zeros(n, dtype=np.int64)  # of those, loaded from the host-memory tier
         self.first_token_s = np.full(n, np.nan)
         self.last_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sim.attribution import attribution_summary
+from sim.feature_summary import feature_summary
 from sim.metrics import weighted_percentiles
 from sim.request import Status
 from sim.simulate import SimResult
@@ -123,5 +123,5 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
         "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
-        "latency_attribution": attribution_summary(frame),
+        **feature_summary(result, frame),  # hook: sim/feature_summary.py
     }
