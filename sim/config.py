@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from sim.errors import InputError
+from sim.feature_config import FeatureKnobs
 from sim.schema import MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
 from sim.yamlio import read_mapping, validate
 
@@ -26,7 +27,7 @@ class SLO(StrictModel):
     e2e_s: PositiveFloat | None = None
 
 
-class EngineConfig(StrictModel):
+class EngineConfig(FeatureKnobs):
     """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores).
 
     Ranges: sizes and counts positive; token counts at most MAX_TOKENS; shares in (0, 1]; seed in
@@ -70,6 +71,14 @@ class EngineConfig(StrictModel):
 
     def hardware_of_replicas(self) -> list[str]:
         return list(self.replica_hardware) if self.replica_hardware is not None else [self.hardware] * self.replicas
+
+    @model_validator(mode="after")
+    def _features_fit_policy(self) -> EngineConfig:
+        if self.spec_tokens and self.policy == "static":
+            raise ValueError("speculative decoding (spec_tokens > 0) needs policy continuous, chunked or radix")
+        if self.cpu_cache_gib and self.policy != "radix":
+            raise ValueError("cpu_cache_gib is a tier of the radix prefix cache: use policy radix")
+        return self
 
     @model_validator(mode="after")
     def _chunk_fits_budget(self) -> EngineConfig:

@@ -55,6 +55,8 @@ class Efficiency(StrictModel):
     # Tile quantization of GEMM M in the compute term (M rounded up to a multiple of this);
     # None (the default) leaves M as is. Calibration may set it (see sim/cost/roofline.py).
     gemm_tile_tokens: PositiveInt | None = None
+    # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
+    elementwise_memory: float | None = Field(default=None, gt=0, le=1)
 
     @field_validator("paged_attention_memory")
     @classmethod
@@ -78,6 +80,28 @@ class Efficiency(StrictModel):
         return float(np.interp(np.log2(block_size), np.log2(sizes), values))
 
 
+class LinkFit(StrictModel):
+    """One collective on one group size: time = latency_us + payload / bus_gb_s (payload in bytes)."""
+
+    model_config = _STRICT
+    latency_us: float = Field(ge=0)
+    bus_gb_s: PositiveFloat
+
+
+class Collectives(StrictModel):
+    """Measured (or derived) collective costs per TP size (sim/cost/collectives.py reads them).
+
+    `allreduce` maps a kind (`nccl`, `custom`: vLLM/TRT-LLM one-shot kernels) to {tp: LinkFit};
+    `send_recv` is one point-to-point transfer (pipeline stages, KV transfer); `nvlink_bridge`
+    the all-reduce of a TP-2 pair joined by an NVLink bridge (PCIe cards), used when the cost
+    model is built with `nvlink_bridge=True`."""
+
+    model_config = _STRICT
+    allreduce: dict[str, dict[PositiveInt, LinkFit]]
+    send_recv: LinkFit | None = None
+    nvlink_bridge: dict[str, LinkFit] | None = None
+
+
 class HardwareProfile(StrictModel):
     model_config = _STRICT
     name: str
@@ -90,6 +114,11 @@ class HardwareProfile(StrictModel):
     efficiency: Efficiency
     provenance: str
     calibration: dict | None = None
+    # New in issue 10: collective fits, relative uncertainty (1 sigma, log scale) of each op
+    # class's time, and where each group of numbers comes from (measured-fit | derived | guessed).
+    collectives: Collectives | None = None
+    uncertainty: dict[str, PositiveFloat] | None = None
+    sources: dict[str, str] | None = None
 
     @property
     def hbm_bytes(self) -> float:

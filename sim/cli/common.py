@@ -34,3 +34,32 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     for row in rows:
         table.add_row(*[str(cell) for cell in row])
     console.print(table)
+
+
+class StageProgress:
+    """A progress bar per stage (`progress(stage, done, total)`), shown only on a terminal: quiet in
+    pipes, logs and tests. Use as a context manager; the instance is the callback."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled and console.is_terminal
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self) -> StageProgress | None:
+        if not self.enabled:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=console, transient=True)
+        self.bar.start()
+        return self
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.tasks:
+            self.tasks[stage] = self.bar.add_task(stage, total=total)
+        self.bar.update(self.tasks[stage], completed=done, total=total)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
