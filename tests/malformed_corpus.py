@@ -155,6 +155,9 @@ CASES = [
     case("flag-sample-seed-negative", "workload sample {d}/s.yaml --out {d}/o.jsonl --seed -1", "--seed", s__yaml=spec(GOOD_SYNTH)),
     case("flag-sample-out-is-folder", "workload sample {d}/s.yaml --out {d}", "is a folder", s__yaml=spec(GOOD_SYNTH)),
     case("flag-calibrate-budget-negative", "calibrate run --device cpu --quick --time-budget-s -1 --out {d}/p.yaml", "--time-budget-s"),
+    case("flag-profiles-extra-argument", "profiles h100-sxm", "h100-sxm"),
+    case("flag-models-unknown-option", "models --jsn", "--jsn"),
+    case("out-is-a-plan-folder", f"{SIM} -o {{d}}/plan", "plan.json", t__csv=TRACE, **{"plan/plan.json": "{}"}),
     # ---- trace CSV ----
     case("csv-empty", "workload describe {d}/t.csv", "empty", t__csv=""),
     case("csv-unknown-header", "workload describe {d}/t.csv", "no known format", t__csv="a,b,c\n1,2,3\n"),
