@@ -135,14 +135,13 @@ def test_kill_9_mid_run_and_mid_write_never_mixes_two_runs(old_run):
     the moment its first file lands: the folder always holds one whole run (old or new); the kill's
     leftovers are removed by the next run, which replaces the folder whole."""
     old_summary = (old_run / "summary.json").read_bytes()
-    kills = []
-    for ready in (lambda: bool(partials(old_run)), lambda: _partial_has_files(old_run)):
-        kills.append(_kill_when(_start_new_run(old_run), ready))
-        n = assert_whole_run(old_run)
-        if kills[-1] and n == OLD_N:
-            assert (old_run / "summary.json").read_bytes() == old_summary
-    assert kills[0], "the run ended before it could be killed mid-run"
+    assert _kill_when(_start_new_run(old_run), lambda: bool(partials(old_run))), "ended before the kill"
+    assert (old_run / "summary.json").read_bytes() == old_summary  # killed mid-run: the old run, untouched
+    assert_whole_run(old_run)
     assert partials(old_run), "a killed run leaves its temporary folder (removed by the next run)"
+    _kill_when(_start_new_run(old_run), lambda: _partial_has_files(old_run))  # mid-write (or just after the swap)
+    if assert_whole_run(old_run) == OLD_N:
+        assert (old_run / "summary.json").read_bytes() == old_summary
     assert simulate(old_run, 60).exit_code == 0
     assert json.loads((old_run / "summary.json").read_text())["n_requests"] == 60
     assert partials(old_run) == []  # the killed runs' temporary folders are gone
