@@ -205,6 +205,8 @@ CASES = [
     case("measure-unknown-op", "calibrate report h100-sxm {d}/m.csv", "op", m__csv=MEASUREMENT_HEADER + GEMM_ROW.replace("qkv_proj", "softmax")),
     case("measure-empty", "calibrate report h100-sxm {d}/m.csv", "m.csv", m__csv=""),
     case("measure-fit-out-not-yaml", "calibrate fit {d}/m.csv --out {d}/out.txt", "--out", m__csv=MEASUREMENT_HEADER + GEMM_ROW),
+    case("measure-plot-is-folder", "calibrate report h100-sxm {d}/m.csv --plot {d}/x.png", "--plot", m__csv=MEASUREMENT_HEADER + GEMM_ROW, **{"x.png/keep": "x"}),
+    case("measure-plot-folder-missing", "calibrate report h100-sxm {d}/m.csv --plot {d}/no/x.png", "--plot", m__csv=MEASUREMENT_HEADER + GEMM_ROW),
     case("measure-vidur-n-head-0", "calibrate report h100-sxm {d}/mlp.csv", "n_head", mlp__csv="n_head,n_kv_head,n_embd,n_expanded_embd,use_gated_mlp,num_tokens,num_tensor_parallel_workers,time_stats.attn_pre_proj.median,time_stats.attn_pre_proj.std,time_stats.attn_post_proj.median,time_stats.attn_post_proj.std,time_stats.mlp_up_proj.median,time_stats.mlp_up_proj.std,time_stats.mlp_down_proj.median,time_stats.mlp_down_proj.std\n0,32,4096,11008,True,128,1,0.1,0.01,0.1,0.01,0.1,0.01,0.1,0.01\n"),
     # ---- the --out folder ----
     case("out-is-a-file", f"{SIM} -o {{d}}/t.csv", "not a directory", t__csv=TRACE),
