@@ -56,6 +56,8 @@ class Efficiency(BaseModel):
     gemm_tile_tokens: PositiveInt | None = None
     # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
     elementwise_memory: float | None = Field(default=None, gt=0, le=1)
+    # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
+    elementwise_fixed_us: float | None = Field(default=None, ge=0)
 
     def paged_efficiency(self, block_size: int) -> float:
         """KV-read efficiency for `block_size`, log2-interpolated between calibrated sizes."""
