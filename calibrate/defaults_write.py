@@ -28,6 +28,9 @@ ARCH = {"h100-sxm": "hopper", "h200": "hopper", "h100-pcie": "hopper", "a100-80g
 DERIVED_FROM = {"h200": "h100-sxm", "h100-pcie": "h100-sxm", "a100-80g-pcie": "a100-80g-sxm"}
 PAIRWISE = {"h100-pcie": "h100_pairwise_nvlink", "a100-80g-pcie": "a100_pairwise_nvlink"}
 GUESSED = ("b200", "l40s", "mi300x")
+CUSTOM_PUBLISHED = "published: fit to sglang PR 2904 H100 custom all-reduce latencies"
+CUSTOM_DERIVED = "derived: NCCL fit, latency x H100 custom/NCCL ratio"
+PAGED_RULE = f"guessed: memory x B / (B + {PAGED_BLOCK_OVERHEAD_TOKENS:g}) per block size B"
 
 
 def paged_from_rule(memory: float) -> dict[int, float]:
@@ -72,16 +75,16 @@ def measured_updates(fits: dict) -> dict[str, dict]:
                          fit["collective_residuals"].items())  # fmt: skip
         out[name] = {
             "terms": terms,
-            "collectives": {"allreduce": {"nccl": nccl, "custom": custom}, "send_recv": fit["collectives"]["send_recv"]},
+            "collectives": {"allreduce": {"nccl": nccl, "custom": custom},
+                            "send_recv": fit["collectives"]["send_recv"]},
             "uncertainty": fit["uncertainty"],
             "sources": {
                 "gemm": "measured-fit: all bundled Vidur mlp.csv of this GPU (calibrate/defaults.py)",
                 "elementwise": "measured-fit: Vidur norm/rotary/activation/add kernels of the same files",
                 "collectives.nccl": "measured-fit: Vidur network all_reduce.csv / send_recv.csv (one node)",
-                "collectives.custom": ("published: fit to sglang PR 2904 H100 custom all-reduce latencies"
-                                       if name == "h100-sxm" else "derived: NCCL fit, latency x H100 custom/NCCL ratio"),
+                "collectives.custom": CUSTOM_PUBLISHED if name == "h100-sxm" else CUSTOM_DERIVED,
                 "attention_compute": f"published: {ATTENTION[arch][1]}",
-                "paged_attention_memory": f"guessed: memory x B / (B + {PAGED_BLOCK_OVERHEAD_TOKENS:g}) per block size B",
+                "paged_attention_memory": PAGED_RULE,
                 "step_overhead_us": "guessed: team judgement (no kernel measures it)",
             },
             "note": (f"GEMM residuals (MAPE/bias %, per model and op, fit on all of them): {res}. "
@@ -109,11 +112,12 @@ def derived_updates(measured: dict) -> dict[str, dict]:
                 "allreduce": {"nccl": {4: pairs[4]}, "custom": {4: custom[4]}},
                 "nvlink_bridge": {"nccl": pairs[2], "custom": custom[2]},
             }
-            sources["collectives.nccl"] = f"measured-fit: Vidur {PAIRWISE[name]} all_reduce TP 4 (PCIe between bridged pairs)"
-            sources["collectives.custom"] = "derived: NCCL fit, latency x H100 custom/NCCL ratio"
-            sources["collectives.nvlink_bridge"] = f"measured-fit: Vidur {PAIRWISE[name]} all_reduce TP 2 (a bridged pair)"
+            setup = PAIRWISE[name]
+            sources["collectives.nccl"] = f"measured-fit: Vidur {setup} all_reduce TP 4 (PCIe between bridged pairs)"
+            sources["collectives.custom"] = CUSTOM_DERIVED
+            sources["collectives.nvlink_bridge"] = f"measured-fit: Vidur {setup} all_reduce TP 2 (a bridged pair)"
             coll = ", ".join(f"{k} {100 * v['mape']:.1f}/{100 * v['bias']:+.1f}" for k, v in residuals.items())
-            note = f"Collectives from Vidur {PAIRWISE[name]} (MAPE/bias %: {coll}); TP 2 without a bridge uses the TP-4 fit."
+            note = f"Collectives from Vidur {setup} (MAPE/bias %: {coll}); TP 2 without a bridge uses the TP-4 fit."
         upd["sources"], upd["note"] = sources, note
         out[name] = upd
     for name in GUESSED:

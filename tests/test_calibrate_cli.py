@@ -47,7 +47,7 @@ def test_fit_writes_a_profile_that_loads_and_simulates(vidur_profile):
     assert "attention_compute" in calibration["kept_from_base"]
     assert [m["n_rows"] for m in calibration["measurements"]] == [4 * 1036, 2979]  # repeated keys merged
     assert calibration["residuals"]["per_op"]["down_proj"]["n"] == 1036
-    assert printed["residuals"]["mape"] == pytest.approx(calibration["residuals"]["mape"], rel=1e-5)  # YAML keeps 6 digits
+    assert printed["residuals"]["mape"] == pytest.approx(calibration["residuals"]["mape"], rel=1e-5)  # 6 digits
     fitted_tp4 = printed["fitted"]["collectives"]["terms"]["allreduce"]["nccl"]["4"]
     assert hw.collectives.allreduce["nccl"][4].latency_us == pytest.approx(fitted_tp4["latency_us"])
     assert 20 < fitted_tp4["latency_us"] < 60  # Vidur's H100 DGX NCCL: ~40 us per small all-reduce at TP 4
