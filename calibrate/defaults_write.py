@@ -103,6 +103,7 @@ def derived_updates(measured: dict) -> dict[str, dict]:
         if name == "h200":
             upd["collectives"] = base["collectives"]
             sources["collectives.nccl"] = "derived: h100_dgx fits (same NVLink4 / NVSwitch HGX board)"
+            sources["collectives.custom"] = "derived: h100-sxm custom all-reduce fit (same board)"
             note = "Efficiencies and collectives are h100-sxm's (rules in sources)."
         else:
             pairs, residuals = _pairwise(PAIRWISE[name])
