@@ -57,6 +57,8 @@ class Efficiency(StrictModel):
     gemm_tile_tokens: PositiveInt | None = None
     # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
     elementwise_memory: float | None = Field(default=None, gt=0, le=1)
+    # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
+    elementwise_fixed_us: float | None = Field(default=None, ge=0)
 
     @field_validator("paged_attention_memory")
     @classmethod

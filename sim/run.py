@@ -44,6 +44,18 @@ def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: flo
     if max_requests is not None and max_requests < 1:
         raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
+    return _cut(workload, max_requests, rate_scale)
+
+
+def is_synthetic(trace: str | None, fmt: str | None = None) -> bool:
+    """Whether the workload's arrivals come from the seed (a spec YAML or a length-only trace)."""
+    from sim.workload.load import resolve_workload
+    from sim.workload.sniff import sniff_format
+
+    return (fmt or sniff_format(resolve_workload(trace or DEFAULT_TRACE))) in ("spec", "lengths")
+
+
+def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: float | None) -> Trace | ClosedLoop:
     if isinstance(workload, ClosedLoop):
         return workload
     if max_requests is not None:
@@ -56,15 +68,22 @@ def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: flo
 
 
 def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = None,
-        progress: Callable[[int, int], None] | None = None) -> RunOutput:
+        progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
+        resample: Callable[[int], Trace | ClosedLoop] | None = None) -> RunOutput:
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet).
 
     The folder is replaced whole (see `sim.output.atomic_run_dir`): its parent's writability is
-    checked before simulating, and a failed or killed run leaves an earlier run's folder as it was."""
+    checked before simulating, and a failed or killed run leaves an earlier run's folder as it was.
+    summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
+    carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals)."""
+    from sim.intervals import check_replays
+
+    if uncertainty is not None:
+        check_replays(uncertainty)
     if out_dir is None:
-        return _simulate(cfg, workload, progress)
+        return _simulate(cfg, workload, progress, uncertainty, resample)
     with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-        output = _simulate(cfg, workload, progress)
+        output = _simulate(cfg, workload, progress, uncertainty, resample)
         write_parquet(tmp_dir / "requests.parquet", output.requests)
         if cfg.record_steps:
             write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
@@ -72,8 +91,14 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     return output
 
 
-def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
-              progress: Callable[[int, int], None] | None) -> RunOutput:
+def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
+              uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None) -> RunOutput:
+    from sim.intervals import prediction_intervals, run_extrapolating
+
     result = simulate(cfg, workload, progress)
     frame = requests_frame(result)
-    return RunOutput(result, summarize(result, frame), frame)
+    summary = summarize(result, frame)
+    summary["extrapolating"] = run_extrapolating(cfg)
+    if uncertainty is not None:
+        summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample)
+    return RunOutput(result, summary, frame)

@@ -47,12 +47,14 @@ class SimResult:
 
 
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
-             progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None) -> SimResult:
+             progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
+             time_scale: dict[str, float] | None = None) -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
     `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
-    `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`."""
+    `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`.
+    `time_scale` multiplies the roofline cost model's times per op class (prediction intervals)."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
@@ -69,7 +71,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     replicas, memories, blocks_per_replica = [], {}, []
     for index, hw_name in enumerate(cfg.hardware_of_replicas()):
         if hw_name not in memories:
-            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost)
+            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost, time_scale)
         memory, replica_cost = memories[hw_name]
         n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
@@ -86,12 +88,14 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
                      replicas)
 
 
-def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None) -> tuple[MemoryPlan, CostModel]:
+def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None,
+                   time_scale: dict[str, float] | None = None) -> tuple[MemoryPlan, CostModel]:
     """Memory plan and cost model of one replica on `hw_name` (shared by replicas of that kind)."""
     hw = load_hardware(hw_name)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                          cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
     if cost is None:
-        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
+        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,
+                         allreduce_kind=getattr(cfg, "allreduce", None) or "nccl", time_scale=time_scale)
     return memory, cost
 

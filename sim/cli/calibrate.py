@@ -107,7 +107,7 @@ def run_command(
     quick: Annotated[bool, typer.Option("--quick", help="A few points per axis (CPU: a toy model).")] = False,
     base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h200",
     model: Annotated[list[str] | None, typer.Option("--model", help="Model spec(s) to time.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or fp32.")] = "bf16",
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16, fp32 or fp8 (GEMMs only).")] = "bf16",
     time_budget_s: Annotated[
         float | None, typer.Option("--time-budget-s", help="Stop starting new points after this.")
     ] = None,

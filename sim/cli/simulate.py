@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from sim.cli.common import console, print_json, print_table
 from sim.config import load_config
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE, load_run_workload, resolve_seed, run
+from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
 
 PROGRESS_AFTER_WALL_S = 2.0
 
@@ -94,10 +94,13 @@ def simulate(
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
     out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
+    uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
+                                    help="also run N perturbed replays; summary.json gains p10/p50/p90 `intervals`"),
 ) -> None:
     """Replay a trace through a scheduler policy on simulated GPUs."""
     overrides = {k: v for k, v in locals().items() if k not in ("trace", "trace_format", "config", "rate_scale",
-                                                             "max_requests", "out", "as_json", "record_steps")}
+                                                             "max_requests", "out", "as_json", "record_steps",
+                                                             "uncertainty")}
     overrides["record_steps"] = record_steps or None
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
@@ -106,14 +109,19 @@ def simulate(
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
     progress = _LazyProgress(enabled=not as_json)
+    resample = None
+    if uncertainty is not None and is_synthetic(trace, trace_format):
+        def resample(seed: int):
+            return load_run_workload(trace, trace_format, rate_scale, max_requests, seed)
     try:
-        output = run(cfg, workload, out, progress)
+        output = run(cfg, workload, out, progress, uncertainty, resample)
     finally:
         progress.close()
     if as_json:
         print_json(output.summary)
         return
     print_summary(output.summary)
+    print_intervals(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
@@ -159,6 +167,19 @@ def print_summary(summary: dict) -> None:
     if summary.get("goodput"):
         facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs"])
     print_table("", ["", ""], facts)
+
+
+def print_intervals(summary: dict) -> None:
+    """p10-p90 bands of the perturbed replays (when --uncertainty ran) and what is extrapolated."""
+    bands = summary.get("intervals")
+    if bands:
+        rows = [[key[:-2] + " p50/p99 (ms)"] + [f"{_ms(bands[key][s]['p10'])}-{_ms(bands[key][s]['p90'])}"
+                                                 for s in ("p50", "p99")] for key in ("ttft_s", "tpot_s", "e2e_s")]
+        tput = bands["request_throughput"]
+        rows.append(["throughput (req/s)", f"{tput['p10']:.2f}-{tput['p90']:.2f}", ""])
+        print_table(f"p10-p90 over {bands['n_replays']} perturbed replays", ["", "p50", "p99"], rows)
+    for reason in summary.get("extrapolating") or []:
+        console.print(f"extrapolating: {reason}")
 
 
 def _ms(value) -> str:
