@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from sim.engines.apply import fill_from_preset
 from sim.yamlio import read_mapping, validate
 
 POLICIES = ("static", "continuous", "chunked", "radix")
@@ -25,6 +26,10 @@ class EngineConfig(BaseModel):
     """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # engine preset (vllm | sglang | trtllm | lmdeploy | a YAML path): fills every knob below that
+    # is not given explicitly, and prices the engine's CPU work (sim/engines). None: no preset; the
+    # hardware profile's legacy step_overhead_us stands for the engine.
+    engine: str | None = None
     model: str = "llama-3-8b"
     hardware: str = "h100-sxm"
     policy: Literal["static", "continuous", "chunked", "radix"] = "continuous"
@@ -42,8 +47,15 @@ class EngineConfig(BaseModel):
     max_model_len: PositiveInt | None = None  # None: the model's max_position_embeddings
     swap_space: float = Field(4.0, ge=0)  # GiB of host memory per GPU for swapped-out KV
     num_gpu_blocks_override: PositiveInt | None = None
+    # engine behaviour (None: the preset's value; without a preset: off / nccl)
+    num_scheduler_steps: PositiveInt | None = None  # vLLM multi-step scheduling
+    enforce_eager: bool | None = None  # True: no CUDA graphs (no batch padding)
+    allreduce_kind: Literal["nccl", "custom"] | None = None
     # infersim knobs
-    chunk_size: PositiveInt = 512  # chunked/radix: token budget per step
+    # chunked/radix: the largest prompt chunk ONE request takes per step (SGLang's
+    # chunked_prefill_size, vLLM's long_prefill_token_threshold); None: no cap. The step's token
+    # budget shared by decodes and prefill chunks is always max_num_batched_tokens.
+    chunk_size: PositiveInt | None = None
     preemption_mode: Literal["recompute", "swap"] = "recompute"
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"  # lpm: longest prefix match first
     radix_chunked: bool = True  # radix on top of chunked prefill (False: on top of continuous)
@@ -52,6 +64,12 @@ class EngineConfig(BaseModel):
     seed: int = 0
     slo: SLO = SLO()
     record_steps: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_preset(cls, data):
+        """Explicit keys win; the preset fills the rest (see sim/engines/apply.py)."""
+        return fill_from_preset(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _one_profile_per_replica(self) -> EngineConfig:
@@ -64,7 +82,12 @@ class EngineConfig(BaseModel):
 
     @model_validator(mode="after")
     def _chunk_fits_budget(self) -> EngineConfig:
-        if self.policy in ("chunked", "radix") and self.chunk_size > self.max_num_batched_tokens:
+        if self.chunk_size is None:
+            return self
+        if self.policy not in ("chunked", "radix") or (self.policy == "radix" and not self.radix_chunked):
+            raise ValueError("chunk_size caps one request's prompt chunk under chunked prefill (policy chunked or "
+                             "radix); the per-step token budget is max_num_batched_tokens")
+        if self.chunk_size > self.max_num_batched_tokens:
             raise ValueError("chunk_size must not exceed max_num_batched_tokens")
         return self
 

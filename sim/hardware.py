@@ -21,6 +21,7 @@ class Compute(BaseModel):
     dense_bf16_tflops: PositiveFloat
     dense_fp8_tflops: PositiveFloat | None = None
     dense_int8_tops: PositiveFloat | None = None
+    dense_fp4_tflops: PositiveFloat | None = None  # Blackwell NVFP4/MXFP4 tensor cores
 
 
 class Memory(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.engines.apply import effective_settings
 from sim.metrics import weighted_percentiles
 from sim.request import Status
 from sim.simulate import SimResult
@@ -116,4 +117,5 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
         "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
+        "engine": effective_settings(cfg),
     }

@@ -16,7 +16,7 @@ import numpy as np
 from sim.cost.hot import HotPath
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
-from sim.dtypes import bytes_per_element, peak_key
+from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
 from sim.hardware import HardwareProfile
 from sim.model import ModelSpec
 
@@ -67,20 +67,29 @@ class CostModel:
         kv_dtype: str = "bf16",
         block_size: int = 16,
         act_dtype: str = "bf16",
+        step_overhead_s: float | None = None,
+        allreduce_kind: str = "nccl",
     ):
+        """`step_overhead_s`: a constant added to every step. None keeps the hardware profile's
+        legacy `efficiency.step_overhead_us`; an engine preset passes 0 and prices the engine's CPU
+        work itself (`sim.engines.overhead.EngineCost`). `allreduce_kind` (nccl | custom) is the
+        collective the engine uses; profiles without per-kind collective numbers price both alike."""
         model.check_tp(tp)
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
         self.eff = hw.efficiency
         self.weight_bytes_el = bytes_per_element(weight_dtype, "--weight-dtype")
-        self.kv_bytes_el = bytes_per_element(kv_dtype, "--kv-dtype")
+        self.kv_bytes_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
         self.act_bytes_el = bytes_per_element(act_dtype, "--act-dtype")
-        self.peak_flops = hw.peak_flops(peak_key(weight_dtype, "--weight-dtype"))
+        # weight-only formats (int4 AWQ/GPTQ) run bf16 math, stretched by their dequantization work
+        self.peak_flops = (hw.peak_flops(peak_key(weight_dtype, "--weight-dtype"))
+                           / dequant_compute_factor(weight_dtype, "--weight-dtype"))
+        self.weight_dtype, self.kv_dtype, self.allreduce_kind = weight_dtype, kv_dtype, allreduce_kind
         self.attn_peak_flops = hw.peak_flops(peak_key(act_dtype, "--act-dtype"))
         self.bandwidth = hw.hbm_bandwidth_bytes_s
         self.q_heads_gpu = model.n_heads // tp
         self.kv_heads_gpu = model.kv_heads_per_gpu(tp)
         self.kv_bytes_per_token_layer_gpu = 2 * self.kv_heads_gpu * model.head_dim * self.kv_bytes_el
-        self.overhead_s = self.eff.step_overhead_us * 1e-6
+        self.overhead_s = self.eff.step_overhead_us * 1e-6 if step_overhead_s is None else step_overhead_s
         self._paged_eff = self.eff.paged_efficiency(block_size)
         self._layer_table_s = np.zeros(0)
         self._lm_table_s = np.zeros(0)
