@@ -176,3 +176,33 @@ def test_fp4_needs_a_gpu_with_fp4_tensor_cores():
     assert CostModel(model, load_hardware("b200"), weight_dtype="fp4").peak_flops == 9000e12
     with pytest.raises(InputError, match="dense_fp4_tflops"):
         CostModel(model, load_hardware("h100-sxm"), weight_dtype="fp4")
+
+
+def test_engines_command_lists_every_preset():
+    import json
+
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    result = CliRunner().invoke(app, ["engines", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [p["name"] for p in json.loads(result.stdout)] == engine_names()
+
+
+def test_summary_records_the_effective_engine_settings():
+    import json
+
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    result = CliRunner().invoke(app, ["simulate", "--engine", "trtllm", "--weight-dtype", "fp8", "--max-num-seqs", "64",
+                                      "--num-scheduler-steps", "4", "--enforce-eager", "--bench",
+                                      "requests=20,isl=64,osl=8", "--json"])
+    assert result.exit_code == 0, result.output
+    engine = json.loads(result.stdout)["engine"]
+    assert engine["engine"] == "trtllm" and engine["kv_dtype"] == "fp8" and engine["max_num_seqs"] == 64
+    assert engine["block_size"] == load_engine("trtllm").scheduling.block_size
+    assert engine["overhead"]["num_scheduler_steps"] == 4 and engine["cuda_graph_capture_sizes"] == []
+    assert engine["allreduce_kind"] == "custom"

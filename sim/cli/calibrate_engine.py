@@ -28,6 +28,7 @@ def engine(
     hardware: str = typer.Option(None, "--hardware", "-H", help="bench JSON: the GPU", show_default=False),
     tp: int = typer.Option(1, "--tp", min=1, help="bench JSON: tensor-parallel size"),
     weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="bench JSON: checkpoint dtype"),
+    objective: str = typer.Option("mean", "--objective", help="mean | median |relative error| to minimise"),
     max_sim_requests: int = typer.Option(DEFAULT_MAX_SIM_REQUESTS, "--max-sim-requests", min=1),
     as_json: bool = typer.Option(False, "--json", help="print the before/after report as JSON"),
 ) -> None:
@@ -51,13 +52,13 @@ def engine(
         raise InputError(measured[0], None, "no case can be used for fitting: "
                                             + "; ".join(f"{cid}: {why}" for cid, why in skipped[:3]))
     start = EngineOverhead.from_preset(base)
-    fitted = fit_overhead(tapped, start)
+    fitted = fit_overhead(tapped, start, objective)
     data = base.model_dump()
     data["name"] = out.stem
     data["overhead"].update(per_step_us=round(float(fitted.per_step_s) * 1e6, 1),
                             per_seq_us=round(float(fitted.per_seq_s) * 1e6, 2),
                             per_token_us=round(float(fitted.per_token_s) * 1e6, 3))
-    data["fitted_on"] = f"infersim calibrate engine on {len(tapped)} case(s) from {', '.join(p.name for p in measured)}"
+    data["fitted_on"] = f"infersim calibrate engine --objective {objective} on {len(tapped)} case(s) from {', '.join(p.name for p in measured)}"
     write_text(out, "# Written by `infersim calibrate engine`.\n" + yaml.safe_dump(data, sort_keys=False))
     used = [t.case for t in tapped]
     before = summary_rows([predict(c, preset, max_sim_requests) for c in used])[-1]["median_abs_error"]
