@@ -49,14 +49,13 @@ class SimResult:
 
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
              progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
-             overhead: EngineOverhead | None = None, tap: list | None = None) -> SimResult:
+             overhead: EngineOverhead | None = None) -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
     `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
     `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`.
-    With `cfg.engine`, `overhead` replaces the preset's engine terms (engine calibration) and
-    `tap` collects every priced step (see `EngineCost`)."""
+    With `cfg.engine`, `overhead` replaces the preset's engine terms (engine calibration)."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
@@ -73,7 +72,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     replicas, memories, blocks_per_replica = [], {}, []
     for index, hw_name in enumerate(cfg.hardware_of_replicas()):
         if hw_name not in memories:
-            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost, overhead, tap)
+            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost, overhead)
         memory, replica_cost = memories[hw_name]
         n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
@@ -91,7 +90,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
 
 
 def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None,
-                   overhead: EngineOverhead | None = None, tap: list | None = None) -> tuple[MemoryPlan, CostModel]:
+                   overhead: EngineOverhead | None = None) -> tuple[MemoryPlan, CostModel]:
     """Memory plan and cost model of one replica on `hw_name` (shared by replicas of that kind).
     With an engine preset the GPU cost model carries no step constant and `EngineCost` adds the
     engine's own CPU time and CUDA-graph padding around it."""
@@ -109,5 +108,5 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
                          allreduce_kind=cfg.allreduce_kind or preset.allreduce_kind)
     if overhead is None:
         overhead = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager)
-    return memory, EngineCost(cost, overhead, tap)
+    return memory, EngineCost(cost, overhead)
 

@@ -144,3 +144,25 @@ def test_calibrate_engine_reads_a_vllm_bench_serve_json(tmp_path):
     assert json.loads(result.stdout)["n_cases_fitted"] == 2
     missing = invoke("calibrate", "engine", str(path), "--engine", "vllm", "--out", str(out))
     assert missing.exit_code == 2 and "--model/--hardware" in missing.output
+
+
+@pytest.mark.parametrize("workload", ["infinite_rate", "closed_loop", "fixed_batch"])
+def test_closed_form_refit_equals_a_full_resimulation(tmp_path, workload):
+    """The fit re-prices tapped steps instead of re-simulating; for time-invariant schedules the
+    two must agree (this is what makes the fast fit honest)."""
+    import dataclasses
+
+    from sim.engines import EngineOverhead
+
+    row = {**ROW, "workload": workload, "num_requests": 48, "input_len": 300, "output_len": 40,
+           "concurrency": 16 if workload == "closed_loop" else "", "metric": "output_throughput_tok_s",
+           "value": 1000.0}
+    case = load_cases([write_cases(tmp_path, [row])])[0]
+    tapped = tap_case(case, "vllm")
+    over = dataclasses.replace(EngineOverhead.from_preset(load_engine("vllm")), per_step_s=900e-6,
+                               per_seq_s=25e-6, per_token_s=2e-6)
+    data = load_engine("vllm").model_dump()
+    data["overhead"].update(per_step_us=900.0, per_seq_us=25.0, per_token_us=2.0)
+    preset = tmp_path / "p.yaml"
+    preset.write_text(json.dumps(data))
+    assert tapped.metric(over) == pytest.approx(predict(case, str(preset)).predicted, rel=1e-9)

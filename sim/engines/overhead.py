@@ -65,10 +65,8 @@ class EngineOverhead:
 class EngineCost:
     """A CostModel plus the engine's overhead; every other attribute is the wrapped model's."""
 
-    def __init__(self, gpu, overhead: EngineOverhead, tap: list | None = None):
-        """`tap`, when a list, receives (n_seqs, n_tokens, decode_only, gpu_s) arrays of every step
-        priced: what `sim.validate.fit` needs to re-price a time-invariant schedule in closed form."""
-        self.gpu, self.engine, self.tap = gpu, overhead, tap
+    def __init__(self, gpu, overhead: EngineOverhead):
+        self.gpu, self.engine = gpu, overhead
 
     def __getattr__(self, name):
         return getattr(self.gpu, name)
@@ -92,8 +90,6 @@ class EngineCost:
         decode_only = bool(q.size) and int(q.max()) == 1
         gpu_s = self.gpu_step_time_s(q, cached_tokens, n_sampled)
         n_seqs = int(np.count_nonzero(q))
-        if self.tap is not None:
-            self.tap.append((np.array([n_seqs]), np.array([int(q.sum())]), decode_only, np.array([gpu_s])))
         return float(self.engine.combine(gpu_s, self.engine.cpu_s(n_seqs, int(q.sum()), decode_only)))
 
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,8 +97,6 @@ class EngineCost:
         n = int(np.asarray(contexts).shape[0])
         if n:
             times = times + self._padding_s(n, True)
-        if self.tap is not None:
-            self.tap.append((np.full(times.shape, n), np.full(times.shape, n), True, times))
         return self.engine.combine(times, self.engine.cpu_s(n, n, True)), block_tokens
 
     def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:

@@ -1,8 +1,10 @@
 """Fitting an engine's overhead terms (per step, per sequence, per token) to measured results.
 
-Every case is simulated once with the engine's overhead set to zero while its priced steps are
-tapped (sequences, tokens, decode-only, GPU seconds). When all requests are queued at t=0
-(`fixed_batch`, `infinite_rate`) the schedule does not depend on step durations, so the run time
+Every case is simulated once with the engine's overhead set to zero, recording its executed steps
+(sequences, tokens, decode-only, and the step time, which is then the GPU time alone). When all requests are queued at t=0
+(`fixed_batch`, `infinite_rate`), or identical requests come from a closed loop without think time
+(each client's next request joins at the step after its last one ends, whatever the step
+durations), the schedule does not depend on step durations, so the run time
 under any overhead terms is a closed-form sum over those steps and the fit needs no more
 simulations. The fit minimises the median (or mean) |relative error| over the cases by a coarse-to-fine grid;
 callers re-simulate with the fitted terms to report the true after-error (never the closed form).
@@ -24,7 +26,7 @@ from sim.summary import summarize
 from sim.validate.cases import Case
 from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, _metric, cannot_express, case_config, case_workload
 
-FITTABLE_WORKLOADS = ("fixed_batch", "infinite_rate")
+FITTABLE_WORKLOADS = ("fixed_batch", "infinite_rate", "closed_loop")  # fixed lengths, no think time
 LATENCY_METRICS = ("mean_e2e_latency_ms",)
 THROUGHPUT_METRICS = ("request_throughput_req_s", "output_throughput_tok_s")
 # search ranges (microseconds): wide enough for Python engines at thousands of sequences
@@ -67,19 +69,19 @@ def tap_case(case: Case, engine: str, max_sim_requests: int = DEFAULT_MAX_SIM_RE
         return f"cannot express: {reason}"
     over = EngineOverhead.from_preset(load_engine(cfg.engine), cfg.num_scheduler_steps, cfg.enforce_eager)
     n = min(case.num_requests, max_sim_requests) if case.workload != "fixed_batch" else case.num_requests
-    tap: list = []
     try:
-        result = simulate(cfg, case_workload(case, n), overhead=zero_overhead(over), tap=tap)
+        result = simulate(cfg.model_copy(update={"record_steps": True}), case_workload(case, n),
+                          overhead=zero_overhead(over))
     except InputError as exc:
         return f"cannot express: {exc.line()}"
     summary = summarize(result)
-    if summary["n_finished"] < n or not tap:
+    steps = result.recorder.steps_frame()
+    if summary["n_finished"] < n or steps.empty:
         return "cannot express: requests rejected"
-    cols = list(zip(*tap))
-    decode = np.concatenate([np.full(a.shape, d) for a, d in zip(cols[0], cols[2])])
-    gpu_s = np.concatenate(cols[3])
-    return TappedCase(case, np.concatenate(cols[0]).astype(float), np.concatenate(cols[1]).astype(float), decode,
-                      gpu_s, _metric(summary, case.metric), float(gpu_s.sum()))
+    prefill = steps["prefill_tokens"].to_numpy(dtype=float)
+    gpu_s = steps["step_time_s"].to_numpy(dtype=float)
+    return TappedCase(case, steps["batch_size"].to_numpy(dtype=float), prefill + steps["decode_tokens"].to_numpy(),
+                      prefill == 0, gpu_s, _metric(summary, case.metric), float(result.sim_duration_s))
 
 
 OBJECTIVES = ("mean", "median")
