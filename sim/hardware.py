@@ -22,6 +22,7 @@ class Compute(StrictModel):
     dense_bf16_tflops: PositiveFloat
     dense_fp8_tflops: PositiveFloat | None = None
     dense_int8_tops: PositiveFloat | None = None
+    dense_fp4_tflops: PositiveFloat | None = None  # Blackwell NVFP4/MXFP4 tensor cores
 
 
 class Memory(StrictModel):

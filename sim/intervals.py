@@ -42,7 +42,7 @@ def band(values) -> dict[str, float | None]:
 
 def _cost_model(cfg: EngineConfig) -> CostModel:
     return CostModel(load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.weight_dtype, cfg.kv_dtype,
-                     cfg.block_size, allreduce_kind=getattr(cfg, "allreduce", None) or "nccl")  # fmt: skip
+                     cfg.block_size, allreduce_kind=cfg.allreduce_kind or "nccl")  # fmt: skip
 
 
 def perturbed_cost_scales(cfg: EngineConfig, n: int) -> list[dict[str, float]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.engines.apply import effective_settings
 from sim.feature_summary import feature_summary
 from sim.metrics import weighted_percentiles
 from sim.request import Status
@@ -124,5 +125,6 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
         "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
+        "engine": effective_settings(cfg),
         **feature_summary(result, frame),  # hook: sim/feature_summary.py
     }

@@ -81,9 +81,20 @@ class Trace:
 @dataclass
 class ClosedLoop:
     """A closed-loop workload: `concurrency` clients, each sending its next request when
-    its previous one finishes (plus `think_time_s`). Requests are drawn in order from
+    its previous one finishes (plus a think time of mean `think_time_s`: fixed when
+    `think_time_cv` is 0, else Gamma-distributed with that coefficient of variation, drawn from
+    `seed`, so identical clients do not march in lockstep). Requests are drawn in order from
     `pool`; its arrival times are ignored. The engine stamps the real arrival times."""
 
     pool: Trace
     concurrency: int
     think_time_s: float = 0.0
+    think_time_cv: float = 0.0
+    seed: int = 0
+
+    def think_times_s(self, rng) -> float:
+        """One client's next think time (seconds)."""
+        if self.think_time_s <= 0 or self.think_time_cv <= 0:
+            return self.think_time_s
+        shape = 1.0 / self.think_time_cv**2
+        return float(rng.gamma(shape, self.think_time_s / shape))

@@ -12,8 +12,11 @@ from sim.cli.common import console, print_json, print_table
 from sim.config import load_config
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
+from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
+NOT_CONFIG_OPTIONS = ("trace", "trace_format", "bench", "config", "rate_scale", "max_requests", "out", "as_json",
+                      "record_steps", "uncertainty")
 
 
 def _opt(help_text: str, *names: str):
@@ -47,7 +50,12 @@ class _LazyProgress:
 def simulate(
     trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
     trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),
+    bench: str = _opt("benchmark workload instead of --trace: 'batch=8,isl=32,osl=128' (fixed batch), "
+                      "'requests=1000,isl=128,osl=128' (infinite rate), add 'concurrency=32[,think_s=..,think_cv=..,"
+                      "jitter=..]' for a closed loop", "--bench"),
     config: Path = _opt("config YAML (keys = these flags with underscores)", "--config", "-c"),
+    engine: str = _opt("engine preset: vllm | sglang | trtllm | lmdeploy | a YAML path (any flag overrides it)",
+                       "--engine", "-e"),
     model: str = _opt("bundled model name or YAML/config.json path [llama-3-8b]", "--model", "-m"),
     hardware: str = _opt("bundled profile name or YAML path [h100-sxm]", "--hardware", "-H"),
     policy: str = _opt("static | continuous | chunked | radix [continuous]", "--policy", "-p"),
@@ -55,8 +63,9 @@ def simulate(
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),
-    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--weight-dtype"),
-    kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--kv-dtype"),
+    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 | int4 (weight-only) | fp4 [bf16]", "--weight-dtype"),
+    kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16; a preset's default for quantized weights]",
+                         "--kv-dtype"),
     max_num_seqs: int = _opt("vLLM max_num_seqs [256]", "--max-num-seqs"),
     max_num_batched_tokens: int = _opt("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
     block_size: int = _opt("KV block size in tokens [16]", "--block-size"),
@@ -64,7 +73,13 @@ def simulate(
     max_model_len: int = _opt("context limit [model's max_position_embeddings]", "--max-model-len"),
     swap_space: float = _opt("GiB of host memory per GPU for swapped KV [4]", "--swap-space"),
     num_gpu_blocks_override: int = _opt("pin the number of KV blocks", "--num-gpu-blocks-override"),
-    chunk_size: int = _opt("chunked/radix token budget per step [512]", "--chunk-size"),
+    chunk_size: int = _opt("chunked/radix: cap on ONE request's prompt chunk per step [none]; the step budget "
+                           "is --max-num-batched-tokens", "--chunk-size"),
+    num_scheduler_steps: int = _opt("vLLM multi-step scheduling: decode steps per schedule [preset / 1]",
+                                    "--num-scheduler-steps"),
+    enforce_eager: bool = typer.Option(None, "--enforce-eager/--cuda-graphs", show_default=False,
+                                       help="disable / keep the preset's CUDA graphs (batch padding)"),
+    allreduce_kind: str = _opt("nccl | custom [preset / nccl]", "--allreduce"),
     preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
     radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
@@ -98,19 +113,23 @@ def simulate(
                                     help="also run N perturbed replays; summary.json gains p10/p50/p90 `intervals`"),
 ) -> None:
     """Replay a trace through a scheduler policy on simulated GPUs."""
-    overrides = {k: v for k, v in locals().items() if k not in ("trace", "trace_format", "config", "rate_scale",
-                                                             "max_requests", "out", "as_json", "record_steps",
-                                                             "uncertainty")}
+    overrides = {k: v for k, v in locals().items() if k not in NOT_CONFIG_OPTIONS}
     overrides["record_steps"] = record_steps or None
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
     _feature_overrides(overrides)
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
-    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
+    if bench is not None:
+        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests:
+            raise InputError("--bench", None, "replaces the workload: do not combine with --trace, --format, "
+                                              "--rate-scale or --max-requests")
+        workload = bench_workload(bench)
+    else:
+        workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
     progress = _LazyProgress(enabled=not as_json)
     resample = None
-    if uncertainty is not None and is_synthetic(trace, trace_format):
+    if uncertainty is not None and bench is None and is_synthetic(trace, trace_format):
         def resample(seed: int):
             return load_run_workload(trace, trace_format, rate_scale, max_requests, seed)
     try:

@@ -1,5 +1,7 @@
-"""Chunked prefill (Sarathi-style): a token budget per step; running decodes first, then the
-remaining prompt of partially prefilled requests, then new requests' prompt chunks."""
+"""Chunked prefill (Sarathi-style, vLLM V1 semantics): one token budget per step,
+`max_num_batched_tokens`, shared by running decodes first, then the remaining prompt of partially
+prefilled requests, then new requests' prompt chunks. `chunk_size`, when set, caps the chunk any
+one request takes in a step (SGLang's chunked_prefill_size, vLLM's long_prefill_token_threshold)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ class ChunkedScheduler(Scheduler):
         decoding = [r for r in self.running if self.is_decoding(r)]
         decodes, more_s = self.prepare_decodes(decoding, now_s, grow=True)
         transfer_s += more_s
-        budget = self.cfg.chunk_size - len(decodes) * self.decode_tokens_per_seq()
+        budget = self.cfg.max_num_batched_tokens - len(decodes) * self.decode_tokens_per_seq()
         ids, tokens = self._prefill_chunks(budget, now_s)
         if not ids and decodes:
             horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf
@@ -27,12 +29,13 @@ class ChunkedScheduler(Scheduler):
     def _prefill_chunks(self, budget: int, now_s: float) -> tuple[list[int], list[int]]:
         """Fill the budget: partial prefills in admission order, then new admissions FCFS."""
         t, b = self.table, self.blocks
+        cap = self.cfg.chunk_size or math.inf
         ids: list[int] = []
         tokens: list[int] = []
         for rid in [r for r in self.running if not self.is_decoding(r)]:
             if budget <= 0:
                 break
-            n_new = int(min(t.n_tokens[rid] - t.n_computed[rid], budget))
+            n_new = int(min(t.n_tokens[rid] - t.n_computed[rid], budget, cap))
             if not self.make_room(b.blocks_needed(rid, int(t.n_computed[rid]) + n_new)):
                 continue
             b.grow(rid, int(t.n_computed[rid]) + n_new)
@@ -41,7 +44,7 @@ class ChunkedScheduler(Scheduler):
             budget -= n_new
         while budget > 0 and self.waiting and not self.swapped and len(self.running) < self.cfg.max_num_seqs:
             rid = self.waiting[0]
-            n_new = self.try_admit(rid, budget, now_s)
+            n_new = self.try_admit(rid, min(budget, cap), now_s)
             if n_new is None:
                 break
             self.waiting.popleft()
