@@ -67,3 +67,8 @@ def _default(value):
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> None:
+    """A table as CSV (header row, no index), atomically."""
+    _atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sim.config import EngineConfig
-from sim.output import prepare_out_dir, write_json, write_parquet
+from sim.errors import InputError
+from sim.output import prepare_out_dir, write_csv, write_json, write_parquet
+from sim.provenance import provenance
 from sim.simulate import SimResult, simulate
-from sim.summary import requests_frame, summarize
+from sim.slo import PlanSLO, slo_report
+from sim.summary import DEFAULT_PERCENTILES, requests_frame, summarize
 from sim.trace import ClosedLoop, Trace
 from sim.workload import apply_transforms, load_workload
+from sim.workload.synthetic.arrivals import arrival_times_s
 
 DEFAULT_TRACE = "splitwise_conv"
 
@@ -26,26 +32,50 @@ class RunOutput:
 
 
 def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: float | None = None,
-                      max_requests: int | None = None, seed: int = 0) -> Trace | ClosedLoop:
-    """The workload of a run: a trace/spec path or bundled name, optionally sped up or cut."""
+                      max_requests: int | None = None, seed: int = 0, qps: float | None = None) -> Trace | ClosedLoop:
+    """The workload of a run: a trace/spec path or bundled name, optionally cut, then sped up
+    (`rate_scale`) or given Poisson arrivals at `qps` req/s (its lengths kept, in order)."""
+    if rate_scale is not None and qps is not None:
+        raise InputError("--qps", None, "give at most one of --qps and --rate-scale")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
     if isinstance(workload, ClosedLoop):
+        if qps is not None:
+            raise InputError("--qps", None, "a closed-loop workload sets its own arrivals; give a trace")
         return workload
     if max_requests is not None:
         workload = workload.take(range(min(max_requests, len(workload))))
     if rate_scale is not None:
         workload = apply_transforms(workload, rate_scale=rate_scale)
+    if qps is not None:
+        workload = poisson_arrivals(workload, qps, seed)
     return workload
 
 
+def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
+    """The same requests (lengths, order, prefixes) arriving as a Poisson process of `qps` req/s."""
+    if not (qps > 0 and math.isfinite(qps)):
+        raise InputError("--qps", None, f"must be a number of requests/s > 0; got {qps}")
+    timed = trace.take(np.arange(len(trace)))
+    timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))
+    return timed
+
+
 def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = None,
-        progress: Callable[[int, int], None] | None = None) -> RunOutput:
-    """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet)."""
+        progress: Callable[[int, int], None] | None = None, percentiles=DEFAULT_PERCENTILES,
+        slo: PlanSLO | None = None, csv_path: Path | None = None) -> RunOutput:
+    """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
+    with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
+    effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
+    (sim.slo.slo_report over every request)."""
     if out_dir is not None:
         out_dir = prepare_out_dir(out_dir)
     result = simulate(cfg, workload, progress)
     frame = requests_frame(result)
-    summary = summarize(result, frame)
+    summary = summarize(result, frame, percentiles)
+    summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)
+    summary.update(provenance(cfg, workload))
+    if csv_path is not None:
+        write_csv(csv_path, frame)
     if out_dir is not None:
         write_parquet(out_dir / "requests.parquet", frame)
         if cfg.record_steps:

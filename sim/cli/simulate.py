@@ -11,8 +11,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from sim.cli.common import console, print_json, print_table
 from sim.config import load_config
 from sim.run import DEFAULT_TRACE, load_run_workload, run
+from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
+from sim.summary import parse_percentiles
 
 PROGRESS_AFTER_WALL_S = 2.0
+NOT_CONFIG = ("trace", "trace_format", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
+              "record_steps", "slo", "goodput_min", "percentiles", "csv")
 
 
 def _opt(help_text: str, *names: str):
@@ -69,23 +73,35 @@ def simulate(
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
     seed: int = _opt("random seed [0]", "--seed"),
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
+    qps: float = _opt("Poisson arrivals at this many req/s (the trace's lengths, in order)", "--qps", "--rate"),
     max_requests: int = _opt("replay only the first N requests", "--max-requests"),
+    slo: list[str] = typer.Option(None, "--slo", show_default=False,
+                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: "
+                                       "goodput and attainment in the summary"),
+    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    percentiles: str = _opt("latency percentiles to report, e.g. 50,90,95,99 [50,90,99]", "--percentiles"),
+    csv: Path = _opt("also write one row per request to this CSV file", "--csv"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
     out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
 ) -> None:
-    """Replay a trace through a scheduler policy on simulated GPUs."""
-    overrides = {k: v for k, v in locals().items() if k not in ("trace", "trace_format", "config", "rate_scale",
-                                                             "max_requests", "out", "as_json", "record_steps")}
+    """Replay a trace through a scheduler policy on simulated GPUs.
+
+    Files hold seconds (`*_s`) and the latency statistics again in milliseconds (`*_ms`); tables show ms."""
+    overrides = {k: v for k, v in locals().items() if k not in NOT_CONFIG}
     overrides["record_steps"] = record_steps or None
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
+    wanted = parse_percentiles(percentiles)
+    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    if slo_spec is not None:
+        overrides["slo"] = slo_spec.per_request_limits_s()
     cfg = load_config(config, overrides)
-    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
-    progress = _LazyProgress(enabled=not as_json)
+    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed, qps)
+    progress = _LazyProgress(enabled=not as_json and console.is_terminal)
     try:
-        output = run(cfg, workload, out, progress)
+        output = run(cfg, workload, out, progress, wanted, slo_spec, csv)
     finally:
         progress.close()
     if as_json:
@@ -95,6 +111,8 @@ def simulate(
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
+    if csv is not None:
+        console.print(f"wrote {csv}")
 
 
 def print_summary(summary: dict) -> None:
@@ -104,10 +122,11 @@ def print_summary(summary: dict) -> None:
             f"{summary['n_rejected']} rejected | {summary['sim_duration_s']:.1f} s simulated in "
             f"{summary['wall_time_s']:.2f} s")
     rows = []
+    columns = list(summary["ttft_s"])
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_delay_s"):
         stats = summary[key]
-        rows.append([key[:-2] + " (ms)"] + [_ms(stats[p]) for p in ("mean", "p50", "p90", "p99", "max")])
-    print_table(head, ["latency", "mean", "p50", "p90", "p99", "max"], rows)
+        rows.append([key[:-2] + " (ms)"] + [_ms(stats[p]) for p in columns])
+    print_table(head, ["latency", *columns], rows)
     facts = [
         ["throughput", f"{summary['request_throughput']:.2f} req/s, {summary['output_throughput_tok_s']:.0f} "
                        f"output tok/s, {summary['input_throughput_tok_s']:.0f} input tok/s"],
@@ -117,7 +136,15 @@ def print_summary(summary: dict) -> None:
         ["prefix hit rate", f"{summary['prefix_hit_rate']:.1%} ({summary['evicted_blocks']} blocks evicted)"],
     ]
     if summary.get("goodput"):
-        facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs"])
+        facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs "
+                                 f"({summary['goodput']['request_throughput']:.2f} req/s)"])
+    report = summary.get("slo_attainment")
+    if report:
+        for key, item in report["per_slo"].items():
+            facts.append([f"SLO {key} <= {item['limit_ms']:g} ms",
+                          f"{_ms(item['value_s'])} ms, {'met' if item['met'] else 'MISSED'}; "
+                          f"{item['attainment']:.1%} of requests within"])
+        facts.append(["SLOs met", "yes" if report["met"] else "no"])
     print_table("", ["", ""], facts)
 
 
