@@ -12,16 +12,18 @@ import pandas as pd
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.output import prepare_out_dir, write_csv, write_json, write_parquet
+from sim.output import atomic_run_dir, write_csv, write_json, write_parquet
 from sim.provenance import provenance
 from sim.simulate import SimResult, simulate
 from sim.slo import PlanSLO, slo_report
 from sim.summary import DEFAULT_PERCENTILES, requests_frame, summarize
 from sim.trace import ClosedLoop, Trace
 from sim.workload import apply_transforms, load_workload
+from sim.workload.load import spec_seed
 from sim.workload.synthetic.arrivals import arrival_times_s
 
 DEFAULT_TRACE = "splitwise_conv"
+RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet")  # what a run folder may hold
 
 
 @dataclass
@@ -31,10 +33,21 @@ class RunOutput:
     requests: pd.DataFrame
 
 
+def resolve_seed(cfg: EngineConfig, trace: str | None, fmt: str | None = None) -> EngineConfig:
+    """The run's seed: an explicit one (--seed, or `seed:` in the config YAML) wins; else the
+    workload spec's `seed:`; else 0. The one seed drives both the workload and the simulation."""
+    if "seed" in cfg.model_fields_set:
+        return cfg
+    seed = spec_seed(trace or DEFAULT_TRACE, fmt)
+    return cfg if seed is None else cfg.model_copy(update={"seed": seed})
+
+
 def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: float | None = None,
                       max_requests: int | None = None, seed: int = 0, qps: float | None = None) -> Trace | ClosedLoop:
     """The workload of a run: a trace/spec path or bundled name, optionally cut, then sped up
     (`rate_scale`) or given Poisson arrivals at `qps` req/s (its lengths kept, in order)."""
+    if max_requests is not None and max_requests < 1:
+        raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
     if rate_scale is not None and qps is not None:
         raise InputError("--qps", None, "give at most one of --qps and --rate-scale")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
@@ -66,19 +79,29 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
     with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
-    (sim.slo.slo_report over every request)."""
-    if out_dir is not None:
-        out_dir = prepare_out_dir(out_dir)
+    (sim.slo.slo_report over every request).
+
+    The folder is replaced whole (see `sim.output.atomic_run_dir`): its parent's writability is
+    checked before simulating, and a failed or killed run leaves an earlier run's folder as it was."""
+    if out_dir is None:
+        output = _simulate(cfg, workload, progress, percentiles, slo)
+    else:
+        with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
+            output = _simulate(cfg, workload, progress, percentiles, slo)
+            write_parquet(tmp_dir / "requests.parquet", output.requests)
+            if cfg.record_steps:
+                write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
+            write_json(tmp_dir / "summary.json", output.summary)
+    if csv_path is not None:
+        write_csv(csv_path, output.requests)
+    return output
+
+
+def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
+              percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None) -> RunOutput:
     result = simulate(cfg, workload, progress)
     frame = requests_frame(result)
     summary = summarize(result, frame, percentiles)
     summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)
     summary.update(provenance(cfg, workload))
-    if csv_path is not None:
-        write_csv(csv_path, frame)
-    if out_dir is not None:
-        write_parquet(out_dir / "requests.parquet", frame)
-        if cfg.record_steps:
-            write_parquet(out_dir / "steps.parquet", result.recorder.steps_frame())
-        write_json(out_dir / "summary.json", summary)
     return RunOutput(result, summary, frame)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sim.cli.errors import OneLineErrors
+from sim.output import json_text
 
 console = Console()
 
@@ -22,15 +22,8 @@ def new_app(**settings: Any) -> typer.Typer:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=_json_default) + "\n")
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    """Strict JSON on stdout (NaN/inf become null, as in every file we write)."""
+    sys.stdout.write(json_text(data))
 
 
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:

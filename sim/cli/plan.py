@@ -13,16 +13,18 @@ from rich.table import Table
 from sim.cli.common import StageProgress, console, print_json
 from sim.config import load_config
 from sim.errors import InputError
-from sim.output import prepare_out_dir, write_json
+from sim.output import atomic_run_dir, write_json
 from sim.planner.candidates import parse_list, parse_tps
 from sim.planner.knobs import parse_knob_search
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.plots import write_plots
 from sim.planner.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS, parse_slo
-from sim.run import DEFAULT_TRACE
+from sim.run import DEFAULT_TRACE, resolve_seed
 from sim.sweep.backends import make_backend
 from sim.trace import ClosedLoop
 from sim.workload import load_workload
+
+PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png")  # what a plan folder may hold
 
 
 def plan(
@@ -43,6 +45,8 @@ def plan(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="replay the whole workload through the cluster"),
     max_verify_runs: int = typer.Option(6, "--max-verify-runs", help="whole-workload runs per verified candidate"),
     config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
+    seed: int = typer.Option(None, "--seed", show_default=False,
+                             help="random seed [the config's, else the workload spec's, else 0]"),
     backend: str = typer.Option("local", "--backend", help="local (processes) | ray"),
     address: str = typer.Option(None, "--address", help="ray: address of a running cluster"),
     workers: int = typer.Option(min(2, os.cpu_count() or 1), "--workers", help="parallel simulations"),
@@ -65,30 +69,36 @@ def plan(
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
     wall_time_start_s = time.monotonic()  # reported only
     slo_spec = parse_slo(slo or [], goodput)
-    base = load_config(config, {"model": model})
+    base = resolve_seed(load_config(config, {"model": model, "seed": seed}), workload, workload_format)
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
     knob_grid = parse_knob_search(search or [])
     if max_verify_runs < 1:
         raise InputError("--max-verify-runs", None, f"must be at least 1; got {max_verify_runs}")
     runner = make_backend(backend, max(1, workers) if workers is not None else None, address)
-    out_dir = prepare_out_dir(out) if out is not None else None
     trace = load_workload(workload, workload_format, seed=base.seed)
     if isinstance(trace, ClosedLoop):
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
     settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs)
-    with StageProgress(enabled=not as_json) as progress:
-        result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
-                           backend=runner, knob_grid=knob_grid, progress=progress)
-    if out_dir is not None:
-        write_json(out_dir / "plan.json", result)
-        write_plots(result, out_dir)
+
+    def run_search() -> dict:
+        with StageProgress(enabled=not as_json) as progress:
+            return make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
+                             backend=runner, knob_grid=knob_grid, progress=progress)
+
+    if out is None:
+        result = run_search()
+    else:  # the folder is checked before searching and replaced whole after (sim.output.atomic_run_dir)
+        with atomic_run_dir(out, PLAN_FILES) as tmp_dir:
+            result = run_search()
+            write_json(tmp_dir / "plan.json", result)
+            write_plots(result, tmp_dir)
     if as_json:
         print_json(result)
     else:
         print_plan(result, top)
         console.print(f"planned in {time.monotonic() - wall_time_start_s:.1f} s")
-        if out_dir is not None:
-            console.print(f"wrote {out_dir}/plan.json, latency_vs_rate.png, cost.png and pareto.png")
+        if out is not None:
+            console.print(f"wrote {out}/plan.json, latency_vs_rate.png, cost.png and pareto.png")
     if result["recommended"] is None:
         raise typer.Exit(code=1)
 
