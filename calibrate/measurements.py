@@ -128,14 +128,9 @@ def _check_per_op(frame: pd.DataFrame, where: str) -> None:
         for column in _EMPTY[op]:
             if rows[column].notna().any():
                 raise InputError(where, column, f"empty on {op} rows")
-<<<<<<< HEAD
     attention = frame[frame["op"].isin(ATTENTION_OPS)]
     if (attention["n_heads"] % attention["n_kv_heads"] != 0).any():
         raise InputError(where, "n_heads", "a multiple of n_kv_heads on attention rows")
-    allreduce = frame[frame["op"] == "allreduce"]
-    if (allreduce["tp"] < 2).any():
-        raise InputError(where, "tp", ">= 2 on allreduce rows")
-=======
     collective = frame[frame["op"].isin(COLLECTIVE_OPS)]
     if (collective["tp"] < 2).any():
         raise InputError(where, "tp", ">= 2 on allreduce and send_recv rows")
@@ -149,7 +144,6 @@ def check_no_duplicates(frame: pd.DataFrame, where: str) -> None:
         rows = [int(i) + 1 for i in frame.index[repeats][:2]]
         raise InputError(where, ",".join(KEY_COLUMNS[:4]) + ",...",
                          f"one row per configuration (data rows {rows[0]} and {rows[1]} repeat one)")
->>>>>>> issue-10
 
 
 def validate_measurements(frame: pd.DataFrame, where: str) -> pd.DataFrame:
