@@ -252,6 +252,7 @@ def run_calibration(
     dtype: str = "bf16",
     grid: grids.Grid | None = None,
     time_budget_s: float | None = None,
+    progress=None,
 ) -> pd.DataFrame:
     """Time GEMMs, decode and prefill attention (and all-reduce on >1 GPU) for the models.
 
@@ -277,12 +278,21 @@ def run_calibration(
     # A CPU quick run's ops are tiny: thread hand-offs would dominate, and on a busy
     # machine (a test suite) they stall, so it runs on one thread.
     quick_cpu_threads = 1 if quick and device == "cpu" else None
+    def phase_done(n_done: int) -> None:  # `progress(stage, done, total)` per kernel family, if given
+        if progress is not None:
+            progress("timing kernels (GEMM, prefill, decode, all-reduce)", n_done, 4)
+
+    phase_done(0)
     with torch.inference_mode(), _torch_threads(quick_cpu_threads):
         _time_gemms(run, models)
+        phase_done(1)
         if dtype != "fp8":  # fp8 runs time the GEMMs only (attention stays in bf16 in fp8 engines)
             _time_prefill(run, models)  # cheap: before decode, so a tight budget keeps it
+            phase_done(2)
             _time_decode(run, models)
+        phase_done(3)
     _time_allreduce(run)
+    phase_done(4)
     log.info(
         "calibration: %d points in %.1f s, %d skipped past the time budget",
         len(run.rows), time.monotonic() - started, run.n_skipped,
