@@ -59,7 +59,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps)
-    recorder.attribution = Attribution(table)
+    recorder.attribution = Attribution(table) if cfg.latency_attribution else None
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     if isinstance(workload, ClosedLoop):
