@@ -23,7 +23,8 @@ is decode for all its sequences.
 
 The parts telescope: each step adds (start - previous mark) as waiting and (end - start) as
 work (for a request that ran in the step just before, start is that step's end exactly), so
-they sum to finish - arrival up to float rounding (tests hold 1e-9 s). Only a request's own row (not its extra samples' rows) is followed.
+they sum to finish - arrival up to float rounding (tests hold 1e-9 s). Only a request's own row
+(not its extra samples' rows) is followed.
 """
 
 from __future__ import annotations
