@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+
+from sim.schema import StrictModel
 
 Probability = Field(ge=0, le=1)
 
 
-class GroupKnobs(BaseModel):
+class GroupKnobs(StrictModel):
     """What a disaggregated prefill or decode group may set differently from the rest of the config."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     hardware: str | None = None
     tp: PositiveInt | None = None
     policy: Literal["continuous", "chunked", "radix"] | None = None
@@ -23,8 +24,7 @@ class GroupKnobs(BaseModel):
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
 
 
-class FeatureKnobs(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class FeatureKnobs(StrictModel):
     # per-request latency attribution (sim/attribution.py); costs ~20-40% of a run's wall time
     latency_attribution: bool = True
     # speculative decoding (sim/spec_decode.py): off while spec_tokens == 0

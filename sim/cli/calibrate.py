@@ -41,7 +41,13 @@ def _check_out(out: Path) -> None:
         raise InputError("--out", str(out), "a path ending in .yaml or .yml")
 
 
-def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, as_json: bool) -> None:
+NoTablesOpt = Annotated[
+    bool, typer.Option("--no-tables", help="Smooth model only: do not store the measured GEMM tables.")
+]
+
+
+def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, as_json: bool,
+                   tables: bool = True) -> None:
     """Fit on the measurement frames of `files`, write the profile to `out`, print a summary."""
     import pandas as pd
 
@@ -52,9 +58,9 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
 
     base = _load_profile(base_name)
     frame = validate_measurements(pd.concat([f for _, f in files], ignore_index=True), "measurements")
-    fit = fit_profile(frame, base)
+    fit = fit_profile(frame, base, tables=tables)
     residuals = mape_summary(residual_rows(frame, fit.hardware))
-    data = calibrated_profile_data(fit, base, out.stem, measurement_sources(files), residuals)
+    data = calibrated_profile_data(fit, base, out.stem, measurement_sources(files), residuals, frame)
     write_profile(data, out)
     if as_json:
         print_json(
@@ -63,6 +69,9 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
                 "fitted": data["calibration"]["fitted"],
                 "kept_from_base": fit.kept,
                 "residuals": residuals,
+                "n_tables": len(fit.tables),
+                "table_holdout": data["calibration"]["table_holdout"],
+                "uncertainty": data.get("uncertainty"),
             }
         )
         return
@@ -72,6 +81,7 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
     ]
     print_table(f"Fitted {out}", ["class", "rows", "MAPE %", "terms"], rows)
     typer.echo(f"kept from {base.name}: {', '.join(fit.kept)}")
+    typer.echo(f"measured GEMM tables: {len(fit.tables)} shapes" + ("" if tables else " (--no-tables)"))
 
 
 def _fmt(value) -> str:
@@ -98,6 +108,7 @@ def run_command(
     time_budget_s: Annotated[
         float | None, typer.Option("--time-budget-s", help="Stop starting new points after this.")
     ] = None,
+    no_tables: NoTablesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Time kernels on this machine, write OUT's measurements CSV next to it, fit, write OUT."""
@@ -113,7 +124,7 @@ def run_command(
     frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s)
     csv_path = write_measurements(frame, out.with_name(f"{out.stem}.measurements.csv"))
     typer.echo(f"wrote {csv_path} ({len(frame)} measurements)", err=True)
-    _fit_and_write([(csv_path, frame)], base, out, as_json)
+    _fit_and_write([(csv_path, frame)], base, out, as_json, tables=not no_tables)
 
 
 @calibrate_app.command("fit")
@@ -122,11 +133,13 @@ def fit_command(
     measurements: MeasurementsArg,
     out: OutOpt,
     base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h100-sxm",
+    no_tables: NoTablesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fit the cost model's terms to MEASUREMENTS and write a calibrated profile to OUT."""
+    """Fit the cost model's terms to MEASUREMENTS and write a calibrated profile to OUT
+    (with measured GEMM tables unless --no-tables)."""
     _check_out(out)
-    _fit_and_write(_read_files(measurements), base, out, as_json)
+    _fit_and_write(_read_files(measurements), base, out, as_json, tables=not no_tables)
 
 
 @calibrate_app.command("report")
@@ -155,4 +168,5 @@ def report_command(
     if as_json:
         print_json(summary)
     else:
-        print_table(f"{hw.name} vs {len(frame)} measurements", ["op", "n", "MAPE %"], summary_table_rows(summary))
+        print_table(f"{hw.name} vs {len(frame)} measurements", ["op", "n", "MAPE %", "bias %", "answered by"],
+                    summary_table_rows(summary))

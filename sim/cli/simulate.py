@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from sim.cli.common import console, print_json, print_table
 from sim.config import load_config
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE, load_run_workload, run
+from sim.run import DEFAULT_TRACE, load_run_workload, resolve_seed, run
 
 PROGRESS_AFTER_WALL_S = 2.0
 
@@ -68,7 +68,7 @@ def simulate(
     preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
     radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
-    seed: int = _opt("random seed [0]", "--seed"),
+    seed: int = _opt("random seed [the config's, else the workload spec's, else 0]", "--seed"),
     spec_tokens: int = _opt("speculative decoding: k proposed tokens per step [0: off]", "--spec-tokens"),
     spec_acceptance: str = _opt("acceptance rate in [0,1], or one per position, comma-separated [0.8]",
                                 "--spec-acceptance"),
@@ -103,7 +103,7 @@ def simulate(
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
     _feature_overrides(overrides)
-    cfg = load_config(config, overrides)
+    cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
     progress = _LazyProgress(enabled=not as_json)
     try:
