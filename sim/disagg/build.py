@@ -95,7 +95,8 @@ def build_disaggregated(cfg, model, env, table, recorder, source, max_model_len:
             blocks_per_replica.append(n_blocks)
             index += 1
     coordinator.attach(built["prefill"], built["decode"])
-    groups = {f"{role}_group": {"replicas": counts[role], "hardware": c.hardware, "tp": c.tp, "policy": c.policy}
-              for role, c in configs.items()}
+    groups = {f"{role}_{key}": value for role, c in configs.items()
+              for key, value in (("replicas", counts[role]), ("hardware", c.hardware), ("tp", c.tp),
+                                 ("policy", c.policy))}
     return DisaggCluster(built["prefill"], built["decode"], coordinator, blocks_per_replica, first_memory, n_gpus,
                          groups)

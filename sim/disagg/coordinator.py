@@ -113,11 +113,11 @@ class Coordinator:
         return horizon
 
     def summary(self) -> dict:
-        return {"n_transfers": self.n_transfers, "bytes_moved": self.bytes_moved,
-                "wire_s_mean": self.wire_s / self.n_transfers if self.n_transfers else None,
-                "wait_s_mean": float(self.wait_s) / self.n_transfers if self.n_transfers else None,
-                "link": {"kind": self.link.kind, "gb_s": self.link.bytes_s / 1e9,
-                         "latency_us": self.link.latency_s * 1e6, "parallel_pairs": self.link.n_parallel}}
+        n = self.n_transfers
+        return {"n_transfers": n, "bytes_moved": self.bytes_moved,
+                "wire_s_mean": self.wire_s / n if n else None, "wait_s_mean": float(self.wait_s) / n if n else None,
+                "link_kind": self.link.kind, "link_gb_s": self.link.bytes_s / 1e9,
+                "link_latency_us": self.link.latency_s * 1e6, "link_parallel_pairs": self.link.n_parallel}
 
 
 def _kv_bytes_per_token(cost) -> float:
