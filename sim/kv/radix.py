@@ -238,8 +238,9 @@ class RadixCache:
         return n_freed
 
     def _path_keys(self, node: _Node) -> np.ndarray:
-        """The chain of keys from the root down to the end of `node`."""
-        parts = []
+        """The chain of keys from the root down to `node`'s last block still held."""
+        parts = [node.keys[: len(node.blocks)]]
+        node = node.parent
         while node is not self._root:
             parts.append(node.keys)
             node = node.parent
