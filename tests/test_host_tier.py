@@ -130,3 +130,12 @@ def test_bad_tier_input_one_line_exit_2(args):
     result = CliRunner().invoke(app, ["simulate", "--max-requests", "5", *args])
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_tier_decode_runs_equal_single_steps(monkeypatch):
+    from test_engine_decode_runs import check_equivalent
+
+    workload = load_run_workload("mooncake_conversation", rate_scale=0.25, max_requests=100)
+    cfg = EngineConfig(policy="radix", max_model_len=131072, num_gpu_blocks_override=4000, cpu_cache_gib=16.0)
+    summary = check_equivalent(cfg, workload, monkeypatch)
+    assert summary["evicted_blocks"] > 0
