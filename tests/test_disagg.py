@@ -163,3 +163,21 @@ def test_bad_disagg_input_one_line_exit_2(args, tmp_path):
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
     assert "Traceback" not in result.output
+
+
+def test_compare_splits_pairs_each_layout_with_aggregated_at_equal_gpus():
+    from sim.disagg.compare import compare_splits
+
+    base = EngineConfig(policy="chunked", slo={"ttft_s": 2.0, "tpot_s": 0.1})
+
+    def workload_for(n_replicas):
+        return load_run_workload("splitwise_conv", rate_scale=n_replicas, max_requests=60)
+
+    results = compare_splits(base, workload_for, [(1, 1), (1, 2), (2, 1)])
+    assert [r.label for r in results] == ["aggregated x2", "1P:1D", "aggregated x3", "1P:2D", "2P:1D"]
+    assert [r.n_gpus for r in results] == [2, 2, 3, 3, 3]
+    for r in results:
+        row = r.row()
+        assert row["finished"] == 60
+        assert row["goodput_per_gpu"] == pytest.approx(row["goodput_req_s"] / r.n_gpus)
+    assert results[1].row()["kv_transfer_p99_s"] > 0 and results[0].row()["kv_transfer_p99_s"] is None
