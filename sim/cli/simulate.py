@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
+from sim.cli.feature_facts import feature_facts
 from sim.config import load_config
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE, load_run_workload, resolve_seed, run
@@ -158,6 +159,7 @@ def print_summary(summary: dict) -> None:
     ]
     if summary.get("goodput"):
         facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs"])
+    facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
 
 
