@@ -38,6 +38,9 @@ class Interconnect(StrictModel):
     gpu_link_latency_us: float = Field(ge=0)
     host_link_gb_s: PositiveFloat
     max_gpus_per_node: PositiveInt
+    # scale-out NIC per GPU (RDMA: InfiniBand/RoCE), per direction; None where no standard system is bundled
+    network_gb_s: PositiveFloat | None = None
+    network_latency_us: float | None = Field(None, ge=0)
 
 
 class Efficiency(StrictModel):

@@ -37,6 +37,7 @@ class SimResult:
     sim_duration_s: float
     wall_time_s: float
     replicas: list[Replica]
+    disagg: object | None = None  # sim.disagg.build.DisaggCluster of a disaggregated run
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -63,13 +64,35 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps)
-    recorder.attribution = Attribution(table)
+    recorder.attribution = Attribution(table) if cfg.latency_attribution else None
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     if isinstance(workload, ClosedLoop):
         source = ClosedLoopSource(env, workload, table, router, progress)
     else:
         source = ArrivalSource(env, table.arrival_s[: table.n_requests], router, progress)
+    disagg = None
+    if cfg.is_disaggregated:  # hook: disaggregated prefill/decode (sim/disagg/)
+        from sim.disagg.build import build_disaggregated
+
+        disagg = build_disaggregated(cfg, model, env, table, recorder, source, max_model_len, cost, _replica_parts)
+        replicas, blocks_per_replica, memory = disagg.replicas, disagg.blocks_per_replica, disagg.first_memory
+        source.start(disagg.prefill)
+        for replica in disagg.decode:
+            replica.sched.finished_listener = disagg.prefill[0].sched.finished_listener
+    else:
+        replicas, memory, blocks_per_replica = _build_replicas(cfg, model, env, table, recorder, source,
+                                                                max_model_len, cost)
+        source.start(replicas)
+    env.run()
+    wall_time_s = time.perf_counter() - wall_time_start_s
+    return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
+                     replicas, disagg)
+
+
+def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_model_len: int,
+                    cost: CostModel | None) -> tuple[list[Replica], MemoryPlan, list[int]]:
+    """The replicas of an aggregated cluster (one per profile in cfg.hardware_of_replicas())."""
     replicas, memories, blocks_per_replica = [], {}, []
     for index, hw_name in enumerate(cfg.hardware_of_replicas()):
         if hw_name not in memories:
@@ -82,12 +105,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
         sched.spec = make_spec_decoder(cfg, replica_cost, index)
         replicas.append(Replica(env, sched, source))
         blocks_per_replica.append(n_blocks)
-    source.start(replicas)
-    env.run()
-    memory = next(iter(memories.values()))[0]
-    wall_time_s = time.perf_counter() - wall_time_start_s
-    return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
-                     replicas)
+    return replicas, next(iter(memories.values()))[0], blocks_per_replica
 
 
 def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None,

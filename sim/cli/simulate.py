@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
+from sim.cli.feature_facts import feature_facts
 from sim.config import load_config
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
@@ -211,6 +212,7 @@ def print_summary(summary: dict) -> None:
                           f"{_ms(item['value_s'])} ms, {'met' if item['met'] else 'MISSED'}; "
                           f"{item['attainment']:.1%} of requests within"])
         facts.append(["SLOs met", "yes" if report["met"] else "no"])
+    facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
 
 

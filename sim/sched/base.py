@@ -94,6 +94,10 @@ class Scheduler:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running or self.swapped)
 
+    def blocked_on_transfers(self) -> bool:
+        """Blocks held for KV transfers will free up or arrive (sim/disagg): wait, do not reject."""
+        return False
+
     def n_outstanding(self) -> int:
         return len(self.waiting) + len(self.running) + len(self.swapped)
 
