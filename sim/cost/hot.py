@@ -70,37 +70,76 @@ class HotPath:
 
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """(times, KV tokens in whole blocks) of n_steps consecutive decode steps in which each
-        sequence gains one token; the second array is what the block pool holds at each step."""
+        sequence gains one token; the second array is what the block pool holds at each step.
+
+        Every array operation here costs ~0.5 us whatever its length and a replay makes tens of
+        thousands of runs of ~10 steps, so the formulas are arranged to take few operations;
+        the values are those of `_blend` over the same quantities, bit for bit (integer-valued
+        floats are exact, and x / x == 1 and 1 ** p == 1 exactly)."""
         n = contexts.shape[0]
         if n == 0:
             return np.full(n_steps, self.overhead_s), np.zeros(n_steps)
-        size = self.block_size
-        steps = np.arange(n_steps, dtype=np.float64)
-        pairs = float(contexts.sum()) + n * (steps + 0.5)
-        kv_tokens = whole_block_tokens_per_step(contexts, n_steps, size)
-        t_compute = pairs * self.pair_s
-        t_memory = (kv_tokens * self.kv_token_bytes + n * self.io_token_bytes) / self.kv_bw
-        # roofline.blend inlined: its general guards cost ~5% of a whole replay on this path (n > 0 here)
+        total = int(contexts.sum())
+        kv_tokens = whole_block_tokens_per_step(contexts, n_steps, self.block_size, total)
+        t_compute = (float(total) + n * _half_steps(n_steps)) * self.pair_s  # pairs: sum_j (c_j + s + 0.5)
+        t_memory = kv_tokens * self.kv_token_bytes
+        t_memory += n * self.io_token_bytes
+        t_memory /= self.kv_bw
         if math.isinf(self.p):
             attention = np.maximum(t_compute, t_memory)
-        else:
+        else:  # top * ((t_c / top) ** p + (t_m / top) ** p) ** (1 / p), one of the two ratios being 1
             top = np.maximum(t_compute, t_memory)
-            attention = top * ((t_compute / top) ** self.p + (t_memory / top) ** self.p) ** (1.0 / self.p)
+            ratio = np.minimum(t_compute, t_memory, out=t_compute)
+            ratio /= top
+            ratio **= self.p
+            ratio += 1.0
+            ratio **= 1.0 / self.p
+            attention = np.multiply(top, ratio, out=top)
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
-        return self.n_layers * (attention + self.launch_s) + fixed_s, kv_tokens
+        attention += self.launch_s
+        attention *= self.n_layers
+        attention += fixed_s
+        return attention, kv_tokens
 
 
-def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int) -> np.ndarray:
+_HALF_STEPS = np.arange(4096, dtype=np.float64) + 0.5
+
+
+def _half_steps(n_steps: int) -> np.ndarray:
+    """[0.5, 1.5, ..., n_steps - 0.5] (a view of a shared table; do not mutate)."""
+    global _HALF_STEPS
+    if n_steps > _HALF_STEPS.shape[0]:
+        _HALF_STEPS = np.arange(2 * n_steps, dtype=np.float64) + 0.5
+    return _HALF_STEPS[:n_steps]
+
+
+def residue_counts(contexts: np.ndarray, block_size: int) -> tuple[np.ndarray, int]:
+    """(how many sequences are r tokens short of a whole block, for r = 0..B-1; blocks held).
+
+    A sequence with c cached tokens holds ceil(c / B) blocks and is r = (-c) mod B tokens short
+    of filling them: it takes a new block at decode steps s = r, r + B, r + 2B, ... (0-based)."""
+    residues = (-contexts) % block_size
+    held = (int(contexts.sum()) + int(residues.sum())) // block_size
+    return np.bincount(residues, minlength=block_size), held
+
+
+def blocks_for_steps(counts: list[int], n_seqs: int, n_steps: int) -> int:
+    """Extra blocks n_steps decode steps take, from `residue_counts` (as a list): every B steps
+    each sequence takes one, and the first n_steps mod B steps take those with residue below it."""
+    whole, part = divmod(n_steps, len(counts))
+    return whole * n_seqs + sum(counts[:part])
+
+
+def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int,
+                                total_tokens: int | None = None) -> np.ndarray:
     """KV tokens read per decode step, in whole blocks: sum_j ceil((c_j + s + 1) / B) * B for
-    s = 0..n_steps-1. Sequence j needs one more block at every step s >= 1 with (c_j + s) % B == 0,
-    so the crossings of step s are the number of sequences with residue (-c_j) mod B == s mod B."""
-    base_blocks = float((-(-(contexts + 1) // block_size)).sum())
-    if n_steps == 1:
-        return np.array([base_blocks * block_size])
-    per_residue = np.bincount((-contexts) % block_size, minlength=block_size).astype(np.float64)
-    if n_steps <= block_size:  # crossings[s] = per_residue[s % B]
-        crossings = per_residue[:n_steps].copy()
-    else:
-        crossings = np.tile(per_residue, n_steps // block_size + 1)[:n_steps]
-    crossings[0] = 0.0
-    return (base_blocks + np.cumsum(crossings)) * block_size
+    s = 0..n_steps-1, i.e. (blocks held + blocks taken by steps 0..s) * B (see `residue_counts`).
+    `total_tokens` (sum of contexts) may be passed when already known."""
+    residues = (-contexts) % block_size
+    total = int(contexts.sum()) if total_tokens is None else total_tokens
+    held = (total + int(residues.sum())) // block_size
+    counts = np.bincount(residues, minlength=block_size)
+    if n_steps > block_size:
+        counts = np.tile(counts, -(-n_steps // block_size))
+    taken = np.cumsum(counts[:n_steps], dtype=np.float64)
+    return (taken + held) * block_size

@@ -236,6 +236,35 @@ class BlockManager:
                 start += need
         return total
 
+    def grow_by(self, req_ids: list[int], n_new: int | list[int]) -> int:
+        """Add `n_new` blocks (one count for all, or one per request) to each listed table, from
+        one pool allocation handed out in list order (the decode hot path). NoFreeBlocks (nothing
+        changed) if the GPU is short. Returns the number of new blocks."""
+        counts = [n_new] * len(req_ids) if isinstance(n_new, int) else n_new
+        total = sum(counts)
+        if not total:
+            return 0
+        swapped = self._swapped
+        if swapped:
+            for r in req_ids:
+                self._require_resident(r)
+        new_blocks = self._gpu.allocate(total)
+        tables = self._tables
+        if total == len(req_ids):  # one each
+            for r, block in zip(req_ids, new_blocks):
+                table = tables.get(r)
+                if table is None:
+                    tables[r] = [block]
+                else:
+                    table.append(block)
+            return total
+        start = 0
+        for r, need in zip(req_ids, counts):
+            if need:
+                tables.setdefault(r, []).extend(new_blocks[start : start + need])
+                start += need
+        return total
+
     def attach_shared(self, req_id: int, blocks: list[int]) -> None:
         """Start the request's table with shared blocks (a prefix-cache hit); increfs each."""
         if self._tables.get(req_id) or req_id in self._swapped:

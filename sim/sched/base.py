@@ -12,7 +12,7 @@ import numpy as np
 
 from sim.config import EngineConfig
 from sim.cost import CostModel
-from sim.cost.hot import whole_block_tokens_per_step
+from sim.cost.hot import blocks_for_steps, residue_counts, whole_block_tokens_per_step
 from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
 from sim.request import RequestTable, Status
@@ -209,16 +209,19 @@ class Scheduler:
         transfer_s = 0.0
         survivors = list(ids)
         while survivors:
-            contexts = t.n_computed[survivors]
-            held = self._held_blocks(contexts)
             copies = [r for r in survivors if r in self._cow_pending] if self._cow_pending else []
-            need = int(np.maximum(-(-(contexts + 1) // size) - held, 0).sum()) + len(copies)
+            if not grow and not copies and self.blocks.n_free >= len(survivors):
+                break  # room for a new block each: no need to count the exact need
+            contexts = t.n_computed[np.array(survivors, dtype=np.int64)]
+            # a sequence needs a new block for its next token when its blocks are full (c % B == 0)
+            full = contexts % size == 0
+            need = int(np.count_nonzero(full)) + len(copies)
             if self.make_room(need):
                 for r in copies:
                     self.blocks.prepare_write(r, int(t.n_computed[r]))
                     self._cow_pending.discard(r)
-                if grow:
-                    self._grow_to(survivors, contexts, held, 1)
+                if grow and need > len(copies):
+                    self.blocks.grow_by([survivors[i] for i in np.flatnonzero(full).tolist()], 1)
                 break
             victim = self.running[-1]
             transfer_s += self.preempt(victim, now_s)
@@ -261,42 +264,55 @@ class Scheduler:
     def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0) -> StepPlan:
         """As many decode steps of `ids` as can run before anything could change: stop at the first
         completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
-        before blocks would run short."""
-        t = self.table
-        rid = np.asarray(ids, dtype=np.int64)
+        before blocks would run short. Takes the run's blocks now."""
+        t, size = self.table, self.blocks.block_size
+        rid = np.array(ids, dtype=np.int64)
         contexts = t.n_computed[rid]
-        remaining = t.output_tokens[rid] - (t.n_tokens[rid] - t.prompt_tokens[rid])
-        held = self._held_blocks(contexts)
+        remaining = int((t.final_tokens[rid] - t.n_tokens[rid]).min())
         longest = 1 if self.swapped else MAX_DECODE_RUN_STEPS  # a swapped request may return after any step
-        k = self._steps_blocks_allow(contexts, held, int(min(remaining.min(), longest)))
+        k = min(remaining, longest)
+        counts = None
+        if len(ids) * -(-k // size) > self.blocks.n_free:  # k steps might not fit: count exactly
+            counts, _ = residue_counts(contexts, size)
+            counts = counts.tolist()
+            k = self._steps_blocks_allow(counts, len(ids), k)
         if np.isfinite(horizon_s) and k > 1:
             times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
-            ends = now_s + transfer_s + np.cumsum(times)
+            ends = np.cumsum(times)
+            ends += now_s + transfer_s
             if ends[-1] < horizon_s and k > times.shape[0]:
                 times, block_tokens = self.cost.decode_run(contexts, k)
-                ends = now_s + transfer_s + np.cumsum(times)
+                ends = np.cumsum(times)
+                ends += now_s + transfer_s
             k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
             times = times[:k]
             block_tokens = None if block_tokens is None else block_tokens[:k]
         else:
             times, block_tokens = self.cost.decode_run(contexts, k)
-        self._grow_to(ids, contexts, held, k)
+        self._grow_run(ids, contexts, k, counts)
         return StepPlan(rid, np.ones(len(ids), dtype=np.int64), times, is_decode_run=True, transfer_s=transfer_s,
                         block_tokens=block_tokens)
 
-    def _steps_blocks_allow(self, contexts: np.ndarray, held: np.ndarray, k: int) -> int:
-        """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here)."""
-        size, free = self.blocks.block_size, self.blocks.n_free
+    def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, counts: list[int] | None) -> None:
+        """Take the blocks k decode steps of `ids` need: sequence j is short of a block within k
+        steps when (-c_j) mod B < k (tables a policy already grew for the first step only take
+        what they still lack)."""
+        if counts is not None and k <= len(counts) and not sum(counts[:k]):
+            return  # nobody crosses a block boundary
+        short = np.flatnonzero((-contexts) % self.blocks.block_size < k).tolist()
+        if short:
+            self.blocks.grow_many([ids[i] for i in short], (contexts[short] + k).tolist())
 
-        def need(steps: int) -> int:
-            return int(np.maximum(-(-(contexts + steps) // size) - held, 0).sum())
-
-        if need(k) <= free:
+    def _steps_blocks_allow(self, counts: list[int], n_seqs: int, k: int) -> int:
+        """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here);
+        `counts` from `residue_counts`."""
+        free = self.blocks.n_free
+        if blocks_for_steps(counts, n_seqs, k) <= free:
             return k
         lo, hi = 1, k  # need(lo) fits, need(hi) does not
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
+            lo, hi = (mid, hi) if blocks_for_steps(counts, n_seqs, mid) <= free else (lo, mid)
         return lo
 
     # ------------------------------------------------------------------ commit
@@ -346,7 +362,7 @@ class Scheduler:
 
     def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
         t = self.table
-        done = candidates[(t.n_tokens[candidates] - t.prompt_tokens[candidates]) >= t.output_tokens[candidates]]
+        done = candidates[t.n_tokens[candidates] >= t.final_tokens[candidates]]
         if not done.size:
             return 0
         done_set = set(done.tolist())
