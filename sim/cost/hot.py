@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from sim.cost.model import CostModel
 
 
+SCALAR_MAX_SEQS = 16  # steps of at most this many sequences take the plain-Python path
+
+
 class HotPath:
     def __init__(self, cost: CostModel):
         eff, model = cost.eff, cost.model
@@ -46,6 +49,8 @@ class HotPath:
 
     def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
         """Total time of one step of sequences bringing `new_tokens` over `cached_tokens`."""
+        if new_tokens.shape[0] <= SCALAR_MAX_SEQS:
+            return self.step_time_s_scalar(new_tokens.tolist(), cached_tokens.tolist(), n_sampled)
         q = new_tokens
         c = cached_tokens
         size = self.block_size
@@ -65,6 +70,28 @@ class HotPath:
             pairs_d = float(c[decode].sum()) + 0.5 * n_decode
             kv_d = float(kv_tokens[decode].sum())
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
+        layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
+        return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
+
+    def step_time_s_scalar(self, new_tokens: list[int], cached_tokens: list[int], n_sampled: int) -> float:
+        """`step_time_s` in plain Python for a few sequences (an array operation costs as much as
+        a Python loop over ~10 items). Same value bit for bit: the sums are of integers and
+        half-integers, which floats hold exactly, whatever the order."""
+        size = self.block_size
+        n_tokens = n_decode = context_d = kv_d = kv_p = tokens_p = 0
+        pairs_p = 0.0
+        for q, c in zip(new_tokens, cached_tokens):
+            n_tokens += q
+            if q == 1:
+                n_decode += 1
+                context_d += c
+                kv_d += -(-(c + 1) // size) * size
+            elif q > 1:
+                pairs_p += q * (c + 0.5 * q)
+                kv_p += -(-(c + q) // size) * size
+                tokens_p += q
+        prefill_s = self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw) if tokens_p else 0.0
+        decode_s = self._attention_s(float(context_d) + 0.5 * n_decode, float(kv_d), n_decode, self.kv_bw)
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 

@@ -6,13 +6,14 @@ A policy subclass implements only `schedule(now_s, horizon_s)`; hooks (`on_admit
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import numpy as np
 
 from sim.config import EngineConfig
 from sim.cost import CostModel
-from sim.cost.hot import blocks_for_steps, residue_counts, whole_block_tokens_per_step
+from sim.cost.hot import SCALAR_MAX_SEQS, blocks_for_steps, residue_counts, whole_block_tokens_per_step
 from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
 from sim.request import RequestTable, Status
@@ -254,10 +255,15 @@ class Scheduler:
     # ------------------------------------------------------------------ plans
     def single_step(self, ids: list[int], new_tokens: list[int], transfer_s: float = 0.0) -> StepPlan:
         t = self.table
-        rid = np.asarray(ids, dtype=np.int64)
-        q = np.asarray(new_tokens, dtype=np.int64)
+        rid = np.array(ids, dtype=np.int64)
+        q = np.array(new_tokens, dtype=np.int64)
         c = t.n_computed[rid]
-        n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
+        if len(ids) <= SCALAR_MAX_SEQS:
+            n_tokens = t.n_tokens
+            n_sampled = sum(1 for r, n_new, n_cached in zip(ids, new_tokens, c.tolist())
+                            if n_cached + n_new == n_tokens[r])
+        else:
+            n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
         time_s = self.cost.step_time_s(q, c, n_sampled)
         return StepPlan(rid, q, np.array([time_s]), transfer_s=transfer_s)
 
@@ -326,6 +332,8 @@ class Scheduler:
         return self._commit_step(plan, end_s)
 
     def _commit_step(self, plan: StepPlan, end_s: float) -> int:
+        if plan.req_ids.shape[0] <= SCALAR_MAX_SEQS:
+            return self._commit_step_scalar(plan, end_s)
         t = self.table
         rid, q = plan.req_ids, plan.new_tokens
         t.n_computed[rid] += q
@@ -348,6 +356,41 @@ class Scheduler:
         self.recorder.step(self, end_s, plan, int(q[q > 1].sum()), int(np.count_nonzero(q == 1)))
         return self._finish_done(sampled, end_s)
 
+    def _commit_step_scalar(self, plan: StepPlan, end_s: float) -> int:
+        """`_commit_step` for a few sequences, one Python pass (same effects, same order)."""
+        t = self.table
+        n_computed, n_tokens, first_token_s, last_token_s = t.n_computed, t.n_tokens, t.first_token_s, t.last_token_s
+        sampled: list[int] = []
+        prefill_done: list[int] = []
+        gaps: list[float] = []
+        prefill_tokens = decode_tokens = 0
+        for r, n_new in zip(plan.req_ids.tolist(), plan.new_tokens.tolist()):
+            if n_new > 1:
+                prefill_tokens += n_new
+            elif n_new == 1:
+                decode_tokens += 1
+            computed = n_computed[r] + n_new
+            n_computed[r] = computed
+            if computed != n_tokens[r]:
+                continue
+            n_tokens[r] = computed + 1
+            sampled.append(r)
+            if math.isnan(first_token_s[r]):
+                first_token_s[r] = end_s
+                prefill_done.append(r)
+            else:
+                gaps.append(end_s - last_token_s[r])
+                if n_new > 1:
+                    prefill_done.append(r)
+            last_token_s[r] = end_s
+        if gaps:
+            self.recorder.add_gaps(np.array(gaps))
+        for r in prefill_done:
+            self.on_prefill_done(r, end_s)
+            sampled += self.fork_samples(r, end_s)
+        self.recorder.step(self, end_s, plan, prefill_tokens, decode_tokens)
+        return self._finish_done(sampled, end_s)
+
     def _commit_decode_run(self, plan: StepPlan, end_s: float) -> int:
         t = self.table
         rid, k = plan.req_ids, plan.n_steps
@@ -360,14 +403,17 @@ class Scheduler:
         self.recorder.run(self, start_s, plan)
         return self._finish_done(rid, end_s)
 
-    def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
+    def _finish_done(self, candidates: np.ndarray | list[int], end_s: float) -> int:
         t = self.table
-        done = candidates[t.n_tokens[candidates] >= t.final_tokens[candidates]]
-        if not done.size:
+        if isinstance(candidates, list):
+            done = [r for r in candidates if t.n_tokens[r] >= t.final_tokens[r]]
+        else:
+            done = candidates[t.n_tokens[candidates] >= t.final_tokens[candidates]].tolist()
+        if not done:
             return 0
-        done_set = set(done.tolist())
+        done_set = set(done)
         self.running = [r for r in self.running if r not in done_set]
-        for r in done.tolist():
+        for r in done:
             t.status[r] = Status.FINISHED
             t.finish_s[r] = end_s
             self.on_release(r)
@@ -375,4 +421,4 @@ class Scheduler:
             self._cow_pending.discard(r)
             if self.finished_listener is not None and t.is_request_done(r):
                 self.finished_listener(int(t.sample_of[r]))
-        return int(done.size)
+        return len(done)
