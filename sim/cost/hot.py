@@ -166,7 +166,20 @@ def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: 
     total = int(contexts.sum()) if total_tokens is None else total_tokens
     held = (total + int(residues.sum())) // block_size
     counts = np.bincount(residues, minlength=block_size)
-    if n_steps > block_size:
-        counts = np.tile(counts, -(-n_steps // block_size))
-    taken = np.cumsum(counts[:n_steps], dtype=np.float64)
-    return (taken + held) * block_size
+    taken_per_step = counts[:n_steps] if n_steps <= block_size else counts[_cyclic_index(n_steps, block_size)]
+    taken = np.cumsum(taken_per_step, dtype=np.float64)
+    taken += held
+    taken *= block_size
+    return taken
+
+
+_CYCLIC: dict[int, np.ndarray] = {}
+
+
+def _cyclic_index(n_steps: int, block_size: int) -> np.ndarray:
+    """[0, 1, ..., B-1, 0, 1, ...] of length n_steps (a view of a shared table; do not mutate)."""
+    index = _CYCLIC.get(block_size)
+    if index is None or index.shape[0] < n_steps:
+        index = np.arange(max(n_steps, 4096)) % block_size
+        _CYCLIC[block_size] = index
+    return index[:n_steps]

@@ -17,7 +17,7 @@ from sim.cost.hot import SCALAR_MAX_SEQS, blocks_for_steps, residue_counts, whol
 from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
 from sim.request import RequestTable, Status
-from sim.sched.plan import StepPlan
+from sim.sched.plan import StepPlan, ones_int64
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
 HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
@@ -159,6 +159,22 @@ class Scheduler:
         t = self.table
         return t.n_tokens[rid] - t.n_computed[rid] == 1 and t.n_computed[rid] >= t.prompt_tokens[rid]
 
+    def split_decoding(self, ids: list[int]) -> tuple[list[int], list[int]]:
+        """(decoding, not decoding) among `ids`, each in the given order (`is_decoding` for many)."""
+        t = self.table
+        if len(ids) <= SCALAR_MAX_SEQS:
+            decoding, other = [], []
+            n_tokens, n_computed, prompt_tokens = t.n_tokens, t.n_computed, t.prompt_tokens
+            for r in ids:
+                computed = n_computed[r]
+                (decoding if n_tokens[r] - computed == 1 and computed >= prompt_tokens[r] else other).append(r)
+            return decoding, other
+        rid = np.array(ids, dtype=np.int64)
+        computed = t.n_computed[rid]
+        is_decoding = ((t.n_tokens[rid] - computed) == 1) & (computed >= t.prompt_tokens[rid])
+        flags = is_decoding.tolist()
+        return [r for r, d in zip(ids, flags) if d], [r for r, d in zip(ids, flags) if not d]
+
     def _mark_running(self, rid: int, now_s: float) -> None:
         t = self.table
         t.status[rid] = Status.RUNNING
@@ -282,7 +298,7 @@ class Scheduler:
             counts, _ = residue_counts(contexts, size)
             counts = counts.tolist()
             k = self._steps_blocks_allow(counts, len(ids), k)
-        if np.isfinite(horizon_s) and k > 1:
+        if k > 1 and math.isfinite(horizon_s):
             times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
             ends = np.cumsum(times)
             ends += now_s + transfer_s
@@ -296,7 +312,7 @@ class Scheduler:
         else:
             times, block_tokens = self.cost.decode_run(contexts, k)
         self._grow_run(ids, contexts, k, counts)
-        return StepPlan(rid, np.ones(len(ids), dtype=np.int64), times, is_decode_run=True, transfer_s=transfer_s,
+        return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
                         block_tokens=block_tokens)
 
     def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, counts: list[int] | None) -> None:

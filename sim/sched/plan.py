@@ -29,3 +29,16 @@ class StepPlan:
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])
         self.duration_s = float(self.step_times_s.sum()) + self.transfer_s
+
+
+_ONES = np.ones(256, dtype=np.int64)
+_ONES.flags.writeable = False
+
+
+def ones_int64(n: int) -> np.ndarray:
+    """A read-only array of n ones (a decode run's new tokens), without allocating each time."""
+    global _ONES
+    if n > _ONES.shape[0]:
+        _ONES = np.ones(2 * n, dtype=np.int64)
+        _ONES.flags.writeable = False
+    return _ONES[:n]
