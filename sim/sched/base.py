@@ -21,6 +21,7 @@ from sim.sched.plan import StepPlan, ones_int64
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
 HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
+SCALAR_COMMIT_MAX_SEQS = 8  # steps of at most this many sequences commit in one Python pass
 
 
 class Scheduler:
@@ -348,7 +349,7 @@ class Scheduler:
         return self._commit_step(plan, end_s)
 
     def _commit_step(self, plan: StepPlan, end_s: float) -> int:
-        if plan.req_ids.shape[0] <= SCALAR_MAX_SEQS:
+        if plan.req_ids.shape[0] <= SCALAR_COMMIT_MAX_SEQS:
             return self._commit_step_scalar(plan, end_s)
         t = self.table
         rid, q = plan.req_ids, plan.new_tokens
