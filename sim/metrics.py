@@ -2,6 +2,8 @@
 
 Inter-token gaps are kept as weighted samples: a decode run of k steps over n sequences adds
 n gaps for its first step and k-1 values of weight n, so memory grows with steps, not tokens.
+Past `GAP_COMPACT_AT` samples, equal values are merged (their weights added): percentiles and
+the maximum do not change; the mean may differ in its last bits (another summation order).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class Growable:
         return self._data[: self.size]
 
 
+GAP_COMPACT_AT = 4_000_000  # weighted gap samples kept before equal values are merged
+
+
 STEP_COLUMNS = ("replica", "start_s", "step_time_s", "batch_size", "prefill_tokens", "decode_tokens",
                 "kv_blocks_used")
 
@@ -60,6 +65,7 @@ class Recorder:
         self.record_steps = record_steps
         self.gap_values = Growable()
         self.gap_weights = Growable(np.int64)
+        self._compact_at = GAP_COMPACT_AT
         self.preemptions = 0
         self.n_steps = 0
         self.busy_s = 0.0
@@ -85,6 +91,18 @@ class Recorder:
         self.gap_values.extend(later_steps_s)
         self.gap_weights.fill(1, n)
         self.gap_weights.fill(n, later_steps_s.shape[0])
+        if self.gap_values.size >= self._compact_at:
+            self.compact_gaps()
+
+    def compact_gaps(self) -> None:
+        """Merge equal gap values (weights added), so memory follows distinct values, not samples."""
+        values, inverse = np.unique(self.gap_values.array(), return_inverse=True)
+        weights = np.bincount(inverse, weights=self.gap_weights.array()).astype(np.int64)
+        capacity = len(values) + 1024
+        self.gap_values, self.gap_weights = Growable(capacity=capacity), Growable(np.int64, capacity)
+        self.gap_values.extend(values)
+        self.gap_weights.extend(weights)
+        self._compact_at = max(GAP_COMPACT_AT, 2 * len(values))
 
     def _kv_sample(self, duration_s: float, used: int, request_blocks: int, tokens: float, block_size: int,
                    n_blocks: int) -> None:
