@@ -151,7 +151,11 @@ class Recorder:
         later_growth = sched.run_block_growth(plan)
         used = blocks.n_used - later_growth
         n_growing = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
-        tokens = self._running_tokens(sched) - n_growing * _countdown(k)
+        if not plan.padded_ids.size and len(sched.running) == n_growing:  # the run's ids are all running
+            running_tokens = float(sched.table.n_computed[plan.req_ids].sum())
+        else:
+            running_tokens = self._running_tokens(sched)
+        tokens = running_tokens - n_growing * _countdown(k)
         durations = plan.step_times_s
         if plan.transfer_s:
             durations = durations.copy()

@@ -284,10 +284,12 @@ class Scheduler:
         time_s = self.cost.step_time_s(q, c, n_sampled)
         return StepPlan(rid, q, np.array([time_s]), transfer_s=transfer_s)
 
-    def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0) -> StepPlan:
+    def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0,
+                   first_step_grown: bool = False) -> StepPlan:
         """As many decode steps of `ids` as can run before anything could change: stop at the first
         completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
-        before blocks would run short. Takes the run's blocks now."""
+        before blocks would run short. Takes the run's blocks now (`first_step_grown`: the tables
+        already hold the first step's, as `prepare_decodes(grow=True)` leaves them)."""
         t, size = self.table, self.blocks.block_size
         rid = np.array(ids, dtype=np.int64)
         contexts = t.n_computed[rid]
@@ -312,19 +314,25 @@ class Scheduler:
             block_tokens = None if block_tokens is None else block_tokens[:k]
         else:
             times, block_tokens = self.cost.decode_run(contexts, k)
-        self._grow_run(ids, contexts, k, counts)
+        self._grow_run(ids, contexts, k, int(first_step_grown))
         return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
-                        block_tokens=block_tokens)
+                        block_tokens=block_tokens, steps_to_first_finish=remaining)
 
-    def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, counts: list[int] | None) -> None:
-        """Take the blocks k decode steps of `ids` need: sequence j is short of a block within k
-        steps when (-c_j) mod B < k (tables a policy already grew for the first step only take
-        what they still lack)."""
-        if counts is not None and k <= len(counts) and not sum(counts[:k]):
-            return  # nobody crosses a block boundary
-        short = np.flatnonzero((-contexts) % self.blocks.block_size < k).tolist()
-        if short:
-            self.blocks.grow_many([ids[i] for i in short], (contexts[short] + k).tolist())
+    def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, n_grown: int) -> None:
+        """Take the blocks k decode steps of `ids` need beyond the first `n_grown` (0 or 1) steps'
+        (tables hold ceil((c_j + n_grown) / B) blocks): sequence j takes one at each step
+        s in [n_grown, k) with s = (-c_j) mod B (mod B)."""
+        size = self.blocks.block_size
+        residues = (-contexts) % size
+        if k <= size:  # one block at most each
+            short = np.flatnonzero((residues < k) & (residues >= n_grown) if n_grown else residues < k).tolist()
+            if short:
+                self.blocks.grow_by([ids[i] for i in short], 1)
+            return
+        counts = (k - 1 - residues) // size + 1
+        if n_grown:
+            counts[residues == 0] -= 1
+        self.blocks.grow_by(ids, counts.tolist())
 
     def _steps_blocks_allow(self, counts: list[int], n_seqs: int, k: int) -> int:
         """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here);
@@ -418,6 +426,8 @@ class Scheduler:
         t.n_tokens[rid] += k
         t.last_token_s[rid] = end_s
         self.recorder.run(self, start_s, plan)
+        if plan.steps_to_first_finish is not None and k < plan.steps_to_first_finish:
+            return 0  # nobody reached their last token
         return self._finish_done(rid, end_s)
 
     def _finish_done(self, candidates: np.ndarray | list[int], end_s: float) -> int:

@@ -23,7 +23,7 @@ class ChunkedScheduler(Scheduler):
         ids, tokens = self._prefill_chunks(prefilling, budget, now_s)
         if not ids and decodes:
             horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf
-            return self.decode_run(decodes, now_s, horizon, transfer_s)
+            return self.decode_run(decodes, now_s, horizon, transfer_s, first_step_grown=True)
         if not ids and not decodes:
             return None
         return self.single_step(decodes + ids, [1] * len(decodes) + tokens, transfer_s)
