@@ -10,8 +10,12 @@ kernels, e.g. a cuBLAS heuristic's bad pick, do not drag it), solved in this ord
 |  |  | roofline_blend, kernel_launch_us; gemm_tile_tokens picked from (none, 64, 128) |
 | prefill_attention | prefill_attention | attention_compute |
 | decode_attention | decode_attention | paged_attention_memory[B] for each block size B measured |
-| allreduce | allreduce | allreduce_bus and interconnect.gpu_link_latency_us |
+| collectives | allreduce, send_recv | `collectives`: latency + payload / bandwidth per (op, TP) |
+|  |  | (calibrate/fit_collectives.py) |
 
+With `tables=True` (the default) the GEMM rows also become measured tables
+(`calibration.tables.gemm`, calibrate/fit_tables.py): simulated GEMMs of a measured shape are
+then answered by the table, and the smooth fit predicts the shapes no one measured.
 Later classes see the earlier fits (attention uses the fitted memory efficiency, blend and
 launch). A class without rows keeps the base profile's terms, as do step_overhead_us (no kernel
 measures it) and block sizes no row measured; `FitResult.kept` lists them.
@@ -26,10 +30,12 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from calibrate.measurements import GEMM_OPS
+from calibrate.fit_collectives import fit_collectives
+from calibrate.fit_tables import gemm_table_entries
+from calibrate.measurements import COLLECTIVE_OPS, GEMM_OPS
 from calibrate.predict import predict_times_s
 from sim.errors import InputError
-from sim.hardware import HardwareProfile
+from sim.hardware import Collectives, HardwareProfile
 
 MIN_EFFICIENCY = 1e-6
 TILE_CANDIDATES = (None, 64, 128)
@@ -51,6 +57,8 @@ class FitResult:
     hardware: HardwareProfile
     classes: list[ClassFit] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    tables: list[dict] = field(default_factory=list)  # calibration.tables.gemm entries
+    collective_residuals: dict = field(default_factory=dict)
 
 
 def with_terms(hw: HardwareProfile, terms: dict) -> HardwareProfile:
@@ -169,31 +177,39 @@ def _fit_decode(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfil
     return hw, terms
 
 
-def _fit_allreduce(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
-    terms = [_Term("allreduce_bus", **_EFF), _Term("gpu_link_latency_us", log=False, low=0.0, high=1e5)]
-    fitted, _ = _solve(rows, hw, terms)
-    return fitted, {
-        "allreduce_bus": fitted.efficiency.allreduce_bus,
-        "gpu_link_latency_us": fitted.interconnect.gpu_link_latency_us,
-    }
+def _fit_collectives(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
+    """Per (op, TP) link fits, merged over the base profile's collectives (a measured TP size
+    replaces the base's; the `custom` kind and bridge numbers are kept)."""
+    fitted, _ = fit_collectives(rows)
+    base = hw.collectives.model_dump() if hw.collectives is not None else {"allreduce": {}}
+    merged = dict(base)
+    merged["allreduce"] = dict(base.get("allreduce") or {})
+    for kind, per_tp in fitted.get("allreduce", {}).items():
+        merged["allreduce"][kind] = dict(merged["allreduce"].get(kind) or {}) | per_tp
+    if "send_recv" in fitted:
+        merged["send_recv"] = fitted["send_recv"]
+    collectives = Collectives.model_validate(merged)
+    return hw.model_copy(update={"collectives": collectives}), fitted
 
 
 CLASSES = (
     ("gemm", GEMM_OPS, _fit_gemm, [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]),
     ("prefill_attention", ("prefill_attention",), _fit_prefill, ["attention_compute"]),
     ("decode_attention", ("decode_attention",), _fit_decode, ["paged_attention_memory"]),
-    ("allreduce", ("allreduce",), _fit_allreduce, ["allreduce_bus", "gpu_link_latency_us"]),
+    ("collectives", COLLECTIVE_OPS, _fit_collectives, ["collectives"]),
 )
 
 
-def fit_profile(frame: pd.DataFrame, base: HardwareProfile) -> FitResult:
+def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True) -> FitResult:
     """Fit every op class that has rows in `frame` (a validated measurements frame).
 
-    Returns the base profile with fitted terms, per-class fits and the list of terms kept from
-    the base. Raises InputError when the frame has no rows at all."""
+    Returns the base profile with fitted terms, per-class fits, the list of terms kept from
+    the base and (with `tables`) the measured GEMM tables, which the returned profile carries
+    in `calibration.tables`. Raises InputError when the frame has no rows at all."""
     if frame.empty:
         raise InputError("measurements", None, "at least one measurement row")
-    result = FitResult(hardware=base)
+    smooth_base = base.model_copy(update={"calibration": None})  # the smooth fit must not see old tables
+    result = FitResult(hardware=smooth_base)
     for name, ops, fit, term_keys in CLASSES:
         rows = frame[frame["op"].isin(ops)].reset_index(drop=True)
         if rows.empty:
@@ -206,4 +222,11 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile) -> FitResult:
     if measured_blocks and unmeasured:
         result.kept += [f"paged_attention_memory.{b}" for b in unmeasured]
     result.kept.append("step_overhead_us")
+    collective_rows = frame[frame["op"].isin(COLLECTIVE_OPS)]
+    if not collective_rows.empty:
+        result.collective_residuals = fit_collectives(collective_rows.reset_index(drop=True))[1]
+    if tables:
+        result.tables = gemm_table_entries(frame)
+        if result.tables:
+            result.hardware = result.hardware.model_copy(update={"calibration": {"tables": {"gemm": result.tables}}})
     return result

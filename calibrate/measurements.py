@@ -4,16 +4,16 @@ Columns (in order; other code depends on exactly these names):
 
 | column | meaning |
 |---|---|
-| op | qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, decode_attention, prefill_attention, allreduce |
+| op | qkv_proj, o_proj, gate_up_proj, down_proj, lm_head, decode_attention, prefill_attention, allreduce, send_recv |
 | m_tokens | GEMM M / total tokens in the step (optional for allreduce) |
 | n_out, k_in | GEMM N and K on one shard (GEMM ops only; empty otherwise) |
 | batch_size | sequences (attention ops) |
 | context_tokens | mean context per sequence (attention ops; may be fractional) |
 | block_size | KV block size (decode_attention only) |
 | n_heads, n_kv_heads, head_dim | attention heads on one shard (attention ops) |
-| payload_bytes | bytes all-reduced (allreduce only) |
-| tp | tensor-parallel size (>= 2 for allreduce) |
-| dtype | bf16, fp16 or fp32 |
+| payload_bytes | bytes all-reduced or sent (allreduce, send_recv only) |
+| tp | tensor-parallel size (>= 2 for allreduce and send_recv: the GPUs taking part) |
+| dtype | bf16, fp16, fp32 or fp8 (fp8: GEMM ops only, e4m3 operands, bf16 output) |
 | time_s, time_std_s | median and spread of the repeats, seconds |
 | n_repeats | timed repeats behind time_s |
 | device, source, torch_version, date | provenance (torch_version may be empty for imported data) |
@@ -35,8 +35,14 @@ from sim.errors import InputError
 
 GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
 ATTENTION_OPS = ("decode_attention", "prefill_attention")
-OPS = GEMM_OPS + ATTENTION_OPS + ("allreduce",)
-DTYPES = ("bf16", "fp16", "fp32")
+COLLECTIVE_OPS = ("allreduce", "send_recv")
+OPS = GEMM_OPS + ATTENTION_OPS + COLLECTIVE_OPS
+# What makes two rows the same configuration: a file must not hold one twice.
+KEY_COLUMNS = (
+    "op", "m_tokens", "n_out", "k_in", "batch_size", "context_tokens", "block_size",
+    "n_heads", "n_kv_heads", "head_dim", "payload_bytes", "tp", "dtype", "device",
+)  # fmt: skip
+DTYPES = ("bf16", "fp16", "fp32", "fp8")
 SOURCE_RUNNER = "infersim-runner"
 
 INT_COLUMNS = (
@@ -58,12 +64,14 @@ _REQUIRED = {
     "decode_attention": ("m_tokens", "block_size") + _ATTENTION_FIELDS,
     "prefill_attention": ("m_tokens",) + _ATTENTION_FIELDS,
     "allreduce": ("payload_bytes",),
+    "send_recv": ("payload_bytes",),
 }
 _EMPTY = {
     **{op: ("payload_bytes", "block_size") for op in GEMM_OPS},
     "decode_attention": ("n_out", "k_in", "payload_bytes"),
     "prefill_attention": ("n_out", "k_in", "payload_bytes", "block_size"),
     "allreduce": ("n_out", "k_in", "block_size"),
+    "send_recv": ("n_out", "k_in", "block_size"),
 }
 
 
@@ -120,9 +128,22 @@ def _check_per_op(frame: pd.DataFrame, where: str) -> None:
         for column in _EMPTY[op]:
             if rows[column].notna().any():
                 raise InputError(where, column, f"empty on {op} rows")
-    allreduce = frame[frame["op"] == "allreduce"]
-    if (allreduce["tp"] < 2).any():
-        raise InputError(where, "tp", ">= 2 on allreduce rows")
+    attention = frame[frame["op"].isin(ATTENTION_OPS)]
+    if (attention["n_heads"] % attention["n_kv_heads"] != 0).any():
+        raise InputError(where, "n_heads", "a multiple of n_kv_heads on attention rows")
+    collective = frame[frame["op"].isin(COLLECTIVE_OPS)]
+    if (collective["tp"] < 2).any():
+        raise InputError(where, "tp", ">= 2 on allreduce and send_recv rows")
+
+
+def check_no_duplicates(frame: pd.DataFrame, where: str) -> None:
+    """One row per configuration (`KEY_COLUMNS`) in one file: a repeat is refused, naming the
+    row numbers (1-based data rows), since which of two times is right cannot be told."""
+    repeats = frame.duplicated(list(KEY_COLUMNS), keep=False)
+    if repeats.any():
+        rows = [int(i) + 1 for i in frame.index[repeats][:2]]
+        raise InputError(where, ",".join(KEY_COLUMNS[:4]) + ",...",
+                         f"one row per configuration (data rows {rows[0]} and {rows[1]} repeat one)")
 
 
 def validate_measurements(frame: pd.DataFrame, where: str) -> pd.DataFrame:
@@ -156,7 +177,9 @@ def read_measurements(path: str | os.PathLike) -> pd.DataFrame:
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
         allowed = f"a readable UTF-8 CSV ({type(error).__name__})"
         raise InputError(where, None, allowed) from None
-    return validate_measurements(frame, where)
+    frame = validate_measurements(frame, where)
+    check_no_duplicates(frame, where)
+    return frame
 
 
 def write_measurements(frame: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -6,7 +6,11 @@ A row is one kernel call (one layer, one TP shard), so predictions are per call:
   included: cached c = context - 1) in whole blocks of `block_size`; query-key pairs c + 1/2 each,
   as `sim.cost.shapes.attention_load` counts them; memory at the block size's paged efficiency.
 - prefill_attention: `batch_size` causal sequences of `context_tokens` new tokens, no cache.
-- allreduce: `allreduce_time_s(payload_bytes, tp, ...)` with the profile's link and latency.
+- allreduce: the profile's fitted `collectives` for the row's TP (NCCL), else the ring formula
+  `allreduce_time_s(payload_bytes, tp, ...)` with the profile's link and latency.
+- send_recv: `collectives.send_recv`, else link latency + payload / link bandwidth.
+GEMM rows whose shape is in the profile's measured tables (`calibration.tables`) are answered by
+the table, as in the simulator; `answered_by` says which rows were.
 """
 
 from __future__ import annotations
@@ -14,21 +18,48 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
+from sim.cost.tables import gemm_tables
 from sim.dtypes import bytes_per_element, peak_key
-from sim.hardware import HardwareProfile
+from sim.hardware import HardwareProfile, LinkFit
 
 
 def _float(rows: pd.DataFrame, column: str) -> np.ndarray:
     return rows[column].astype("float64").to_numpy()
 
 
+def _smooth_gemm_s(m, n_out, k_in, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    return gemm_time_s(m, n_out, k_in, el_bytes, el_bytes, peak, hw.hbm_bandwidth_bytes_s, hw.efficiency)[0]
+
+
 def _gemm(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
-    time_s, _, _ = gemm_time_s(
-        _float(rows, "m_tokens"), _float(rows, "n_out"), _float(rows, "k_in"), el_bytes, el_bytes,
-        peak, hw.hbm_bandwidth_bytes_s, hw.efficiency,
-    )  # fmt: skip
+    m, n_out, k_in = _float(rows, "m_tokens"), _float(rows, "n_out"), _float(rows, "k_in")
+    time_s = _smooth_gemm_s(m, n_out, k_in, hw, el_bytes, peak)
+    tables = gemm_tables(hw.calibration, hw.name)
+    for key, table in tables.items():
+        mask = (n_out == key[0]) & (k_in == key[1]) & (el_bytes == key[2])
+        if mask.any():
+            def smooth(x, n=key[0], k=key[1]):
+                return _smooth_gemm_s(x, n, k, hw, el_bytes, peak)
+
+            time_s[mask] = table.time_at_s(m[mask], smooth)
     return time_s
+
+
+def answered_by(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """Per row: "table" where a measured table answers it (GEMM shapes in the profile's tables),
+    else "smooth" (the roofline model)."""
+    tables = gemm_tables(hw.calibration, hw.name)
+    out = np.full(len(frame), "smooth", dtype=object)
+    if not tables:
+        return out
+    sizes = np.array([bytes_per_element(d, "dtype") for d in frame["dtype"].astype(str)])
+    n_out = frame["n_out"].astype("Float64").fillna(0).to_numpy(dtype=float)
+    k_in = frame["k_in"].astype("Float64").fillna(0).to_numpy(dtype=float)
+    for n, k, b in tables:
+        out[(n_out == n) & (k_in == k) & (sizes == b)] = "table"
+    return out
 
 
 def _attention(rows, hw, el_bytes, peak, pairs, kv_tokens, e_memory) -> np.ndarray:
@@ -61,11 +92,23 @@ def _allreduce(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: flo
     out = np.empty(len(rows))
     for size in np.unique(tp):
         mask = tp == size
-        out[mask] = allreduce_time_s(payload[mask], int(size), hw.gpu_link_bytes_s, latency_s, hw.efficiency)
+        fit = allreduce_fit(hw, int(size), "nccl")
+        if fit is not None:
+            out[mask] = link_time_s(payload[mask], fit)
+        else:
+            out[mask] = allreduce_time_s(payload[mask], int(size), hw.gpu_link_bytes_s, latency_s, hw.efficiency)
     return out
 
 
-_PREDICT = {"decode_attention": _decode, "prefill_attention": _prefill, "allreduce": _allreduce}
+def _send_recv(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    fit = hw.collectives.send_recv if hw.collectives is not None else None
+    if fit is None:
+        fit = LinkFit(latency_us=hw.interconnect.gpu_link_latency_us, bus_gb_s=hw.interconnect.gpu_link_gb_s)
+    return link_time_s(_float(rows, "payload_bytes"), fit)
+
+
+_PREDICT = {"decode_attention": _decode, "prefill_attention": _prefill, "allreduce": _allreduce,
+            "send_recv": _send_recv}
 
 
 def predict_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:

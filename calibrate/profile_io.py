@@ -9,7 +9,13 @@ The `calibration` section (free-form for `sim.hardware`, whose field is `dict | 
       measurements: [{path, sha256, n_rows, devices, sources}]
       fitted: {class: {n_rows, mape, terms: {key: value}}}
       kept_from_base: [terms no row measured]
-      residuals: {mape, per_op: {op: {mape, n}}}   # the profile against its own measurements
+      residuals: {mape, bias, per_op: {op: {mape, bias, n}}}   # the profile against its own measurements
+      table_holdout: {op: {mape, n}}   # leave every other M out of each table, predict it from the rest
+      collective_residuals: {op.tpN: {mape, bias, n}}
+      tables: {gemm: [...]}            # measured GEMM tables (sim/cost/tables.py), unless --no-tables
+
+and, at the top level, `uncertainty` (sigma per op class from these residuals,
+calibrate/uncertainty.py) and `sources` (which numbers were fitted here, which kept from the base).
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ import pandas as pd
 import yaml
 
 from calibrate.fit import FitResult
+from calibrate.fit_tables import holdout_relative_errors
+from calibrate.measurements import ATTENTION_OPS, COLLECTIVE_OPS, GEMM_OPS
+from calibrate.predict import predict_times_s
+from calibrate.uncertainty import uncertainty_from_residuals
 from sim.hardware import HardwareProfile
 from sim.yamlio import validate
 
@@ -56,8 +66,34 @@ def _plain(value):
     return float(f"{value:.6g}") if isinstance(value, float) else value
 
 
+def class_relative_errors(frame: pd.DataFrame, fit: FitResult) -> dict[str, list]:
+    """Relative errors per uncertainty class: the smooth fit on its own rows (GEMM, attention,
+    collectives) and the tables' leave-every-other-M-out errors."""
+    smooth = fit.hardware.model_copy(update={"calibration": None})
+    out: dict[str, list] = {}
+    for name, ops in (("gemm", GEMM_OPS), ("attention", ATTENTION_OPS), ("collective", COLLECTIVE_OPS)):
+        rows = frame[frame["op"].isin(ops)].reset_index(drop=True)
+        if not rows.empty:
+            out[name] = list(predict_times_s(rows, smooth) / rows["time_s"].astype("float64").to_numpy() - 1.0)
+    held = [e for errors in holdout_relative_errors(fit.tables).values() for e in errors]
+    if held:
+        out["gemm_table"] = held
+    return out
+
+
+def _sources(fit: FitResult, base: HardwareProfile) -> dict[str, str]:
+    base_sources = dict(base.sources or {})
+    out = {key: f"kept from {base.name}: {base_sources.get(key, 'see its provenance')}" for key in fit.kept}
+    for c in fit.classes:
+        out[c.name] = f"measured-fit ({c.n_rows} rows)"
+    if fit.tables:
+        out["gemm_tables"] = f"measured ({len(fit.tables)} shapes)"
+    return out
+
+
 def calibrated_profile_data(
-    fit: FitResult, base: HardwareProfile, name: str, sources: list[dict], residuals: dict
+    fit: FitResult, base: HardwareProfile, name: str, sources: list[dict], residuals: dict,
+    frame: pd.DataFrame | None = None,
 ) -> dict:
     """The calibrated profile as a plain mapping (what is written to YAML)."""
     data = fit.hardware.model_dump(mode="python", exclude_none=True)
@@ -75,7 +111,17 @@ def calibrated_profile_data(
         "fitted": {c.name: {"n_rows": c.n_rows, "mape": round(c.mape, 5), "terms": c.terms} for c in fit.classes},
         "kept_from_base": list(fit.kept),
         "residuals": residuals,
+        "table_holdout": {
+            op: {"mape": float(sum(abs(e) for e in errors) / len(errors)), "n": len(errors)}
+            for op, errors in holdout_relative_errors(fit.tables).items()
+        },
+        "collective_residuals": fit.collective_residuals,
     })  # fmt: skip
+    if fit.tables:
+        data["calibration"]["tables"] = {"gemm": fit.tables}
+    if frame is not None:
+        data["uncertainty"] = uncertainty_from_residuals(class_relative_errors(frame, fit), base.uncertainty)
+    data["sources"] = _sources(fit, base)
     return _plain(data)
 
 

@@ -12,36 +12,57 @@ import numpy as np
 import pandas as pd
 
 from calibrate.measurements import OPS
-from calibrate.predict import predict_times_s
+from calibrate.predict import answered_by, predict_times_s
 from sim.hardware import HardwareProfile
 from sim.output import write_png
 
 
 def residual_rows(frame: pd.DataFrame, hw: HardwareProfile) -> pd.DataFrame:
-    """One row per measurement: op, tp, measured_s, predicted_s, rel_error (signed), ape."""
+    """One row per measurement: op, tp, measured_s, predicted_s, rel_error (signed), ape,
+    answered_by ("table" or "smooth")."""
     measured = frame["time_s"].astype("float64").to_numpy()
     predicted = predict_times_s(frame, hw)
     rel_error = predicted / measured - 1.0
     return pd.DataFrame({
         "op": frame["op"].astype(str).to_numpy(), "tp": frame["tp"].astype("int64").to_numpy(),
         "measured_s": measured, "predicted_s": predicted, "rel_error": rel_error, "ape": np.abs(rel_error),
+        "answered_by": answered_by(frame, hw),
     })  # fmt: skip
 
 
 def mape_summary(rows: pd.DataFrame) -> dict:
-    """`{"mape": overall, "per_op": {op: {"mape": ..., "n": ...}}}` from `residual_rows`, ops in schema order."""
+    """From `residual_rows`, ops in schema order:
+    `{"mape", "bias", "per_op": {op: {"mape", "bias", "n", "answered_by": {"table": n, "smooth": n}}}}`;
+    bias is the mean signed relative error (positive: predicted too slow)."""
     per_op = {}
     for op in sorted(rows["op"].unique(), key=lambda name: OPS.index(name) if name in OPS else len(OPS)):
-        ape = rows.loc[rows["op"] == op, "ape"]
-        per_op[op] = {"mape": float(ape.mean()), "n": int(ape.size)}
-    return {"mape": float(rows["ape"].mean()), "per_op": per_op}
+        group = rows.loc[rows["op"] == op]
+        per_op[op] = {"mape": float(group["ape"].mean()), "bias": float(group["rel_error"].mean()),
+                      "n": int(len(group)), "answered_by": _answered_counts(group)}  # fmt: skip
+    return {"mape": float(rows["ape"].mean()), "bias": float(rows["rel_error"].mean()), "per_op": per_op}
+
+
+def _answered_counts(group: pd.DataFrame) -> dict[str, int]:
+    if "answered_by" not in group:
+        return {"table": 0, "smooth": int(len(group))}
+    counts = group["answered_by"].value_counts()
+    return {name: int(counts.get(name, 0)) for name in ("table", "smooth")}
+
+
+def _answered_text(counts: dict[str, int]) -> str:
+    if counts["table"] and counts["smooth"]:
+        return f"table ({counts['table']}) + smooth ({counts['smooth']})"
+    return "table" if counts["table"] else "smooth"
 
 
 def summary_table_rows(summary: dict) -> list[list[str]]:
-    """Rows for a people-facing table: op, n, MAPE %, plus an `all` row."""
-    rows = [[op, str(v["n"]), f"{100 * v['mape']:.1f}"] for op, v in summary["per_op"].items()]
+    """Rows for a people-facing table: op, n, MAPE %, bias %, answered by; plus an `all` row."""
+    rows = [
+        [op, str(v["n"]), f"{100 * v['mape']:.1f}", f"{100 * v['bias']:+.1f}", _answered_text(v["answered_by"])]
+        for op, v in summary["per_op"].items()
+    ]
     n_all = sum(v["n"] for v in summary["per_op"].values())
-    return rows + [["all", str(n_all), f"{100 * summary['mape']:.1f}"]]
+    return rows + [["all", str(n_all), f"{100 * summary['mape']:.1f}", f"{100 * summary['bias']:+.1f}", ""]]
 
 
 def plot_predicted_vs_measured(rows: pd.DataFrame, path: str | os.PathLike, title: str) -> None:

@@ -6,7 +6,12 @@ Vidur (github.com/microsoft/vidur, MIT) publishes per-operator GPU timings:
   GEMM ops (attn_pre_proj -> qkv_proj, attn_post_proj -> o_proj, mlp_up_proj -> gate_up_proj,
   mlp_down_proj -> down_proj), shaped per TP shard from n_head, n_kv_head, n_embd,
   n_expanded_embd and use_gated_mlp. Its other ops (norms, rope, activation) are not ours.
-- `all_reduce.csv`: `size` is the payload in **bytes**, `num_workers` the group size.
+- `all_reduce.csv` / `send_recv.csv`: `size` is the payload in **bytes**, `num_workers` the group
+  size; rows whose `devices_per_node` is below the group (all-reduce) or 1 (send/recv) cross nodes
+  and are left out: the profiles model one node.
+- A few (num_tokens, TP) or (size, workers) keys appear twice with different times; the importer
+  keeps the median of the repeats (Vidur's own loader keeps them all), so a file yields one row per
+  configuration.
 
 Neither file records dtype, repeat count or date: imported rows say fp16, n_repeats 1 (a lower
 bound) and the date of the Vidur commit the bundled copies come from (calibrate/data/vidur/PROVENANCE.md).
@@ -20,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from calibrate.measurements import COLUMNS, read_measurements, validate_measurements
+from calibrate.measurements import COLUMNS, KEY_COLUMNS, read_measurements, validate_measurements
 from sim.errors import InputError
 
 VIDUR_GEMM_OPS = {
@@ -32,10 +37,11 @@ VIDUR_GEMM_OPS = {
 MLP_SHAPE_COLUMNS = ("n_head", "n_kv_head", "n_embd", "n_expanded_embd", "use_gated_mlp")
 MLP_KEY_COLUMNS = ("num_tokens", "num_tensor_parallel_workers")
 ALLREDUCE_COLUMNS = ("num_workers", "size", "time_stats.all_reduce.median", "time_stats.all_reduce.std")
+SEND_RECV_COLUMNS = ("num_workers", "size", "time_stats.send_recv.median", "time_stats.send_recv.std")
 VIDUR_DTYPE = "fp16"
 VIDUR_DATE = "2024-11-19"  # commit 7d47513 of microsoft/vidur, where the bundled copies come from
 BUNDLED_DIR = Path(__file__).resolve().parent / "data" / "vidur"
-OUR_FORMAT = "a measurements CSV (calibrate/measurements.py columns), a Vidur mlp.csv or all_reduce.csv"
+OUR_FORMAT = "a measurements CSV (calibrate/measurements.py columns), a Vidur mlp.csv, all_reduce.csv or send_recv.csv"
 
 
 def _require(frame: pd.DataFrame, columns, where: str, what: str) -> None:
@@ -89,6 +95,19 @@ def shard_shape(op: str, n_heads: int, n_kv_heads: int, hidden: int, mlp: int, g
     }[op]
 
 
+def _check_mlp_shapes(numbers: pd.DataFrame, where: str) -> None:
+    """Shapes are whole positive numbers that split evenly: heads over KV heads and TP, hidden over heads."""
+    for column in MLP_SHAPE_COLUMNS[:-1] + MLP_KEY_COLUMNS:
+        values = numbers[column]
+        if not ((values >= 1) & (values == values.round()) & (values < 2**31)).all():
+            raise InputError(where, column, "whole numbers >= 1 on every row")
+    relations = (("n_head", "n_kv_head"), ("n_embd", "n_head"), ("n_head", "num_tensor_parallel_workers"),
+                 ("n_expanded_embd", "num_tensor_parallel_workers"))
+    for column, divisor in relations:
+        if (numbers[column].astype("int64") % numbers[divisor].astype("int64")).any():
+            raise InputError(where, column, f"a multiple of {divisor} on every row")
+
+
 def import_vidur_mlp(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Our measurement rows (four GEMM ops per CSV row) from a Vidur mlp.csv frame."""
     where = str(path)
@@ -96,6 +115,7 @@ def import_vidur_mlp(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     _require(frame, MLP_SHAPE_COLUMNS + MLP_KEY_COLUMNS + tuple(time_columns), where, "a Vidur mlp.csv")
     frame = frame.drop_duplicates()
     numbers = _numbers(frame, MLP_SHAPE_COLUMNS[:-1] + MLP_KEY_COLUMNS + tuple(time_columns), where)
+    _check_mlp_shapes(numbers, where)
     gated = frame["use_gated_mlp"].astype(str).str.lower().isin(("true", "1"))
     base = _provenance(path)
     rows = []
@@ -109,22 +129,43 @@ def import_vidur_mlp(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
                 "time_s": row[f"time_stats.{vidur_op}.median"] * 1e-3,
                 "time_std_s": row[f"time_stats.{vidur_op}.std"] * 1e-3,
             })  # fmt: skip
-    return validate_measurements(pd.DataFrame(rows, columns=list(COLUMNS)), where)
+    return validate_measurements(median_of_repeats(pd.DataFrame(rows, columns=list(COLUMNS))), where)
 
 
-def import_vidur_allreduce(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Our `allreduce` rows from a Vidur all_reduce.csv frame (payload in bytes, time in ms)."""
+def median_of_repeats(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration (`KEY_COLUMNS`): the median time of repeated keys."""
+    keys = list(KEY_COLUMNS)
+    if not frame.duplicated(keys).any():
+        return frame
+    grouped = frame.groupby(keys, dropna=False, sort=False)
+    first = grouped.first().reset_index()
+    first["time_s"] = grouped["time_s"].median().to_numpy()
+    return first.reindex(columns=list(COLUMNS))
+
+
+def import_vidur_collective(frame: pd.DataFrame, path: Path, op: str) -> pd.DataFrame:
+    """Our `allreduce` / `send_recv` rows from a Vidur all_reduce.csv / send_recv.csv frame
+    (payload in bytes, time in ms); cross-node rows left out."""
     where = str(path)
-    _require(frame, ALLREDUCE_COLUMNS, where, "a Vidur all_reduce.csv")
-    numbers = _numbers(frame.drop_duplicates(), ALLREDUCE_COLUMNS, where)
+    vidur_op = "all_reduce" if op == "allreduce" else "send_recv"
+    columns = ALLREDUCE_COLUMNS if op == "allreduce" else SEND_RECV_COLUMNS
+    _require(frame, columns, where, f"a Vidur {vidur_op}.csv")
+    frame = frame.drop_duplicates()
+    numbers = _numbers(frame, columns, where)
+    if "devices_per_node" in frame.columns:
+        per_node = pd.to_numeric(frame["devices_per_node"], errors="coerce")
+        in_node = per_node >= numbers["num_workers"] if op == "allreduce" else per_node > 1
+        numbers = numbers[in_node.to_numpy()]
+        if numbers.empty:
+            raise InputError(where, "devices_per_node", "at least one row within one node")
     rows = pd.DataFrame({
-        "op": "allreduce", "payload_bytes": numbers["size"], "tp": numbers["num_workers"],
-        "time_s": numbers["time_stats.all_reduce.median"] * 1e-3,
-        "time_std_s": numbers["time_stats.all_reduce.std"] * 1e-3,
+        "op": op, "payload_bytes": numbers["size"], "tp": numbers["num_workers"],
+        "time_s": numbers[f"time_stats.{vidur_op}.median"] * 1e-3,
+        "time_std_s": numbers[f"time_stats.{vidur_op}.std"] * 1e-3,
     })  # fmt: skip
     for column, value in _provenance(path).items():
         rows[column] = value
-    return validate_measurements(rows.reindex(columns=list(COLUMNS)), where)
+    return validate_measurements(median_of_repeats(rows.reindex(columns=list(COLUMNS))), where)
 
 
 def _read_header(path: Path) -> list[str]:
@@ -154,7 +195,9 @@ def read_measurement_file(path: str | os.PathLike) -> pd.DataFrame:
     if "time_stats.attn_pre_proj.median" in header:
         return import_vidur_mlp(_read_csv(path), path)
     if "time_stats.all_reduce.median" in header:
-        return import_vidur_allreduce(_read_csv(path), path)
+        return import_vidur_collective(_read_csv(path), path, "allreduce")
+    if "time_stats.send_recv.median" in header:
+        return import_vidur_collective(_read_csv(path), path, "send_recv")
     raise InputError(path, None, f"a header row of {OUR_FORMAT}")
 
 

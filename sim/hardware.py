@@ -5,32 +5,33 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from sim.errors import InputError
 from sim.paths import bundled_dir
+from sim.schema import StrictModel
 from sim.yamlio import read_mapping, validate
 
 GIB = 2**30
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 Fraction = Field(gt=0, le=1)
 
 
-class Compute(BaseModel):
+class Compute(StrictModel):
     model_config = _STRICT
     dense_bf16_tflops: PositiveFloat
     dense_fp8_tflops: PositiveFloat | None = None
     dense_int8_tops: PositiveFloat | None = None
 
 
-class Memory(BaseModel):
+class Memory(StrictModel):
     model_config = _STRICT
     hbm_capacity_gib: PositiveFloat
     hbm_bandwidth_gb_s: PositiveFloat
     runtime_reserve_gib: float = Field(ge=0)
 
 
-class Interconnect(BaseModel):
+class Interconnect(StrictModel):
     model_config = _STRICT
     gpu_link_gb_s: PositiveFloat
     gpu_link_latency_us: float = Field(ge=0)
@@ -38,7 +39,7 @@ class Interconnect(BaseModel):
     max_gpus_per_node: PositiveInt
 
 
-class Efficiency(BaseModel):
+class Efficiency(StrictModel):
     """Roofline efficiency terms (documented defaults in each YAML; calibration refits them)."""
 
     model_config = _STRICT
@@ -54,6 +55,23 @@ class Efficiency(BaseModel):
     # Tile quantization of GEMM M in the compute term (M rounded up to a multiple of this);
     # None (the default) leaves M as is. Calibration may set it (see sim/cost/roofline.py).
     gemm_tile_tokens: PositiveInt | None = None
+    # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
+    elementwise_memory: float | None = Field(default=None, gt=0, le=1)
+    # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
+    elementwise_fixed_us: float | None = Field(default=None, ge=0)
+
+    @field_validator("paged_attention_memory")
+    @classmethod
+    def _calibrated_block_sizes(cls, table: dict[int, float]) -> dict[int, float]:
+        """At least one block size; sizes powers of two (log2-interpolated); efficiencies in (0, 1]."""
+        if not table:
+            raise ValueError("give at least one block_size: efficiency pair, e.g. {16: 0.6}")
+        for size, value in table.items():
+            if size & (size - 1):
+                raise ValueError(f"block size {size} must be a power of two")
+            if not 0 < value <= 1 or value != value:
+                raise ValueError(f"efficiency {value} at block size {size} must be in (0, 1]")
+        return table
 
     def paged_efficiency(self, block_size: int) -> float:
         """KV-read efficiency for `block_size`, log2-interpolated between calibrated sizes."""
@@ -64,8 +82,30 @@ class Efficiency(BaseModel):
         return float(np.interp(np.log2(block_size), np.log2(sizes), values))
 
 
-class HardwareProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class LinkFit(StrictModel):
+    """One collective on one group size: time = latency_us + payload / bus_gb_s (payload in bytes)."""
+
+    model_config = _STRICT
+    latency_us: float = Field(ge=0)
+    bus_gb_s: PositiveFloat
+
+
+class Collectives(StrictModel):
+    """Measured (or derived) collective costs per TP size (sim/cost/collectives.py reads them).
+
+    `allreduce` maps a kind (`nccl`, `custom`: vLLM/TRT-LLM one-shot kernels) to {tp: LinkFit};
+    `send_recv` is one point-to-point transfer (pipeline stages, KV transfer); `nvlink_bridge`
+    the all-reduce of a TP-2 pair joined by an NVLink bridge (PCIe cards), used when the cost
+    model is built with `nvlink_bridge=True`."""
+
+    model_config = _STRICT
+    allreduce: dict[str, dict[PositiveInt, LinkFit]]
+    send_recv: LinkFit | None = None
+    nvlink_bridge: dict[str, LinkFit] | None = None
+
+
+class HardwareProfile(StrictModel):
+    model_config = _STRICT
     name: str
     description: str = ""
     vendor: str = ""
@@ -76,6 +116,11 @@ class HardwareProfile(BaseModel):
     efficiency: Efficiency
     provenance: str
     calibration: dict | None = None
+    # New in issue 10: collective fits, relative uncertainty (1 sigma, log scale) of each op
+    # class's time, and where each group of numbers comes from (measured-fit | derived | guessed).
+    collectives: Collectives | None = None
+    uncertainty: dict[str, PositiveFloat] | None = None
+    sources: dict[str, str] | None = None
 
     @property
     def hbm_bytes(self) -> float:

@@ -63,6 +63,7 @@ class Recorder:
 
     def __init__(self, record_steps: bool):
         self.record_steps = record_steps
+        self.attribution = None  # a sim.attribution.Attribution when latency attribution is on
         self.gap_values = Growable()
         self.gap_weights = Growable(np.int64)
         self._compact_at = GAP_COMPACT_AT

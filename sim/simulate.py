@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from sim.attribution import Attribution
 from sim.config import EngineConfig
 from sim.cost import CostModel
 from sim.engine import ArrivalSource, ClosedLoopSource, Replica
@@ -20,6 +21,7 @@ from sim.model import load_model
 from sim.request import RequestTable
 from sim.router import make_router
 from sim.sched.registry import make_scheduler
+from sim.spec_decode import make_spec_decoder
 from sim.trace import ClosedLoop, Trace
 
 
@@ -45,18 +47,21 @@ class SimResult:
 
 
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
-             progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None) -> SimResult:
+             progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
+             time_scale: dict[str, float] | None = None) -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
     `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
-    `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`."""
+    `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`.
+    `time_scale` multiplies the roofline cost model's times per op class (prediction intervals)."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps)
+    recorder.attribution = Attribution(table)
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     if isinstance(workload, ClosedLoop):
@@ -66,12 +71,13 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     replicas, memories, blocks_per_replica = [], {}, []
     for index, hw_name in enumerate(cfg.hardware_of_replicas()):
         if hw_name not in memories:
-            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost)
+            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost, time_scale)
         memory, replica_cost = memories[hw_name]
         n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
         blocks = BlockManager(n_blocks, cfg.block_size, int(cfg.watermark * n_blocks), cpu_blocks)
         sched = make_scheduler(cfg, table, blocks, replica_cost, recorder, index, max_model_len)
+        sched.spec = make_spec_decoder(cfg, replica_cost, index)
         replicas.append(Replica(env, sched, source))
         blocks_per_replica.append(n_blocks)
     source.start(replicas)
@@ -82,12 +88,14 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
                      replicas)
 
 
-def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None) -> tuple[MemoryPlan, CostModel]:
+def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None,
+                   time_scale: dict[str, float] | None = None) -> tuple[MemoryPlan, CostModel]:
     """Memory plan and cost model of one replica on `hw_name` (shared by replicas of that kind)."""
     hw = load_hardware(hw_name)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                          cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
     if cost is None:
-        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
+        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,
+                         allreduce_kind=getattr(cfg, "allreduce", None) or "nccl", time_scale=time_scale)
     return memory, cost
 

@@ -40,7 +40,15 @@ def per_op_mape(frame, hw) -> dict[str, float]:
 
 def test_importer_shapes_units_and_duplicates(vidur_gemms):
     frame = vidur_gemms["llama-2-70b"]
-    assert len(frame) == 4 * 1044  # no exact duplicate rows in this file; four GEMMs per row
+    raw = pd.read_csv(bundled_vidur_path(MLP["llama-2-70b"]))
+    keys = ["num_tokens", "num_tensor_parallel_workers"]
+    assert len(raw) == 1044 and raw.duplicated(keys).sum() == 8  # 8 (M, TP) keys measured twice
+    assert len(frame) == 4 * (1044 - 8)  # four GEMMs per key; repeats merged into their median
+    assert not frame.duplicated(["op", "m_tokens", "tp"]).any()
+    repeated = raw[raw.duplicated(keys, keep=False)].groupby(keys)["time_stats.mlp_down_proj.median"].median()
+    (m, tp), median_ms = next(iter(repeated.items()))
+    row = frame[(frame["op"] == "down_proj") & (frame["m_tokens"] == m) & (frame["tp"] == tp)]
+    assert row["time_s"].astype(float).iloc[0] == pytest.approx(median_ms * 1e-3)
     tp8 = frame[(frame["tp"] == 8) & (frame["m_tokens"] == 4096)].drop_duplicates("op").set_index("op")
     # 64 q heads, 8 kv heads, head_dim 128, MLP 28672, TP 8: one kv head per shard
     assert (tp8.loc["qkv_proj", "n_out"], tp8.loc["qkv_proj", "k_in"]) == ((8 + 2) * 128, 8192)
@@ -48,14 +56,15 @@ def test_importer_shapes_units_and_duplicates(vidur_gemms):
     assert (tp8.loc["gate_up_proj", "n_out"], tp8.loc["down_proj", "k_in"]) == (2 * 3584, 3584)
     tp1 = vidur_gemms["llama-2-7b"]
     first = tp1[(tp1["tp"] == 1) & (tp1["m_tokens"] == 4096) & (tp1["op"] == "qkv_proj")]
-    assert first["time_s"].astype(float).iloc[0] == pytest.approx(0.584e-3)  # CSV says 0.584 ms
+    # CSV rows 1 and 2 both measure (M=4096, TP 1): 0.584 and 0.593 ms; the median of the two
+    assert first["time_s"].astype(float).iloc[0] == pytest.approx(0.5885e-3)
 
 
 def test_gemm_fit_on_7b_beats_default_in_and_out_of_sample(vidur_gemms, fitted_on_7b):
     """Fit on Llama-2-7B only. Measured (bench/bench_calibration_vidur.py): in-sample 7.2-8.3%
     per op; held out (70B, 34B) qkv 9.4/8.9, o 10.1/9.8, gate_up 8.1/7.6, down 12.5/12.3 %.
     The issue's targets (5% in-sample, 10% held-out per op) are NOT all met: see the bench."""
-    base = load_hardware("h100-sxm")
+    base = _starting_guess()
     fitted = fitted_on_7b.hardware
     in_sample = per_op_mape(vidur_gemms["llama-2-7b"], fitted)
     assert max(in_sample.values()) < 0.09
@@ -65,6 +74,14 @@ def test_gemm_fit_on_7b_beats_default_in_and_out_of_sample(vidur_gemms, fitted_o
         assert held_out["qkv_proj"] < 0.10 and held_out["gate_up_proj"] < 0.09
         assert held_out["o_proj"] < 0.105 and held_out["down_proj"] < 0.13
         assert np.mean(list(held_out.values())) < np.mean(list(default.values())) - 0.02
+
+
+def _starting_guess():
+    """h100-sxm with the team's unfitted starting guesses (the bundled profile is now fitted on
+    all H100 data, Llama-2-70B included, so it is no fair 'before')."""
+    guess = {"gemm_compute_max": 0.72, "gemm_half_tokens": 24, "memory": 0.85, "roofline_blend": 8.0,
+             "kernel_launch_us": 3.0, "gemm_tile_tokens": None}  # fmt: skip
+    return with_terms(load_hardware("h100-sxm"), guess).model_copy(update={"collectives": None})
 
 
 def test_allreduce_fit_predicts_held_out_sizes():
@@ -103,7 +120,7 @@ def _synthetic_rows() -> pd.DataFrame:
 
 
 def test_fit_recovers_known_attention_and_allreduce_terms():
-    base = load_hardware("h100-sxm")
+    base = load_hardware("h100-sxm").model_copy(update={"collectives": None})  # truth: the ring formula
     truth = with_terms(base, {
         "attention_compute": 0.31, "paged_attention_memory": {16: 0.52, 64: 0.66},
         "allreduce_bus": 0.6, "gpu_link_latency_us": 17.0,
@@ -116,8 +133,11 @@ def test_fit_recovers_known_attention_and_allreduce_terms():
     assert eff.paged_attention_memory[16] == pytest.approx(0.52, rel=1e-3)
     assert eff.paged_attention_memory[64] == pytest.approx(0.66, rel=1e-3)
     assert eff.paged_attention_memory[128] == base.efficiency.paged_attention_memory[128]  # not measured
-    assert eff.allreduce_bus == pytest.approx(0.6, rel=1e-3)
-    assert fit.hardware.interconnect.gpu_link_latency_us == pytest.approx(17.0, rel=1e-3)
+    # the ring formula is latency + payload * 2 (tp - 1) / tp / (link * bus): one line per TP
+    nccl = fit.hardware.collectives.allreduce["nccl"]
+    for tp in (2, 8):
+        assert nccl[tp].latency_us == pytest.approx(17.0, rel=1e-3)
+        assert nccl[tp].bus_gb_s == pytest.approx(450 * 0.6 * tp / (2 * (tp - 1)), rel=1e-3)
     assert "paged_attention_memory.128" in fit.kept and "gemm_compute_max" in fit.kept
     assert residual_rows(frame, fit.hardware)["ape"].max() < 1e-3
 
@@ -136,7 +156,7 @@ def test_fitted_gemm_never_faster_than_the_roofline(fitted_on_7b, m_tokens, n_ou
 
 
 def test_tile_quantization_only_rounds_m_up():
-    base = load_hardware("h100-sxm")
+    base = with_terms(load_hardware("h100-sxm"), {"gemm_tile_tokens": None})
     tiled = with_terms(base, {"gemm_tile_tokens": 128}).efficiency
     m = np.arange(1, 1025, dtype=np.float64)
     args = (4096, 4096, 2, 2, base.peak_flops("dense_bf16_tflops"), base.hbm_bandwidth_bytes_s)

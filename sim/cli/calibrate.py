@@ -7,6 +7,7 @@ Bad input raises `InputError`: one line on stderr, exit status 2.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -39,9 +40,17 @@ def _load_profile(name_or_path: str) -> HardwareProfile:
 def _check_out(out: Path) -> None:
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out", str(out), "a path ending in .yaml or .yml")
+    if out.is_dir():
+        raise InputError("--out", str(out), "is a folder; give the path of the profile YAML to write")
 
 
-def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, as_json: bool) -> None:
+NoTablesOpt = Annotated[
+    bool, typer.Option("--no-tables", help="Smooth model only: do not store the measured GEMM tables.")
+]
+
+
+def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, as_json: bool,
+                   tables: bool = True) -> None:
     """Fit on the measurement frames of `files`, write the profile to `out`, print a summary."""
     import pandas as pd
 
@@ -52,9 +61,9 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
 
     base = _load_profile(base_name)
     frame = validate_measurements(pd.concat([f for _, f in files], ignore_index=True), "measurements")
-    fit = fit_profile(frame, base)
+    fit = fit_profile(frame, base, tables=tables)
     residuals = mape_summary(residual_rows(frame, fit.hardware))
-    data = calibrated_profile_data(fit, base, out.stem, measurement_sources(files), residuals)
+    data = calibrated_profile_data(fit, base, out.stem, measurement_sources(files), residuals, frame)
     write_profile(data, out)
     if as_json:
         print_json(
@@ -63,6 +72,9 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
                 "fitted": data["calibration"]["fitted"],
                 "kept_from_base": fit.kept,
                 "residuals": residuals,
+                "n_tables": len(fit.tables),
+                "table_holdout": data["calibration"]["table_holdout"],
+                "uncertainty": data.get("uncertainty"),
             }
         )
         return
@@ -72,6 +84,7 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
     ]
     print_table(f"Fitted {out}", ["class", "rows", "MAPE %", "terms"], rows)
     typer.echo(f"kept from {base.name}: {', '.join(fit.kept)}")
+    typer.echo(f"measured GEMM tables: {len(fit.tables)} shapes" + ("" if tables else " (--no-tables)"))
 
 
 def _fmt(value) -> str:
@@ -94,14 +107,17 @@ def run_command(
     quick: Annotated[bool, typer.Option("--quick", help="A few points per axis (CPU: a toy model).")] = False,
     base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h200",
     model: Annotated[list[str] | None, typer.Option("--model", help="Model spec(s) to time.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or fp32.")] = "bf16",
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16, fp32 or fp8 (GEMMs only).")] = "bf16",
     time_budget_s: Annotated[
         float | None, typer.Option("--time-budget-s", help="Stop starting new points after this.")
     ] = None,
+    no_tables: NoTablesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Time kernels on this machine, write OUT's measurements CSV next to it, fit, write OUT."""
     _check_out(out)
+    if time_budget_s is not None and not (math.isfinite(time_budget_s) and time_budget_s > 0):
+        raise InputError("--time-budget-s", None, f"must be a finite number of seconds > 0; got {time_budget_s}")
     _load_profile(base)  # a bad --base fails before minutes of timing
     try:
         from calibrate.runner import run_calibration, write_measurements
@@ -113,7 +129,7 @@ def run_command(
     frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s)
     csv_path = write_measurements(frame, out.with_name(f"{out.stem}.measurements.csv"))
     typer.echo(f"wrote {csv_path} ({len(frame)} measurements)", err=True)
-    _fit_and_write([(csv_path, frame)], base, out, as_json)
+    _fit_and_write([(csv_path, frame)], base, out, as_json, tables=not no_tables)
 
 
 @calibrate_app.command("fit")
@@ -122,11 +138,13 @@ def fit_command(
     measurements: MeasurementsArg,
     out: OutOpt,
     base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h100-sxm",
+    no_tables: NoTablesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fit the cost model's terms to MEASUREMENTS and write a calibrated profile to OUT."""
+    """Fit the cost model's terms to MEASUREMENTS and write a calibrated profile to OUT
+    (with measured GEMM tables unless --no-tables)."""
     _check_out(out)
-    _fit_and_write(_read_files(measurements), base, out, as_json)
+    _fit_and_write(_read_files(measurements), base, out, as_json, tables=not no_tables)
 
 
 @calibrate_app.command("report")
@@ -155,4 +173,5 @@ def report_command(
     if as_json:
         print_json(summary)
     else:
-        print_table(f"{hw.name} vs {len(frame)} measurements", ["op", "n", "MAPE %"], summary_table_rows(summary))
+        print_table(f"{hw.name} vs {len(frame)} measurements", ["op", "n", "MAPE %", "bias %", "answered by"],
+                    summary_table_rows(summary))

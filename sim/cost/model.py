@@ -13,10 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.hot import HotPath
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
+from sim.cost.tables import gemm_tables
 from sim.dtypes import bytes_per_element, peak_key
+from sim.errors import InputError
 from sim.hardware import HardwareProfile
 from sim.model import ModelSpec
 
@@ -55,8 +58,18 @@ def _bound(t_compute: np.ndarray, t_memory: np.ndarray) -> np.ndarray:
     return np.where(t_compute >= t_memory, "compute", "memory")
 
 
+TIME_SCALE_KEYS = ("gemm", "elementwise", "attention", "collective", "overhead")
+
+
 class CostModel:
-    """Step times of one replica of `model` on `tp` GPUs of `hw`."""
+    """Step times of one replica of `model` on `tp` GPUs of `hw`.
+
+    `allreduce_kind`: `nccl` or `custom` (one-shot kernels of vLLM / TensorRT-LLM), read from the
+    profile's `collectives` (engine presets pick it); `nvlink_bridge`: a TP-2 pair of PCIe cards
+    joined by an NVLink bridge. `time_scale`: a multiplier per op class (`TIME_SCALE_KEYS`) on
+    every time of that class, what the prediction intervals perturb (sim/cost/uncertainty.py).
+    GEMM shapes found in the profile's measured tables (`calibration.tables`) use them.
+    """
 
     def __init__(
         self,
@@ -67,6 +80,9 @@ class CostModel:
         kv_dtype: str = "bf16",
         block_size: int = 16,
         act_dtype: str = "bf16",
+        allreduce_kind: str = "nccl",
+        nvlink_bridge: bool = False,
+        time_scale: dict[str, float] | None = None,
     ):
         model.check_tp(tp)
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
@@ -80,8 +96,14 @@ class CostModel:
         self.q_heads_gpu = model.n_heads // tp
         self.kv_heads_gpu = model.kv_heads_per_gpu(tp)
         self.kv_bytes_per_token_layer_gpu = 2 * self.kv_heads_gpu * model.head_dim * self.kv_bytes_el
-        self.overhead_s = self.eff.step_overhead_us * 1e-6
-        self._paged_eff = self.eff.paged_efficiency(block_size)
+        self.time_scale = _checked_scale(time_scale)
+        self.overhead_s = self.eff.step_overhead_us * 1e-6 * self.time_scale["overhead"]
+        # Attention time scales as 1/rate: dividing both rates by the factor scales the blend.
+        self.attn_peak_flops /= self.time_scale["attention"]
+        self._paged_eff = self.eff.paged_efficiency(block_size) / self.time_scale["attention"]
+        self.tables = gemm_tables(hw.calibration, hw.name)
+        self.allreduce_kind = allreduce_kind
+        self._allreduce_fit = allreduce_fit(hw, tp, allreduce_kind, nvlink_bridge)
         self._layer_table_s = np.zeros(0)
         self._lm_table_s = np.zeros(0)
         self._hot = HotPath(self)
@@ -100,14 +122,35 @@ class CostModel:
             shapes += [("gate_up_proj", mlp_up, m.hidden_size), ("down_proj", m.hidden_size, m.intermediate_size // t)]
         return shapes
 
+    def _gemm(self, tokens: np.ndarray, n_out: int, k_in: int):
+        """(time, flops, bytes) of one GEMM: its measured table when the profile has this shape,
+        else the smooth roofline; scaled by the `gemm` time scale."""
+
+        def smooth_s(m):
+            return gemm_time_s(m, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops,
+                               self.bandwidth, self.eff)[0]  # fmt: skip
+
+        time, flops, bytes_ = gemm_time_s(
+            tokens, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops, self.bandwidth, self.eff
+        )
+        table = self.tables.get((int(n_out), int(k_in), int(self.weight_bytes_el)))
+        if table is not None:
+            time = table.time_at_s(tokens, smooth_s)
+        return time * self.time_scale["gemm"], flops, bytes_
+
+    def _allreduce_s(self, payload: np.ndarray) -> np.ndarray:
+        """One all-reduce of `payload` bytes: the profile's fitted collective, else the ring formula."""
+        if self._allreduce_fit is not None:
+            return link_time_s(payload, self._allreduce_fit)
+        latency = self.hw.interconnect.gpu_link_latency_us * 1e-6
+        return allreduce_time_s(payload, self.tp, self.hw.gpu_link_bytes_s, latency, self.eff)
+
     def _layer_ops(self, n_tokens: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per-layer ops whose cost depends only on the step's token count: (name, time, flops, bytes, bound)."""
         tokens = np.asarray(n_tokens, dtype=np.float64)
         ops = []
         for name, n_out, k_in in self._gemm_shapes():
-            time, flops, bytes_ = gemm_time_s(
-                tokens, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops, self.bandwidth, self.eff
-            )
+            time, flops, bytes_ = self._gemm(tokens, n_out, k_in)
             t_c = flops / self.peak_flops
             ops.append((name, time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth)))
         if self.model.moe is not None:
@@ -115,9 +158,7 @@ class CostModel:
         ops.append(self._elementwise_op(tokens))
         if self.tp > 1:
             payload = tokens * self.model.hidden_size * self.act_bytes_el
-            link = self.hw.gpu_link_bytes_s
-            latency = self.hw.interconnect.gpu_link_latency_us * 1e-6
-            time = 2 * allreduce_time_s(payload, self.tp, link, latency, self.eff)
+            time = 2 * self._allreduce_s(payload) * self.time_scale["collective"]
             ops.append(("allreduce", time, np.zeros_like(tokens), 2 * payload, np.full(tokens.shape, "network")))
         return ops
 
@@ -133,6 +174,7 @@ class CostModel:
         tokens_per_expert = np.maximum(tokens * k / n_exp, 1.0)
         e_c = self.eff.gemm_compute_max * tokens_per_expert / (tokens_per_expert + self.eff.gemm_half_tokens)
         time, t_c, t_m = op_time_s(flops, bytes_, self.peak_flops, e_c, self.bandwidth, self.eff.memory, self.eff, 3)
+        time = time * self.time_scale["gemm"]
         return ("moe_mlp", np.where(tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m))
 
     def _elementwise_op(self, tokens: np.ndarray):
@@ -145,7 +187,12 @@ class CostModel:
             + 6 * m.hidden_size  # two residual adds, two reads + a write each
         )
         bytes_ = tokens * width * self.act_bytes_el
-        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, self.eff.memory, self.eff, 5)
+        e_mem = self.eff.elementwise_memory or self.eff.memory
+        fixed_us = self.eff.elementwise_fixed_us
+        n_launches = 5 if fixed_us is None else 0
+        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, e_mem, self.eff, n_launches)
+        time = time + (fixed_us or 0.0) * 1e-6
+        time = time * self.time_scale["elementwise"]
         return ("elementwise", np.where(tokens > 0, time, 0.0), np.zeros_like(tokens), bytes_,
                 np.full(tokens.shape, "memory"))
 
@@ -169,10 +216,8 @@ class CostModel:
 
     def _lm_head_op(self, n_sampled: np.ndarray):
         m = self.model
-        time, flops, bytes_ = gemm_time_s(
-            n_sampled, m.vocab_size // self.tp, m.hidden_size, self.weight_bytes_el, self.act_bytes_el,
-            self.peak_flops, self.bandwidth, self.eff,
-        )
+        sampled = np.asarray(n_sampled, dtype=np.float64)
+        time, flops, bytes_ = self._gemm(sampled, m.vocab_size // self.tp, m.hidden_size)
         t_c = flops / self.peak_flops
         return ("lm_head", time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth))
 
@@ -221,3 +266,15 @@ class CostModel:
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """`decode_run_times_s` plus the KV tokens (whole blocks) the run's sequences hold per step."""
         return self._hot.decode_run(np.asarray(contexts, dtype=np.int64), int(n_steps))
+
+
+def _checked_scale(time_scale: dict[str, float] | None) -> dict[str, float]:
+    """Every `TIME_SCALE_KEYS` entry (1.0 when not given); unknown keys or factors <= 0 refused."""
+    out = dict.fromkeys(TIME_SCALE_KEYS, 1.0)
+    for key, value in (time_scale or {}).items():
+        if key not in out:
+            raise InputError("time_scale", key, " | ".join(TIME_SCALE_KEYS))
+        if not np.isfinite(value) or value <= 0:
+            raise InputError("time_scale", key, "a finite factor > 0")
+        out[key] = float(value)
+    return out

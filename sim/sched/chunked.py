@@ -19,7 +19,7 @@ class ChunkedScheduler(Scheduler):
             still = set(self.running)
             prefilling = [r for r in prefilling if r in still]
         transfer_s += more_s
-        budget = self.cfg.chunk_size - len(decodes)
+        budget = self.cfg.chunk_size - len(decodes) * self.decode_tokens_per_seq()
         ids, tokens = self._prefill_chunks(prefilling, budget, now_s)
         if not ids and decodes:
             horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf

@@ -27,6 +27,8 @@ class StepPlan:
     block_tokens: np.ndarray | None = None
     # decode runs: steps until the first of its sequences generates its last token, when known
     steps_to_first_finish: int | None = None
+    # speculative decoding (sim/spec_decode.py): accepted proposals per sequence, kept on commit
+    spec_extra: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])

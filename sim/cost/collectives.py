@@ -1,0 +1,49 @@
+"""Collective times: latency + payload / bus bandwidth per TP size, from a profile's `collectives`.
+
+A profile without `collectives` falls back to the ring formula over `interconnect`
+(`roofline.allreduce_time_s`). With them, the TP size's own fit answers; a TP size that was not
+measured takes the nearest measured one above (or the largest, for a larger group), which is the
+conservative side for latency. `allreduce_kind` picks `nccl` or `custom` (the one-shot
+all-reduce kernels of vLLM / TensorRT-LLM); `nvlink_bridge` a bridged TP-2 pair of PCIe cards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.errors import InputError
+from sim.hardware import HardwareProfile, LinkFit
+
+ALLREDUCE_KINDS = ("nccl", "custom")
+
+
+def _nearest_tp(fits: dict[int, LinkFit], tp: int) -> LinkFit:
+    sizes = sorted(fits)
+    above = [size for size in sizes if size >= tp]
+    return fits[above[0] if above else sizes[-1]]
+
+
+def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridge: bool = False) -> LinkFit | None:
+    """The (latency, bandwidth) of an all-reduce over `tp` GPUs of `hw`, or None when the
+    profile has no collective fits (the caller uses the ring formula)."""
+    if kind not in ALLREDUCE_KINDS:
+        raise InputError("allreduce_kind", kind, " | ".join(ALLREDUCE_KINDS))
+    coll = hw.collectives
+    if nvlink_bridge:
+        if coll is None or not coll.nvlink_bridge:
+            raise InputError(hw.name, "collectives.nvlink_bridge", "bridge numbers in the profile to model a bridge")
+        if tp != 2:
+            raise InputError("nvlink_bridge", None, f"tp 2: a bridge joins a pair of cards (got tp {tp})")
+        return coll.nvlink_bridge.get(kind) or coll.nvlink_bridge.get("nccl")
+    if coll is None or tp < 2:
+        return None
+    fits = coll.allreduce.get(kind) or coll.allreduce.get("nccl")
+    if not fits:
+        return None
+    return _nearest_tp(fits, tp)
+
+
+def link_time_s(payload_bytes: np.ndarray, fit: LinkFit) -> np.ndarray:
+    """latency + payload / bandwidth, 0 where the payload is 0."""
+    payload = np.asarray(payload_bytes, dtype=np.float64)
+    return np.where(payload > 0, fit.latency_us * 1e-6 + payload / (fit.bus_gb_s * 1e9), 0.0)
