@@ -107,7 +107,7 @@ def run_command(
     quick: Annotated[bool, typer.Option("--quick", help="A few points per axis (CPU: a toy model).")] = False,
     base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h200",
     model: Annotated[list[str] | None, typer.Option("--model", help="Model spec(s) to time.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or fp32.")] = "bf16",
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16, fp32 or fp8 (GEMMs only).")] = "bf16",
     time_budget_s: Annotated[
         float | None, typer.Option("--time-budget-s", help="Stop starting new points after this.")
     ] = None,
@@ -126,7 +126,10 @@ def run_command(
     from sim.model import load_model
 
     specs = [load_model(name) for name in (model or ["llama-3-8b"])]
-    frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s)
+    from sim.cli.common import StageProgress
+
+    with StageProgress(enabled=not as_json) as progress:
+        frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s, progress=progress)
     csv_path = write_measurements(frame, out.with_name(f"{out.stem}.measurements.csv"))
     typer.echo(f"wrote {csv_path} ({len(frame)} measurements)", err=True)
     _fit_and_write([(csv_path, frame)], base, out, as_json, tables=not no_tables)

@@ -54,10 +54,11 @@ def plan(
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
 ) -> None:
-    """Size a cluster for the workload's real traffic and verify it: per hardware x TP x policy (x searched
-    knobs), the highest rate one replica sustains on the workload's busiest stretch; replicas, GPUs and cost
-    for the target rate; then the cheapest clusters replay the WHOLE workload at the target rate, adding
-    (or removing) replicas until the SLOs hold. Recommends the cheapest verified cluster.
+    """Size a cluster for the workload's real traffic, verify it on the whole workload, recommend the cheapest.
+
+    Per hardware x TP x policy (x --search knobs): the highest rate one replica sustains on the workload's
+    busiest stretch; replicas, GPUs and cost for the target rate; then the cheapest clusters replay the WHOLE
+    workload at the target rate, adding (or removing) replicas until the SLOs hold.
 
     Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --goodput finished.
 

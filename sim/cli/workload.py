@@ -96,3 +96,13 @@ def sample_command(
     closed = isinstance(workload, ClosedLoop)
     note = " (closed loop: the request pool; concurrency stays in the spec)" if closed else ""
     typer.echo(f"wrote {n_rows:,} requests to {out}{note}")
+
+
+@workload_app.command("schema")
+def schema_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON Schema instead of the page.")] = False,
+) -> None:
+    """The workload spec YAML reference: every key, its type, default and allowed range."""
+    from sim.workload.schema_doc import json_schema, markdown
+
+    typer.echo(json.dumps(json_schema(), indent=2) if as_json else markdown(), nl=False)
