@@ -128,6 +128,9 @@ def _check_per_op(frame: pd.DataFrame, where: str) -> None:
         for column in _EMPTY[op]:
             if rows[column].notna().any():
                 raise InputError(where, column, f"empty on {op} rows")
+    attention = frame[frame["op"].isin(ATTENTION_OPS)]
+    if (attention["n_heads"] % attention["n_kv_heads"] != 0).any():
+        raise InputError(where, "n_heads", "a multiple of n_kv_heads on attention rows")
     collective = frame[frame["op"].isin(COLLECTIVE_OPS)]
     if (collective["tp"] < 2).any():
         raise InputError(where, "tp", ">= 2 on allreduce and send_recv rows")

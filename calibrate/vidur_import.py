@@ -95,6 +95,19 @@ def shard_shape(op: str, n_heads: int, n_kv_heads: int, hidden: int, mlp: int, g
     }[op]
 
 
+def _check_mlp_shapes(numbers: pd.DataFrame, where: str) -> None:
+    """Shapes are whole positive numbers that split evenly: heads over KV heads and TP, hidden over heads."""
+    for column in MLP_SHAPE_COLUMNS[:-1] + MLP_KEY_COLUMNS:
+        values = numbers[column]
+        if not ((values >= 1) & (values == values.round()) & (values < 2**31)).all():
+            raise InputError(where, column, "whole numbers >= 1 on every row")
+    relations = (("n_head", "n_kv_head"), ("n_embd", "n_head"), ("n_head", "num_tensor_parallel_workers"),
+                 ("n_expanded_embd", "num_tensor_parallel_workers"))
+    for column, divisor in relations:
+        if (numbers[column].astype("int64") % numbers[divisor].astype("int64")).any():
+            raise InputError(where, column, f"a multiple of {divisor} on every row")
+
+
 def import_vidur_mlp(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Our measurement rows (four GEMM ops per CSV row) from a Vidur mlp.csv frame."""
     where = str(path)
@@ -102,6 +115,7 @@ def import_vidur_mlp(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     _require(frame, MLP_SHAPE_COLUMNS + MLP_KEY_COLUMNS + tuple(time_columns), where, "a Vidur mlp.csv")
     frame = frame.drop_duplicates()
     numbers = _numbers(frame, MLP_SHAPE_COLUMNS[:-1] + MLP_KEY_COLUMNS + tuple(time_columns), where)
+    _check_mlp_shapes(numbers, where)
     gated = frame["use_gated_mlp"].astype(str).str.lower().isin(("true", "1"))
     base = _provenance(path)
     rows = []

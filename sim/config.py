@@ -3,53 +3,63 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from sim.errors import InputError
+from sim.feature_config import FeatureKnobs
+from sim.schema import MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
 from sim.yamlio import read_mapping, validate
 
 POLICIES = ("static", "continuous", "chunked", "radix")
+MAX_TP = 1024  # GPUs in one tensor-parallel group
+MAX_REPLICAS = 100_000  # replicas behind one router (each is a simulated object)
+MAX_BLOCK_SIZE = 65_536  # tokens per KV block
+MAX_NUM_SEQS = 1_000_000  # sequences in one batch
 
 
-class SLO(BaseModel):
+class SLO(StrictModel):
     """Latency targets a request must meet to count towards goodput (seconds)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     ttft_s: PositiveFloat | None = None
     tpot_s: PositiveFloat | None = None
     e2e_s: PositiveFloat | None = None
 
 
-class EngineConfig(BaseModel):
-    """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores)."""
+class EngineConfig(FeatureKnobs):
+    """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores).
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Ranges: sizes and counts positive; token counts at most MAX_TOKENS; shares in (0, 1]; seed in
+    [0, 2**63). `block_size` may be any positive whole number (vLLM's CUDA kernels take 8, 16 or 32;
+    other values are priced by log2 interpolation between the profile's calibrated block sizes and
+    clamped outside them)."""
+
     model: str = "llama-3-8b"
     hardware: str = "h100-sxm"
     policy: Literal["static", "continuous", "chunked", "radix"] = "continuous"
-    tp: PositiveInt = 1
-    replicas: PositiveInt = 1
+    tp: PositiveInt = Field(1, le=MAX_TP)
+    replicas: PositiveInt = Field(1, le=MAX_REPLICAS)
     replica_hardware: list[str] | None = None  # heterogeneous cluster: one profile per replica
     router: Literal["round_robin", "random", "least_outstanding", "least_kv", "prefix_affinity"] = "round_robin"
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     # vLLM engine knobs (same names)
-    max_num_seqs: PositiveInt = 256
-    max_num_batched_tokens: PositiveInt = 8192
-    block_size: PositiveInt = 16
+    max_num_seqs: PositiveInt = Field(256, le=MAX_NUM_SEQS)
+    max_num_batched_tokens: PositiveInt = Field(8192, le=MAX_TOKENS)
+    block_size: PositiveInt = Field(16, le=MAX_BLOCK_SIZE)
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
-    max_model_len: PositiveInt | None = None  # None: the model's max_position_embeddings
+    max_model_len: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None  # None: the model's max_position_embeddings
     swap_space: float = Field(4.0, ge=0)  # GiB of host memory per GPU for swapped-out KV
     num_gpu_blocks_override: PositiveInt | None = None
     # infersim knobs
-    chunk_size: PositiveInt = 512  # chunked/radix: token budget per step
+    chunk_size: PositiveInt = Field(512, le=MAX_TOKENS)  # chunked/radix: token budget per step
     preemption_mode: Literal["recompute", "swap"] = "recompute"
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"  # lpm: longest prefix match first
     radix_chunked: bool = True  # radix on top of chunked prefill (False: on top of continuous)
     watermark: float = Field(0.01, ge=0, lt=1)  # share of blocks kept free when admitting
     batching_window_s: float = Field(0.0, ge=0)  # static: wait this long for a batch to fill
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=MAX_SEED_EXCLUSIVE)
     slo: SLO = SLO()
     record_steps: bool = False
 
@@ -63,6 +73,14 @@ class EngineConfig(BaseModel):
         return list(self.replica_hardware) if self.replica_hardware is not None else [self.hardware] * self.replicas
 
     @model_validator(mode="after")
+    def _features_fit_policy(self) -> EngineConfig:
+        if self.spec_tokens and self.policy == "static":
+            raise ValueError("speculative decoding (spec_tokens > 0) needs policy continuous, chunked or radix")
+        if self.cpu_cache_gib and self.policy != "radix":
+            raise ValueError("cpu_cache_gib is a tier of the radix prefix cache: use policy radix")
+        return self
+
+    @model_validator(mode="after")
     def _chunk_fits_budget(self) -> EngineConfig:
         if self.policy in ("chunked", "radix") and self.chunk_size > self.max_num_batched_tokens:
             raise ValueError("chunk_size must not exceed max_num_batched_tokens")
@@ -72,5 +90,13 @@ class EngineConfig(BaseModel):
 def load_config(path: Path | None, overrides: dict) -> EngineConfig:
     """Config from a YAML file (optional) with CLI overrides on top (None values ignored)."""
     data = read_mapping(path) if path is not None else {}
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    return validate(EngineConfig, data, path if path is not None else "command line")
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    data.update(flags)
+    try:
+        return validate(EngineConfig, data, path if path is not None else "command line")
+    except InputError as error:
+        top = (error.field or "").split(".")[0]
+        if top in flags:  # the bad value came from a flag: name the flag
+            raise InputError(f"--{top.replace('_', '-')}", error.field if "." in (error.field or "") else None,
+                             error.allowed) from None
+        raise

@@ -5,32 +5,33 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from sim.errors import InputError
 from sim.paths import bundled_dir
+from sim.schema import StrictModel
 from sim.yamlio import read_mapping, validate
 
 GIB = 2**30
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 Fraction = Field(gt=0, le=1)
 
 
-class Compute(BaseModel):
+class Compute(StrictModel):
     model_config = _STRICT
     dense_bf16_tflops: PositiveFloat
     dense_fp8_tflops: PositiveFloat | None = None
     dense_int8_tops: PositiveFloat | None = None
 
 
-class Memory(BaseModel):
+class Memory(StrictModel):
     model_config = _STRICT
     hbm_capacity_gib: PositiveFloat
     hbm_bandwidth_gb_s: PositiveFloat
     runtime_reserve_gib: float = Field(ge=0)
 
 
-class Interconnect(BaseModel):
+class Interconnect(StrictModel):
     model_config = _STRICT
     gpu_link_gb_s: PositiveFloat
     gpu_link_latency_us: float = Field(ge=0)
@@ -38,7 +39,7 @@ class Interconnect(BaseModel):
     max_gpus_per_node: PositiveInt
 
 
-class Efficiency(BaseModel):
+class Efficiency(StrictModel):
     """Roofline efficiency terms (documented defaults in each YAML; calibration refits them)."""
 
     model_config = _STRICT
@@ -59,6 +60,19 @@ class Efficiency(BaseModel):
     # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
     elementwise_fixed_us: float | None = Field(default=None, ge=0)
 
+    @field_validator("paged_attention_memory")
+    @classmethod
+    def _calibrated_block_sizes(cls, table: dict[int, float]) -> dict[int, float]:
+        """At least one block size; sizes powers of two (log2-interpolated); efficiencies in (0, 1]."""
+        if not table:
+            raise ValueError("give at least one block_size: efficiency pair, e.g. {16: 0.6}")
+        for size, value in table.items():
+            if size & (size - 1):
+                raise ValueError(f"block size {size} must be a power of two")
+            if not 0 < value <= 1 or value != value:
+                raise ValueError(f"efficiency {value} at block size {size} must be in (0, 1]")
+        return table
+
     def paged_efficiency(self, block_size: int) -> float:
         """KV-read efficiency for `block_size`, log2-interpolated between calibrated sizes."""
         import numpy as np
@@ -68,7 +82,7 @@ class Efficiency(BaseModel):
         return float(np.interp(np.log2(block_size), np.log2(sizes), values))
 
 
-class LinkFit(BaseModel):
+class LinkFit(StrictModel):
     """One collective on one group size: time = latency_us + payload / bus_gb_s (payload in bytes)."""
 
     model_config = _STRICT
@@ -76,7 +90,7 @@ class LinkFit(BaseModel):
     bus_gb_s: PositiveFloat
 
 
-class Collectives(BaseModel):
+class Collectives(StrictModel):
     """Measured (or derived) collective costs per TP size (sim/cost/collectives.py reads them).
 
     `allreduce` maps a kind (`nccl`, `custom`: vLLM/TRT-LLM one-shot kernels) to {tp: LinkFit};
@@ -90,8 +104,8 @@ class Collectives(BaseModel):
     nvlink_bridge: dict[str, LinkFit] | None = None
 
 
-class HardwareProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class HardwareProfile(StrictModel):
+    model_config = _STRICT
     name: str
     description: str = ""
     vendor: str = ""

@@ -46,6 +46,7 @@ class Recorder:
 
     def __init__(self, record_steps: bool):
         self.record_steps = record_steps
+        self.attribution = None  # a sim.attribution.Attribution when latency attribution is on
         self.gap_values = Growable()
         self.gap_weights = Growable(np.int64)
         self.preemptions = 0

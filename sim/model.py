@@ -6,21 +6,29 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import PositiveInt, model_validator
 
 from sim.errors import InputError
 from sim.paths import model_specs_dir
+from sim.schema import StrictModel
 from sim.yamlio import read_mapping, validate
 
 
-class MoE(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class MoE(StrictModel):
     n_experts: PositiveInt
     experts_per_token: PositiveInt
 
+    @model_validator(mode="after")
+    def _top_k_within_experts(self) -> MoE:
+        if self.experts_per_token > self.n_experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) must not exceed "
+                             f"n_experts ({self.n_experts})")
+        return self
 
-class ModelSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class ModelSpec(StrictModel):
+    """An architecture. Relations checked: n_heads is a multiple of n_kv_heads (GQA groups are whole)."""
+
     name: str
     hf_name: str = ""
     n_layers: PositiveInt
@@ -36,6 +44,12 @@ class ModelSpec(BaseModel):
     qkv_bias: bool = False
     moe: MoE | None = None
     provenance: str = ""
+
+    @model_validator(mode="after")
+    def _whole_kv_groups(self) -> ModelSpec:
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
+        return self
 
     # ---- derived quantities (element counts; multiply by a dtype's bytes) ----
     @property
@@ -115,12 +129,31 @@ def load_model(name_or_path: str) -> ModelSpec:
 _HF_REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
 
 
+def _positive_int(config: dict, key: str, path: Path) -> int:
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(path, key, f"must be a positive integer (a Hugging Face config.json field); got {value!r}")
+    return value
+
+
 def from_hf_config(config: dict, path: Path) -> dict:
-    """Map a Hugging Face config.json onto ModelSpec fields (Llama/Mistral/Qwen2/Mixtral family)."""
+    """Map a Hugging Face config.json onto ModelSpec fields (Llama/Mistral/Qwen2/Mixtral family).
+
+    Absent `num_key_value_heads` means multi-head attention (= heads); present, it must be a
+    positive integer (0 is an error, never silently MHA). Without `head_dim`, hidden_size must
+    split evenly into the heads."""
     for key in _HF_REQUIRED:
-        if not isinstance(config.get(key), int) or config[key] <= 0:
+        if key not in config:
             raise InputError(path, key, "required positive integer (a Hugging Face config.json field)")
+        _positive_int(config, key, path)
     n_heads = config["num_attention_heads"]
+    for key in ("num_key_value_heads", "head_dim", "max_position_embeddings", "num_local_experts",
+                "num_experts_per_tok"):
+        if config.get(key) is not None:
+            _positive_int(config, key, path)
+    if config.get("head_dim") is None and config["hidden_size"] % n_heads:
+        raise InputError(path, "hidden_size", f"must be a multiple of num_attention_heads ({n_heads}) "
+                                              "when head_dim is not given")
     head_dim = config.get("head_dim") or config["hidden_size"] // n_heads
     n_experts = config.get("num_local_experts")
     return {
@@ -133,11 +166,11 @@ def from_hf_config(config: dict, path: Path) -> dict:
         "head_dim": head_dim,
         "intermediate_size": config["intermediate_size"],
         "vocab_size": config["vocab_size"],
-        "max_position_embeddings": config.get("max_position_embeddings", 4096),
+        "max_position_embeddings": config.get("max_position_embeddings") or 4096,
         "mlp": "gated" if config.get("hidden_act", "silu") in ("silu", "swiglu", "gelu_pytorch_tanh") else "plain",
         "tie_word_embeddings": bool(config.get("tie_word_embeddings", False)),
         "qkv_bias": bool(config.get("attention_bias", config.get("model_type") == "qwen2")),
-        "moe": {"n_experts": n_experts, "experts_per_token": config.get("num_experts_per_tok", 2)}
+        "moe": {"n_experts": n_experts, "experts_per_token": config.get("num_experts_per_tok") or 2}
         if n_experts
         else None,
         "provenance": f"Hugging Face config.json at {path}",

@@ -50,12 +50,14 @@ class RequestTable:
         self.n_computed = np.zeros(n, dtype=np.int64)
         self.n_tokens = self.prompt_tokens.copy()
         self.cached_tokens = np.zeros(n, dtype=np.int64)  # prompt tokens served by the prefix cache
+        self.host_cached_tokens = np.zeros(n, dtype=np.int64)  # of those, loaded from the host-memory tier
         self.first_token_s = np.full(n, np.nan)
         self.last_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         self.scheduled_s = np.full(n, np.nan)  # first time it was scheduled (queue delay ends)
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.preempted_s = np.zeros(n)  # time spent preempted (waiting again or swapped)
+        self.kv_transfer_s = np.zeros(n)  # disaggregated: prefill end -> KV on a decode replica
         self.replica = np.zeros(n, dtype=np.int64)  # set when the router places the request
         self.reject_reason: dict[int, str] = {}
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from sim.attribution import Attribution
 from sim.config import EngineConfig
 from sim.cost import CostModel
 from sim.engine import ArrivalSource, ClosedLoopSource, Replica
@@ -20,6 +21,7 @@ from sim.model import load_model
 from sim.request import RequestTable
 from sim.router import make_router
 from sim.sched.registry import make_scheduler
+from sim.spec_decode import make_spec_decoder
 from sim.trace import ClosedLoop, Trace
 
 
@@ -59,6 +61,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps)
+    recorder.attribution = Attribution(table)
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     if isinstance(workload, ClosedLoop):
@@ -74,6 +77,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
         blocks = BlockManager(n_blocks, cfg.block_size, int(cfg.watermark * n_blocks), cpu_blocks)
         sched = make_scheduler(cfg, table, blocks, replica_cost, recorder, index, max_model_len)
+        sched.spec = make_spec_decoder(cfg, replica_cost, index)
         replicas.append(Replica(env, sched, source))
         blocks_per_replica.append(n_blocks)
     source.start(replicas)

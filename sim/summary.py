@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.feature_summary import feature_summary
 from sim.metrics import weighted_percentiles
 from sim.request import Status
 from sim.simulate import SimResult
@@ -29,7 +30,7 @@ def requests_frame(result: SimResult) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(own > 1, (t.finish_s[:n] - t.first_token_s[:n]) / (own - 1), np.nan)
     status_names = np.array([s.name for s in Status])
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "request_id": np.arange(n),
         "replica": t.replica[:n],
         "status": status_names[status],
@@ -47,8 +48,14 @@ def requests_frame(result: SimResult) -> pd.DataFrame:
         "cached_tokens": t.cached_tokens[:n],
         "preemptions": np.bincount(owner, weights=t.preemptions, minlength=n).astype(np.int64),
         "preempted_s": np.bincount(owner, weights=t.preempted_s, minlength=n),
+        "kv_transfer_s": t.kv_transfer_s[:n],
         "reject_reason": [t.reject_reason.get(i) for i in range(n)],
     })
+    attribution = result.recorder.attribution
+    if attribution is not None:
+        for name, values in attribution.columns(status == Status.FINISHED, finish_s).items():
+            frame[name] = values
+    return frame
 
 
 def _stats(values: np.ndarray) -> dict:
@@ -116,4 +123,5 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
         "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
+        **feature_summary(result, frame),  # hook: sim/feature_summary.py
     }

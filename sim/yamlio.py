@@ -45,6 +45,7 @@ def _describe(error: dict) -> str:
         return "required field is missing"
     if error["type"] == "extra_forbidden":
         return "unknown field"
-    if not error["loc"]:  # a whole-model check: the input is the whole mapping, not worth echoing
-        return error["msg"]
-    return f"{error['msg']} (got {error.get('input')!r})"
+    message = error["msg"].removeprefix("Value error, ")
+    if not error["loc"] or error["type"] == "value_error":  # a check of ours: its message says it all
+        return message
+    return f"{message} (got {error.get('input')!r})"

@@ -100,3 +100,39 @@ def _runner_accepts_built_commands(monkeypatch):
 
     original = typer.testing._get_command
     monkeypatch.setattr(typer.testing, "_get_command", lambda a: a.command if isinstance(a, _Wrapped) else original(a))
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (PermissionError(13, "Permission denied", "/root/out"), "error: /root/out: Permission denied"),
+    (OSError(28, "No space left on device"), "error: OSError: No space left on device"),
+    (OSError(18, "Invalid cross-device link", "/a/run", None, "/b/run"), "error: /a/run -> /b/run: Invalid"),
+    (IsADirectoryError(21, "Is a directory", "out/summary.json"), "error: out/summary.json: Is a directory"),
+    (FileNotFoundError("no trace"), "error: FileNotFoundError: no trace"),
+])
+def test_os_errors_name_their_paths(monkeypatch, error, expected):
+    command = dict(COMMANDS)[("simulate",)]
+
+    def fail(**_):
+        raise error
+
+    monkeypatch.setattr(command, "callback", fail)
+    result = CliRunner().invoke(_Wrapped(ROOT), ["simulate"])
+    assert result.exit_code == 2 and result.stderr.strip().startswith(expected), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=" ".join)
+def test_error_after_partial_output_is_still_one_line_on_stderr(monkeypatch, path):
+    """A command that already printed part of its output and then hits bad input: stdout keeps
+    what it printed, stderr gets exactly one line, exit 2, no traceback."""
+    command = dict(COMMANDS)[path]
+
+    def print_then_fail(**_):
+        typer.echo("first row of a table")
+        raise OSError(5, "Input/output error", "out/requests.parquet")
+
+    monkeypatch.setattr(command, "callback", print_then_fail)
+    result = CliRunner().invoke(_Wrapped(ROOT), [*path, *_required_args(command)])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "first row of a table\n"
+    assert result.stderr == "error: out/requests.parquet: Input/output error\n"

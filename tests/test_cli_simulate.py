@@ -104,8 +104,8 @@ def assert_one_line_exit_2(result, *words: str):
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["--policy", "fifo"], ["policy"]),
-    (["--block-size", "-16"], ["block_size"]),
+    (["--policy", "fifo"], ["--policy"]),
+    (["--block-size", "-16"], ["--block-size"]),
     (["--trace", "no/such/trace.csv"], ["no/such/trace.csv"]),
     (["--policy", "static", "--num-gpu-blocks-override", "10"], ["max_model_len"]),  # fails mid-run
 ])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sim.cli.errors import OneLineErrors
+from sim.output import json_text
 
 console = Console()
 
@@ -22,15 +22,8 @@ def new_app(**settings: Any) -> typer.Typer:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=_json_default) + "\n")
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    """Strict JSON on stdout (NaN/inf become null, as in every file we write)."""
+    sys.stdout.write(json_text(data))
 
 
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
@@ -41,3 +34,32 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     for row in rows:
         table.add_row(*[str(cell) for cell in row])
     console.print(table)
+
+
+class StageProgress:
+    """A progress bar per stage (`progress(stage, done, total)`), shown only on a terminal: quiet in
+    pipes, logs and tests. Use as a context manager; the instance is the callback."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled and console.is_terminal
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self) -> StageProgress | None:
+        if not self.enabled:
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=console, transient=True)
+        self.bar.start()
+        return self
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.tasks:
+            self.tasks[stage] = self.bar.add_task(stage, total=total)
+        self.bar.update(self.tasks[stage], completed=done, total=total)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -28,12 +28,19 @@ def one_line(exc: BaseException) -> str | None:
         field = ".".join(str(p) for p in first["loc"])
         return f"{exc.title}: {field}: {first['msg']}" if field else f"{exc.title}: {first['msg']}"
     if isinstance(exc, OSError):
-        where = exc.filename if exc.filename is not None else "file system"
-        return f"{where}: {exc.strerror or exc.__class__.__name__}"
+        return _os_error_line(exc)
     if hasattr(exc, "format_message"):  # click's (typer's vendored click's) usage and parameter errors
         ctx = getattr(exc, "ctx", None)
         return f"{ctx.command_path}: {exc.format_message()}" if ctx is not None else exc.format_message()
     return None
+
+
+def _os_error_line(exc: OSError) -> str:
+    """`path: what went wrong` (both paths of a failed rename or copy); the text of an OSError
+    that has no path; its class name as the last resort."""
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    what = exc.strerror or str(exc) or exc.__class__.__name__
+    return f"{' -> '.join(paths)}: {what}" if paths else f"{exc.__class__.__name__}: {what}"
 
 
 class OneLineErrors(TyperGroup):

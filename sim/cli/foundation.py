@@ -5,10 +5,13 @@ from __future__ import annotations
 import typer
 
 from sim.cli.common import print_json, print_table
+from sim.config import MAX_NUM_SEQS, load_config
 from sim.cost import CostModel
+from sim.errors import InputError
 from sim.hardware import GIB, bundled_profiles, load_hardware
 from sim.memory import plan_memory
 from sim.model import bundled_models, load_model
+from sim.schema import MAX_TOKENS
 
 ModelOpt = typer.Option("llama-3-8b", "--model", "-m", help="bundled model name or a YAML / config.json path")
 HardwareOpt = typer.Option("h100-sxm", "--hardware", "-H", help="bundled profile name or a YAML path")
@@ -62,9 +65,14 @@ def memory(
     as_json: bool = JsonOpt,
 ) -> None:
     """Weights per GPU, KV bytes per token and KV blocks per replica."""
+    cfg = load_config(None, {
+        "model": model, "hardware": hardware, "tp": tp, "block_size": block_size,
+        "gpu_memory_utilization": gpu_memory_utilization, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype,
+        "max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs,
+    })  # the same checks as simulate
     plan = plan_memory(
-        load_model(model), load_hardware(hardware), tp, block_size, gpu_memory_utilization,
-        weight_dtype, kv_dtype, max_num_batched_tokens, max_num_seqs,
+        load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.block_size, cfg.gpu_memory_utilization,
+        cfg.weight_dtype, cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
     )
     data = plan.to_dict()
     if as_json:
@@ -87,12 +95,15 @@ def roofline(
     as_json: bool = JsonOpt,
 ) -> None:
     """Per-op roofline of one prefill and one decode step."""
-    from sim.errors import InputError
-
-    for name, value in (("--prefill-tokens", prefill_tokens), ("--batch", batch), ("--context", context + 1)):
-        if value < 1:
-            raise InputError(name, None, "must be a positive integer")
-    cost = CostModel(load_model(model), load_hardware(hardware), tp, weight_dtype, kv_dtype, block_size)
+    limits = (("--prefill-tokens", prefill_tokens, 1, MAX_TOKENS), ("--batch", batch, 1, MAX_NUM_SEQS),
+              ("--context", context, 0, MAX_TOKENS))
+    for name, value, low, high in limits:
+        if not low <= value <= high:
+            raise InputError(name, None, f"must be a whole number in [{low}, {high}]; got {value}")
+    cfg = load_config(None, {"model": model, "hardware": hardware, "tp": tp, "block_size": block_size,
+                             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype})  # the same checks as simulate
+    cost = CostModel(load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.weight_dtype, cfg.kv_dtype,
+                     cfg.block_size)
     steps = {
         "prefill": cost.breakdown([prefill_tokens], [0], n_sampled=1),
         "decode": cost.breakdown([1] * batch, [context] * batch),

@@ -10,7 +10,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
 from sim.config import load_config
-from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, run
+from sim.errors import InputError
+from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
 
 PROGRESS_AFTER_WALL_S = 2.0
 
@@ -67,7 +68,27 @@ def simulate(
     preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
     radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
-    seed: int = _opt("random seed [0]", "--seed"),
+    seed: int = _opt("random seed [the config's, else the workload spec's, else 0]", "--seed"),
+    spec_tokens: int = _opt("speculative decoding: k proposed tokens per step [0: off]", "--spec-tokens"),
+    spec_acceptance: str = _opt("acceptance rate in [0,1], or one per position, comma-separated [0.8]",
+                                "--spec-acceptance"),
+    spec_method: str = _opt("heads (MTP/EAGLE-style) | draft (a draft model) [heads]", "--spec-method"),
+    spec_draft_model: str = _opt("draft model spec for --spec-method draft", "--spec-draft-model"),
+    spec_draft_cost: float = _opt("heads: one proposal's cost / a decode step's [0.05]", "--spec-draft-cost"),
+    cpu_cache_gib: float = _opt("radix: host-memory tier for evicted prefix blocks, GiB per replica [0]",
+                                "--cpu-cache-gib"),
+    prefill_replicas: int = _opt("disaggregated: prefill replicas (with --decode-replicas)", "--prefill-replicas"),
+    decode_replicas: int = _opt("disaggregated: decode replicas", "--decode-replicas"),
+    prefill_hardware: str = _opt("disaggregated: prefill group's profile", "--prefill-hardware"),
+    prefill_tp: int = _opt("disaggregated: prefill group's TP", "--prefill-tp"),
+    prefill_policy: str = _opt("disaggregated: prefill group's policy", "--prefill-policy"),
+    decode_hardware: str = _opt("disaggregated: decode group's profile", "--decode-hardware"),
+    decode_tp: int = _opt("disaggregated: decode group's TP", "--decode-tp"),
+    decode_policy: str = _opt("disaggregated: decode group's policy", "--decode-policy"),
+    kv_transfer_gb_s: float = _opt("disaggregated: KV link GB/s per GPU pair [from the profiles]",
+                                   "--kv-transfer-gb-s"),
+    kv_transfer_latency_us: float = _opt("disaggregated: KV link latency [from the profiles]",
+                                         "--kv-transfer-latency-us"),
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
     max_requests: int = _opt("replay only the first N requests", "--max-requests"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
@@ -84,7 +105,8 @@ def simulate(
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
-    cfg = load_config(config, overrides)
+    _feature_overrides(overrides)
+    cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
     progress = _LazyProgress(enabled=not as_json)
     resample = None
@@ -103,6 +125,24 @@ def simulate(
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
+
+
+def _feature_overrides(overrides: dict) -> None:
+    """CLI spellings of the feature knobs -> config keys (lists, per-group knobs)."""
+    if overrides.get("spec_acceptance") is not None:
+        overrides["spec_acceptance"] = [_rate(part) for part in overrides["spec_acceptance"].split(",")]
+    for group in ("prefill", "decode"):
+        knobs = {key: overrides.pop(f"{group}_{key}") for key in ("hardware", "tp", "policy")}
+        knobs = {k: v for k, v in knobs.items() if v is not None}
+        if knobs:
+            overrides[group] = knobs
+
+
+def _rate(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError("--spec-acceptance", None, f"{text!r} is not a number in [0, 1]") from None
 
 
 def print_summary(summary: dict) -> None:

@@ -9,9 +9,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from sim.cli.common import console, print_table
 from sim.errors import InputError
+from sim.run import DEFAULT_TRACE
 from sim.sweep.backends import make_backend
 from sim.sweep.grid import expand, load_base, parse_grid
 from sim.sweep.runner import SweepOutcome, run_sweep
+from sim.workload.load import spec_seed
 
 TABLE_METRICS = {"request_throughput": "req/s", "ttft_s_p99": "P99 TTFT (ms)", "tpot_s_p99": "P99 TPOT (ms)",
                  "n_finished": "finished"}
@@ -47,6 +49,10 @@ def sweep(
         if max_requests < 1:
             raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
         workload_base["max_requests"] = max_requests
+    if "seed" not in engine_base and "seed" not in grid_values:  # no explicit seed: the spec's, else 0
+        seed = spec_seed(workload_base.get("trace") or DEFAULT_TRACE, workload_base.get("format"))
+        if seed is not None:
+            engine_base["seed"] = seed
     points = expand(engine_base, workload_base, grid_values)
     runner = make_backend(backend, workers, address)
     outcome = _run_with_progress(points, list(grid_values), out, runner)

@@ -13,16 +13,19 @@ from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.memory import plan_memory
 from sim.model import load_model
+from sim.yamlio import validate
 
 
 @dataclass(frozen=True)
 class Candidate:
     cfg: EngineConfig
     cost_per_gpu_hour_usd: float
+    knobs: tuple[tuple[str, object], ...] = ()  # the searched engine knobs' values (empty: no knob search)
 
     @property
     def label(self) -> str:
-        return f"{self.cfg.hardware} tp{self.cfg.tp} {self.cfg.policy}"
+        knobs = "".join(f" {k}={v}" for k, v in self.knobs)
+        return f"{self.cfg.hardware} tp{self.cfg.tp} {self.cfg.policy}{knobs}"
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,12 @@ def parse_tps(text: str) -> list[int]:
     return values
 
 
-def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int],
-                     policies: list[str]) -> tuple[list[Candidate], list[Skipped]]:
-    """Every runnable (hardware, tp, policy) on top of `base`, and the skipped ones with why.
-    Unknown hardware, model or policy names raise InputError (a typo, not a skip)."""
+def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
+                     knob_settings: list[dict] | None = None) -> tuple[list[Candidate], list[Skipped]]:
+    """Every runnable (hardware, tp, policy, knob setting) on top of `base`, and the skipped ones with
+    why. Unknown hardware, model or policy names, or a knob value the config rejects, raise
+    InputError (a typo, not a skip)."""
+    settings = knob_settings or [{}]
     for policy in policies:
         if policy not in POLICIES:
             raise InputError("--policy", policy, f"unknown policy; allowed: {', '.join(POLICIES)}")
@@ -65,14 +70,15 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int],
     runnable, skipped = [], []
     for name, hw in zip(hardware, profiles, strict=True):
         for tp in tps:
-            reason = _why_not(model, hw, tp, base)
             for policy in policies:
-                if reason is not None:
-                    skipped.append(Skipped(name, tp, policy, reason))
-                else:
-                    cfg = EngineConfig.model_validate(
-                        {**base.model_dump(), "hardware": name, "tp": tp, "policy": policy, "replicas": 1})
-                    runnable.append(Candidate(cfg, hw.cost_per_hour_usd))
+                for knobs in settings:
+                    cfg = validate(EngineConfig, {**base.model_dump(), **knobs, "hardware": name, "tp": tp,
+                                                  "policy": policy, "replicas": 1}, "--search")
+                    reason = _why_not(model, hw, tp, cfg)
+                    if reason is not None:
+                        skipped.append(Skipped(name, tp, policy, reason))
+                    else:
+                        runnable.append(Candidate(cfg, hw.cost_per_hour_usd, tuple(knobs.items())))
     return runnable, skipped
 
 

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 
 from sim.config import EngineConfig
+from sim.planner.burst import SearchSlice
 from sim.planner.slo import PlanSLO
 from sim.simulate import simulate
+from sim.slo import percentile_or_none
 from sim.summary import requests_frame
-from sim.trace import Trace
-from sim.workload.transforms import scale_rate
 
 KV_REJECT_MARK = "KV blocks"  # the scheduler's reason for a request larger than the whole KV cache
 PLOT_KEYS = ("ttft_p99", "tpot_p99", "e2e_p99")  # always recorded, for the latency-vs-rate plots
@@ -31,20 +31,19 @@ class RatePoint:
     n_measured: int
     n_rejected_kv: int
     passes: bool
+    output_tok_s: float = 0.0  # output tokens per second the replica serves at this rate (steady state)
+    tok_s_per_user: float | None = None  # 1 / mean TPOT of the finished measured requests
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def evaluate_rate(cfg: EngineConfig, slice_trace: Trace, rate_qps: float, slo: PlanSLO,
-                  warmup_fraction: float) -> RatePoint:
-    """Simulate `slice_trace` re-timed to a mean arrival rate of `rate_qps` on one replica of `cfg`;
-    the first `warmup_fraction` of requests (in arrival order) warm the replica up and are not
-    measured. Deterministic for a given cfg.seed."""
-    trace = scale_rate(slice_trace, target_qps=rate_qps, where="planner rate")
-    frame = requests_frame(simulate(cfg, trace))
-    measured = frame.iloc[int(len(frame) * warmup_fraction):]
-    return judge(measured, rate_qps, slo)
+def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: PlanSLO) -> RatePoint:
+    """Simulate the slice re-timed for a workload mean of `rate_qps` on one replica of `cfg`; its
+    first `n_warmup` requests (in arrival order) warm the replica up and are not measured.
+    Deterministic for a given cfg.seed."""
+    frame = requests_frame(simulate(cfg, piece.at_rate(rate_qps)))
+    return judge(frame.iloc[piece.n_warmup:], rate_qps, slo)
 
 
 def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO) -> RatePoint:
@@ -59,12 +58,22 @@ def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO) -> RatePoint:
     rejected = measured.loc[measured["status"] == "REJECTED", "reject_reason"]
     n_rejected_kv = int(sum(KV_REJECT_MARK in str(reason) for reason in rejected))
     passes = goodput >= slo.goodput_min and all(r <= 1.0 for r in ratios.values())
-    return RatePoint(rate_qps, values, ratios, goodput, n_measured, n_rejected_kv, passes)
+    output_tok_s, tok_s_per_user = _speeds(finished, rate_qps, goodput)
+    return RatePoint(rate_qps, values, ratios, goodput, n_measured, n_rejected_kv, passes, output_tok_s,
+                     tok_s_per_user)
+
+
+def _speeds(finished: pd.DataFrame, rate_qps: float, goodput: float) -> tuple[float, float | None]:
+    """(output tok/s the replica serves in steady state, 1 / mean TPOT) at this rate."""
+    output_tok_s = 0.0
+    if len(finished) and "output_tokens" in finished:
+        output_tok_s = rate_qps * float(finished["output_tokens"].mean()) * goodput
+    tpot_s = finished["tpot_s"].dropna() if "tpot_s" in finished else pd.Series([], dtype=float)
+    return output_tok_s, (1.0 / float(tpot_s.mean()) if len(tpot_s) and tpot_s.mean() > 0 else None)
 
 
 def _percentile(values: np.ndarray, q: int) -> float | None:
-    values = values[~np.isnan(values)]
-    return float(np.percentile(values, q)) if values.size else None
+    return percentile_or_none(values, q)
 
 
 def binding_constraint(point: RatePoint, slo: PlanSLO) -> str:

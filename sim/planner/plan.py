@@ -1,43 +1,63 @@
-"""The capacity plan: per candidate, the highest rate one replica sustains; then replicas, GPUs and cost.
+"""The capacity plan: size each candidate on the workload's busiest stretch, cost it, then VERIFY the
+cheapest ones by replaying the whole workload through the whole cluster, adding replicas until the
+SLOs hold; recommend the cheapest verified cluster.
 
-Each candidate is one hardware kind (a mixed cluster can be simulated with `replica_hardware`), searched on
-its own, so searches run in parallel processes; the result does not depend on the worker count.
+Candidates (hardware x TP x policy x searched engine knobs) are searched independently, so they run
+on a backend (local processes or Ray, as `sweep`); the plan does not depend on which backend or how
+many workers ran it: verification proceeds in fixed rounds of `verify_batch` candidates.
 """
 
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.planner.candidates import Candidate, Skipped, build_candidates
+from sim.planner.burst import SearchSlice, peak_to_mean, search_slice
+from sim.planner.candidates import Candidate, build_candidates
 from sim.planner.estimate import start_qps
-from sim.planner.evaluate import RatePoint, binding_constraint, describe_binding, evaluate_rate
+from sim.planner.evaluate import binding_constraint, describe_binding, evaluate_rate
+from sim.planner.knobs import best_per_hardware_tp, knob_settings, operating_points, pareto_frontier
+from sim.planner.launch import launch_command
+from sim.planner.report import impossible_line, infeasible_row, reasons_line
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
+from sim.planner.verify import VerifyTask, verified_replicas, verify_candidate
+from sim.provenance import provenance
+from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
 from sim.workload.transforms import mean_qps
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+PEAK_WINDOW_S = 60.0  # peak-to-mean is reported over one-minute windows at the target rate
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How each candidate is searched. The slice is the workload's first `max_requests` requests,
-    re-timed per rate; its first `warmup_fraction` warm the replica and are not judged. `start_qps`
-    None: start each candidate at half its estimated saturation rate (sim.planner.estimate)."""
+    """How candidates are sized and verified. The slice: `max_requests` requests chosen by `sizing`
+    (sim.planner.burst), the first `warmup_fraction` not judged. `start_qps` None: start each search
+    at half its estimated saturation rate. Verification: the cheapest candidates, `verify_batch`
+    at a time, at most `max_verified` of them, each at most `max_verify_runs` whole-workload runs."""
 
     max_requests: int = 1000
     warmup_fraction: float = 0.1
     start_qps: float | None = None
     min_qps: float = 1 / 128
     max_qps: float = 1024.0
+    sizing: str = "busiest"
+    verify: bool = True
+    verify_batch: int = 2
+    max_verified: int = 4
+    max_verify_runs: int = 6
 
     def to_dict(self) -> dict:
-        return {"max_requests": self.max_requests, "warmup_fraction": self.warmup_fraction,
+        return {"max_requests": self.max_requests, "warmup_fraction": self.warmup_fraction, "sizing": self.sizing,
                 "min_qps": lattice_rate(lattice_index(self.min_qps, math.ceil)),
                 "max_qps": lattice_rate(lattice_index(self.max_qps, math.floor)),
-                "rate_step": "x2^(1/16) (4.4%)"}
+                "rate_step": "x2^(1/16) (4.4%)", "verify": self.verify, "verify_batch": self.verify_batch,
+                "max_verified": self.max_verified, "max_verify_runs": self.max_verify_runs}
 
 
 @dataclass
@@ -52,13 +72,12 @@ class CandidateSearch:
         return self.outcome.max_qps is not None
 
 
-def search_candidate(candidate: Candidate, slice_trace: Trace, slo: PlanSLO,
+def search_candidate(candidate: Candidate, piece: SearchSlice, slo: PlanSLO,
                      settings: SearchSettings) -> CandidateSearch:
-    """The rate search of one candidate and what binds at its limit (runs in a worker process)."""
-    start = settings.start_qps or start_qps(candidate.cfg, slice_trace)
-    outcome = search_max_rate(
-        lambda rate: evaluate_rate(candidate.cfg, slice_trace, rate, slo, settings.warmup_fraction),
-        start, settings.min_qps, settings.max_qps)
+    """The rate search of one candidate and what binds at its limit (runs in a worker)."""
+    start = settings.start_qps or start_qps(candidate.cfg, piece.trace) / piece.peak_to_mean
+    outcome = search_max_rate(lambda rate: evaluate_rate(candidate.cfg, piece, rate, slo),
+                              start, settings.min_qps, settings.max_qps)
     if outcome.hit_ceiling:
         return CandidateSearch(candidate, outcome, "rate_ceiling",
                                f"meets the SLOs up to the search ceiling, {outcome.max_qps:.3g} qps")
@@ -68,25 +87,24 @@ def search_candidate(candidate: Candidate, slice_trace: Trace, slo: PlanSLO,
     return CandidateSearch(candidate, outcome, binding_constraint(outcome.limit_point, slo), detail)
 
 
-def run_searches(candidates: list[Candidate], slice_trace: Trace, slo: PlanSLO, settings: SearchSettings,
-                 workers: int) -> list[CandidateSearch]:
-    """All candidates' searches, in candidate order; `workers` > 1 uses that many processes."""
-    args = ([slice_trace] * len(candidates), [slo] * len(candidates), [settings] * len(candidates))
-    if workers <= 1 or len(candidates) <= 1:
-        return list(map(search_candidate, candidates, *args))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(search_candidate, candidates, *args))
+def run_on(backend, fn: Callable, arg_tuples: list[tuple], progress: Progress | None, stage: str) -> list:
+    """fn(*args) for every tuple on `backend`, results in input order; progress after each one."""
+    results: list = [None] * len(arg_tuples)
+    for done, (index, result) in enumerate(backend.run_tasks(fn, arg_tuples), start=1):
+        results[index] = result
+        if progress is not None:
+            progress(stage, done, len(arg_tuples))
+    return results
 
 
-def costed(search: CandidateSearch, target_qps: float, mean_output_tokens: float) -> dict:
-    """The plan.json row of a feasible candidate at `target_qps`."""
-    cfg, max_qps = search.candidate.cfg, search.outcome.max_qps
-    replicas = math.ceil(target_qps / max_qps)
+def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_output_tokens: float) -> dict:
+    """The plan.json row of a feasible candidate with `replicas` replicas at `target_qps`."""
+    cfg = search.candidate.cfg
     gpus = replicas * cfg.tp
     cost_per_hour = gpus * search.candidate.cost_per_gpu_hour_usd
     return {
-        "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy,
-        "max_qps_per_replica": max_qps, "replicas": replicas, "gpus": gpus,
+        "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy, "knobs": dict(search.candidate.knobs),
+        "max_qps_per_replica": search.outcome.max_qps, "replicas": replicas, "gpus": gpus,
         "cost_per_hour_usd": cost_per_hour,
         "usd_per_m_output_tokens": cost_per_hour / (target_qps * mean_output_tokens * 3600) * 1e6,
         "binding_slo": search.binding_slo, "binding_detail": search.binding_detail,
@@ -94,67 +112,108 @@ def costed(search: CandidateSearch, target_qps: float, mean_output_tokens: float
     }
 
 
+def _row_order(row: dict) -> tuple:
+    return (row["cost_per_hour_usd"], row["gpus"], row["hardware"], row["tp"], row["policy"], str(row["knobs"]))
+
+
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
-              slo: PlanSLO, target_qps: float, settings: SearchSettings = SearchSettings(), workers: int = 1) -> dict:
-    """The plan.json content: feasible candidates cheapest first (ties: fewer GPUs), the recommended
-    one, and those skipped (cannot run) or infeasible (miss the SLOs even at the lowest rate).
-    Raises InputError when no candidate can run, or none meets the SLOs at any rate."""
+              slo: PlanSLO, target_qps: float, settings: SearchSettings = SearchSettings(), workers: int = 1,
+              backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None) -> dict:
+    """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
+    (default: `workers` local processes). Raises InputError when no candidate can run, or none
+    meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs."""
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
-    slice_trace = workload_slice(trace, settings.max_requests)
-    candidates, skipped = build_candidates(base, hardware, tps, policies)
+    piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
+    candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}))
     if not candidates:
-        raise InputError("--hardware/--tp", None, "no candidate can run: " + _reasons(skipped))
-    searches = run_searches(candidates, slice_trace, slo, settings, workers)
+        raise InputError("--hardware/--tp", None, "no candidate can run: " + reasons_line(skipped))
+    backend = backend or LocalBackend(max(1, workers))
+    searches = run_on(backend, search_candidate, [(c, piece, slo, settings) for c in candidates], progress,
+                      "sizing candidates")
     feasible = [s for s in searches if s.feasible]
     if not feasible:
-        raise InputError("--slo", None, _impossible_line(searches, slo, settings))
+        raise InputError("--slo", None, impossible_line(searches, slo, settings.to_dict()["min_qps"]))
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
-    rows = sorted((costed(s, target_qps, mean_output_tokens) for s in feasible),
-                  key=lambda r: (r["cost_per_hour_usd"], r["gpus"], r["hardware"], r["tp"], r["policy"]))
+    rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_output_tokens) for s in feasible]
+    order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i]))
+    rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
+    if settings.verify:
+        verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress, mean_output_tokens)
+    rows.sort(key=lambda r: (r.get("verified") is False, *_row_order(r)))
+    recommended = _recommend(rows, settings.verify, target_qps)
     return {
-        "model": base.model, "workload": trace.source, "target_qps": target_qps,
+        **provenance(base, trace), "model": base.model, "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
-        "candidates": rows, "recommended": rows[0],
-        "infeasible": [_infeasible_row(s) for s in searches if not s.feasible],
+        "workload_shape": _workload_shape(trace, piece, target_qps),
+        "candidates": rows, "recommended": recommended,
+        "launch": None if recommended is None else launch_command(_config_of(recommended, feasible),
+                                                                  recommended["replicas"]),
+        "best_per_hardware_tp": best_per_hardware_tp(rows) if knob_grid else None,
+        "pareto": pareto_frontier(operating_points(rows)),
+        "infeasible": [infeasible_row(s) for s in searches if not s.feasible],
         "skipped": [s.to_dict() for s in skipped],
     }
 
 
-def workload_slice(trace: Trace, max_requests: int) -> Trace:
-    """The first `max_requests` requests, which every rate of the search re-times."""
-    if max_requests < 20:
-        raise InputError("--max-requests", None, f"must be >= 20 to judge percentiles; got {max_requests}")
-    head = trace.take(range(min(max_requests, len(trace))))
-    if mean_qps(head) is None:
-        raise InputError(trace.source or "--workload", None, "its first requests all arrive at once; no rate to scale")
-    return head
+def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Trace, target_qps: float,
+                    slo: PlanSLO, settings: SearchSettings, backend, progress: Progress | None,
+                    mean_output_tokens: float) -> None:
+    """Verify rows (cheapest estimate first) in rounds of `verify_batch` while an unverified row's
+    estimate is below the cheapest verified cost; mutates each verified row: `verified`,
+    `verification` (every run), `replicas_estimated`, and replicas/GPUs/cost as verified."""
+    best_cost, next_row = math.inf, 0
+    while next_row < len(rows) and next_row < settings.max_verified and rows[next_row]["cost_per_hour_usd"] < best_cost:
+        batch = [i for i in range(next_row, min(next_row + settings.verify_batch, settings.max_verified, len(rows)))
+                 if rows[i]["cost_per_hour_usd"] < best_cost]
+        tasks = [(VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs), trace,
+                  target_qps, slo) for i in batch]
+        for i, runs in zip(batch, run_on(backend, verify_candidate, tasks, progress, "verifying on the whole workload"),
+                           strict=True):
+            row = rows[i]
+            row["replicas_estimated"] = row["replicas"]
+            replicas = verified_replicas(runs)
+            row["verified"] = replicas is not None
+            row["verification"] = runs
+            if replicas is not None:
+                row.update({k: v for k, v in costed(searches[i], replicas, target_qps,
+                                                    mean_output_tokens).items() if k in ("replicas", "gpus",
+                                                                                         "cost_per_hour_usd",
+                                                                                         "usd_per_m_output_tokens")})
+                best_cost = min(best_cost, row["cost_per_hour_usd"])
+        next_row = batch[-1] + 1 if batch else len(rows)
 
 
-def _infeasible_row(search: CandidateSearch) -> dict:
-    cfg = search.candidate.cfg
-    return {"hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy, "binding_slo": search.binding_slo,
-            "reason": search.binding_detail,
-            "search_points": [p.to_dict() for p in search.outcome.points]}
+def _recommend(rows: list[dict], verify: bool, target_qps: float) -> dict | None:
+    """The cheapest verified row (any row, unverified, when verification is off), with its headroom:
+    the rate its replicas sustain on the busiest slice over the target (an estimate), and how much
+    of each SLO limit the verification run used (measured)."""
+    chosen = next((r for r in rows if r.get("verified") or not verify), None)
+    if chosen is None:
+        return None
+    capacity_qps = chosen["replicas"] * chosen["max_qps_per_replica"]
+    headroom = {"estimated_capacity_qps": capacity_qps, "estimated_headroom": capacity_qps / target_qps - 1}
+    if chosen.get("verification"):
+        last = next(run for run in chosen["verification"] if run["replicas"] == chosen["replicas"])
+        chosen = {**chosen, "verified_run": last}
+        headroom["slo_use"] = {key: v["value_s"] / v["limit_s"] if v["value_s"] is not None else None
+                               for key, v in last["slo"].items()}
+    return {**chosen, "headroom": headroom}
 
 
-def _reasons(skipped: list[Skipped]) -> str:
-    """'h100-sxm tp1: does not fit: ... 71.7 GiB usable; ...' once per hardware and TP, hints once at the end."""
-    hint = " (raise --tp"
-    by_label = {f"{s.hardware} tp{s.tp}": s.reason.split(hint)[0] for s in skipped}
-    line = "; ".join(f"{label}: {reason}" for label, reason in by_label.items())
-    if any(hint in s.reason for s in skipped):
-        line += "; raise --tp or --gpu-memory-utilization, or use a smaller dtype"
-    return line
+def _config_of(row: dict, searches: list[CandidateSearch]) -> EngineConfig:
+    for s in searches:
+        c = s.candidate
+        if (c.cfg.hardware, c.cfg.tp, c.cfg.policy, dict(c.knobs)) == (row["hardware"], row["tp"], row["policy"],
+                                                                        row["knobs"]):
+            return c.cfg
+    raise KeyError(row["hardware"])
 
 
-def _impossible_line(searches: list[CandidateSearch], slo: PlanSLO, settings: SearchSettings) -> str:
-    """'not even X qps meets ...' naming the candidate that came closest."""
-    def worst_ratio(s: CandidateSearch) -> float:
-        point: RatePoint = s.outcome.limit_point
-        return max([*point.ratios.values(), slo.goodput_min / max(point.goodput, 1e-12)])
-
-    closest = min(searches, key=worst_ratio)
-    lowest = settings.to_dict()["min_qps"]
-    return (f"no candidate meets the SLOs even at {lowest:.3g} qps per replica; closest: "
-            f"{closest.candidate.label}, {describe_binding(closest.outcome.limit_point, slo)}")
+def _workload_shape(trace: Trace, piece: SearchSlice, target_qps: float) -> dict:
+    """Mean rate, peak-to-mean (one-minute windows at the target rate) and the sizing slice."""
+    whole_qps = mean_qps(trace)
+    window_native_s = PEAK_WINDOW_S * target_qps / whole_qps if whole_qps else None
+    return {"n_requests": len(trace), "mean_qps": whole_qps,
+            "peak_to_mean_60s_at_target": peak_to_mean(trace, window_native_s) if window_native_s else None,
+            "slice": piece.to_dict()}

@@ -1,4 +1,8 @@
-"""The plan's figures (PNG, written atomically): latency vs rate per candidate, and cost per candidate."""
+"""The plan's figures (PNG, written atomically), meant for a report: latency vs rate with the SLO
+lines and the chosen operating point, cost per candidate, and the Pareto frontier.
+
+Few labelled series (the recommendation and the best candidate of each other hardware kind), units
+on every axis, milliseconds for latencies, no offset tick labels."""
 
 from __future__ import annotations
 
@@ -11,46 +15,126 @@ from pathlib import Path
 
 from sim.output import write_png
 
+MAX_SERIES = 4
+MAX_COST_ROWS = 12
+RECOMMENDED_COLOR = "tab:green"
+OTHER_COLORS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown")
+
 
 def write_plots(plan: dict, out_dir: Path) -> list[Path]:
-    """latency_vs_rate.png and cost.png in out_dir; returns their paths."""
-    paths = [Path(out_dir) / "latency_vs_rate.png", Path(out_dir) / "cost.png"]
-    for path, figure in zip(paths, (latency_figure(plan), cost_figure(plan)), strict=True):
-        write_png(path, figure)
-    return paths
+    """latency_vs_rate.png, cost.png and pareto.png in out_dir; returns their paths."""
+    figures = {"latency_vs_rate.png": latency_figure(plan), "cost.png": cost_figure(plan),
+               "pareto.png": pareto_figure(plan)}
+    return [write_png(Path(out_dir) / name, figure) for name, figure in figures.items()]
+
+
+def _label(row: dict) -> str:
+    knobs = "".join(f" {k}={v}" for k, v in row["knobs"].items())
+    return f"{row['hardware']} tp{row['tp']} {row['policy']}{knobs}"
+
+
+def shown_series(plan: dict) -> list[dict]:
+    """The recommendation first, then the cheapest row of each other hardware kind (at most MAX_SERIES)."""
+    rows = plan["candidates"]
+    first = plan["recommended"] or (rows[0] if rows else None)
+    shown, kinds = ([first], {first["hardware"]}) if first else ([], set())
+    for row in rows:
+        if len(shown) >= MAX_SERIES:
+            break
+        if row["hardware"] not in kinds:
+            shown.append(row)
+            kinds.add(row["hardware"])
+    return shown
 
 
 def latency_figure(plan: dict) -> Figure:
-    """One panel per SLO: the measured percentile at every searched rate, one line per feasible
-    candidate, and the limit as a dashed line."""
+    """One panel per SLO: the per-replica percentile (ms) at every searched rate, the SLO limit, the
+    recommended operating point (target / replicas) and what the whole-workload run measured there."""
     limits = plan["slo"]["limits_s"]
-    fig = _figure(figsize=(6 * len(limits), 4.5), layout="constrained")
+    fig = _figure(figsize=(5.5 * len(limits), 4.2), layout="constrained")
     axes = fig.subplots(1, len(limits), squeeze=False)[0]
+    best = plan["recommended"]
     for ax, (key, limit_s) in zip(axes, limits.items(), strict=True):
-        for row in plan["candidates"]:
+        for i, row in enumerate(shown_series(plan)):
             points = [p for p in row["search_points"] if p["values_s"].get(key) is not None]
-            rates = [p["rate_qps"] for p in points]
-            ax.plot(rates, [p["values_s"][key] for p in points], marker="o", markersize=3,
-                    label=f"{row['hardware']} tp{row['tp']} {row['policy']}")
-        ax.axhline(limit_s, color="black", linestyle="--", linewidth=1, label=f"limit {limit_s:g} s")
-        ax.set(xscale="log", yscale="log", xlabel="arrival rate per replica (req/s)", ylabel=f"{key} (s)",
-               title=f"{key} vs rate ({plan['model']})")
+            is_best = best is not None and _label(row) == _label(best)
+            ax.plot([p["rate_qps"] for p in points], [p["values_s"][key] * 1e3 for p in points], marker="o",
+                    markersize=3, linewidth=2.2 if is_best else 1.2,
+                    color=RECOMMENDED_COLOR if is_best else OTHER_COLORS[i % len(OTHER_COLORS)],
+                    label=_label(row) + (" (recommended)" if is_best else ""))
+        ax.axhline(limit_s * 1e3, color="crimson", linestyle="--", linewidth=1, label=f"SLO {key} {limit_s * 1e3:g} ms")
+        if best is not None:
+            _mark_operating_point(ax, plan, best, key)
+        ax.set(xscale="log", yscale="log", xlabel="arrival rate per replica (req/s)", ylabel=f"{_title(key)} (ms)",
+               title=f"{_title(key)} vs rate per replica, {plan['model']}")
+        _plain_log_ticks(ax)
         ax.grid(True, which="both", alpha=0.3)
-    axes[-1].legend(fontsize=7, loc="best")
+        ax.legend(fontsize=7, loc="upper left", framealpha=0.9)
     return fig
 
 
+def _plain_log_ticks(ax) -> None:
+    """Tick labels as plain numbers (3, 10, 300), not 3x10^0."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_minor_formatter(plain)
+        axis.set_tick_params(which="minor", labelsize=7)
+
+
+def _mark_operating_point(ax, plan: dict, best: dict, key: str) -> None:
+    rate = plan["target_qps"] / best["replicas"]
+    ax.axvline(rate, color="gray", linestyle=":", linewidth=1)
+    run = best.get("verified_run")
+    if run is not None and run["slo"].get(key, {}).get("value_s") is not None:
+        ax.plot([rate], [run["slo"][key]["value_s"] * 1e3], marker="*", markersize=13, color="black", linestyle="none",
+                label=f"{best['replicas']} replicas, whole workload at {plan['target_qps']:g} req/s")
+
+
+def _title(key: str) -> str:
+    metric, percentile = key.split("_p")
+    return f"P{percentile} {metric.upper()}"
+
+
 def cost_figure(plan: dict) -> Figure:
-    """$/hour of every feasible candidate at the target rate, cheapest at the top; the
-    recommended one highlighted."""
-    rows = plan["candidates"]
-    fig = _figure(figsize=(8, 0.35 * len(rows) + 1.5), layout="constrained")
+    """$/hour of the cheapest feasible candidates at the target rate; the recommended one green,
+    verified ones dark, estimates light."""
+    rows = plan["candidates"][:MAX_COST_ROWS]
+    fig = _figure(figsize=(8, 0.38 * len(rows) + 1.6), layout="constrained")
     ax = fig.subplots()
-    labels = [f"{r['hardware']} tp{r['tp']} {r['policy']} ({r['gpus']} GPUs)" for r in rows]
-    colors = ["tab:green" if i == 0 else "tab:gray" for i in range(len(rows))]
+    labels = [f"{_label(r)} ({r['gpus']} GPUs{', verified' if r.get('verified') else ''})" for r in rows]
+    best = plan["recommended"]
+    colors = [RECOMMENDED_COLOR if best is not None and _label(r) == _label(best) else
+              ("tab:gray" if r.get("verified") else "lightgray") for r in rows]
     ax.barh(labels[::-1], [r["cost_per_hour_usd"] for r in rows][::-1], color=colors[::-1])
-    ax.set(xlabel="$ per hour", title=f"cost at {plan['target_qps']:g} req/s (green: recommended)")
+    ax.set(xlabel="cost ($ per hour)", title=f"cost at {plan['target_qps']:g} req/s (green: recommended; "
+                                             f"light: estimate, not verified)")
     ax.tick_params(axis="y", labelsize=7)
+    ax.ticklabel_format(axis="x", useOffset=False, style="plain")
+    return fig
+
+
+def pareto_figure(plan: dict) -> Figure:
+    """Every passing operating point (tok/s per GPU vs tok/s per user), the frontier as a line."""
+    from sim.planner.knobs import operating_points
+
+    fig = _figure(figsize=(6.5, 4.5), layout="constrained")
+    ax = fig.subplots()
+    points = operating_points(plan["candidates"])
+    ax.scatter([p["tok_s_per_user"] for p in points], [p["tok_s_per_gpu"] for p in points], s=12, color="lightgray",
+               label="operating points within the SLOs")
+    frontier = sorted(plan["pareto"], key=lambda p: p["tok_s_per_user"])
+    ax.plot([p["tok_s_per_user"] for p in frontier], [p["tok_s_per_gpu"] for p in frontier], marker="o",
+            color=RECOMMENDED_COLOR, label="Pareto frontier")
+    ax.set(xlabel="per-user speed (output tok/s per user = 1 / mean TPOT)", ylabel="throughput (output tok/s per GPU)",
+           title=f"throughput vs interactivity, {plan['model']}")
+    ax.set_ylim(bottom=0)
+    ax.ticklabel_format(useOffset=False, style="plain")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     return fig
 
 

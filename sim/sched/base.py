@@ -27,6 +27,7 @@ class Scheduler:
 
     uses_waiting_order = False  # True when a new arrival may overtake the head of the queue
     finished_listener = None  # engine callback(rid) when a request ends (closed-loop clients)
+    spec = None  # a sim.spec_decode.SpecDecoder when speculative decoding is on (hook)
 
     def __init__(self, cfg: EngineConfig, table: RequestTable, blocks: BlockManager, cost: CostModel,
                  recorder: Recorder, replica: int, max_model_len: int):
@@ -249,7 +250,20 @@ class Scheduler:
         return 0.0
 
     # ------------------------------------------------------------------ plans
+    def decode_only_time_s(self, contexts: np.ndarray) -> float:
+        """Time of one step decoding sequences with these contexts and nothing else (attribution)."""
+        if self.spec is not None:
+            return self.spec.decode_step_time_s(contexts)
+        n = int(contexts.shape[0])
+        return self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n)
+
+    def decode_tokens_per_seq(self) -> int:
+        """Query tokens a decoding sequence brings to a step (k+1 when it speculates)."""
+        return 1 if self.spec is None else self.spec.k + 1
+
     def single_step(self, ids: list[int], new_tokens: list[int], transfer_s: float = 0.0) -> StepPlan:
+        if self.spec is not None:  # hook: speculative decoding plans every step itself
+            return self.spec.plan_step(self, ids, new_tokens, transfer_s)
         t = self.table
         rid = np.asarray(ids, dtype=np.int64)
         q = np.asarray(new_tokens, dtype=np.int64)
@@ -262,6 +276,8 @@ class Scheduler:
         """As many decode steps of `ids` as can run before anything could change: stop at the first
         completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
         before blocks would run short."""
+        if self.spec is not None:  # hook: speculating sequences take one step at a time
+            return self.spec.plan_step(self, ids, [1] * len(ids), transfer_s)
         t = self.table
         rid = np.asarray(ids, dtype=np.int64)
         contexts = t.n_computed[rid]
@@ -303,6 +319,8 @@ class Scheduler:
     def commit(self, plan: StepPlan, end_s: float) -> int:
         """Apply a finished plan at `end_s`: advance tokens, stamp first-token/finish times,
         record inter-token gaps, free the blocks of finished requests. Returns how many finished."""
+        if self.recorder.attribution is not None:  # hook: latency attribution (sim/attribution.py)
+            self.recorder.attribution.on_plan(plan, end_s, self)
         if plan.is_decode_run:
             return self._commit_decode_run(plan, end_s)
         if plan.req_ids.size == 0:
@@ -322,6 +340,9 @@ class Scheduler:
         if later.size:
             self.recorder.add_gaps(end_s - t.last_token_s[later])
         t.last_token_s[sampled] = end_s
+        if plan.spec_extra is not None:  # hook: speculative decoding keeps its accepted proposals
+            t.n_computed[rid] += plan.spec_extra
+            t.n_tokens[rid] += plan.spec_extra
         prefill_done = sampled[first | (q[is_sampled] > 1)]
         forked: list[int] = []
         for r in prefill_done.tolist():

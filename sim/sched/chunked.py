@@ -15,7 +15,7 @@ class ChunkedScheduler(Scheduler):
         decoding = [r for r in self.running if self.is_decoding(r)]
         decodes, more_s = self.prepare_decodes(decoding, now_s, grow=True)
         transfer_s += more_s
-        budget = self.cfg.chunk_size - len(decodes)
+        budget = self.cfg.chunk_size - len(decodes) * self.decode_tokens_per_seq()
         ids, tokens = self._prefill_chunks(budget, now_s)
         if not ids and decodes:
             horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf

@@ -25,6 +25,8 @@ class StepPlan:
     padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     # decode runs: KV tokens (whole blocks) the run's sequences hold at each step, when known
     block_tokens: np.ndarray | None = None
+    # speculative decoding (sim/spec_decode.py): accepted proposals per sequence, kept on commit
+    spec_extra: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])

@@ -9,10 +9,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from sim.errors import InputError
 from sim.sweep.grid import SweepPoint
@@ -30,8 +31,13 @@ class PointInputError(InputError):
 
 
 def run_point_in_worker(point: SweepPoint) -> dict:
+    return call_in_worker(run_point, (point,))[1]
+
+
+def call_in_worker(fn: Callable, args: tuple, index: int = 0) -> tuple[int, Any]:
+    """(index, fn(*args)), with an InputError made picklable for the trip back to the parent."""
     try:
-        return run_point(point)
+        return index, fn(*args)
     except InputError as exc:
         raise PointInputError(exc.where, exc.field, exc.allowed) from None
 
@@ -59,12 +65,21 @@ class LocalBackend:
         self.workers = workers
 
     def run(self, points: list[SweepPoint]) -> Iterator[dict]:
-        if not points:
+        for _, row in self.run_tasks(run_point, [(point,) for point in points]):
+            yield row
+
+    def run_tasks(self, fn: Callable, arg_tuples: list[tuple]) -> Iterator[tuple[int, Any]]:
+        """(index, fn(*arg_tuples[index])) as each task finishes; one task or one worker runs here, in-process."""
+        if not arg_tuples:
             return
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(points)), mp_context=get_context("spawn"),
+        if self.workers == 1 or len(arg_tuples) == 1:
+            for index, args in enumerate(arg_tuples):
+                yield call_in_worker(fn, args, index)
+            return
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(arg_tuples)), mp_context=get_context("spawn"),
                                    initializer=_exit_with_parent, initargs=(os.getpid(),))
         try:
-            pending = {pool.submit(run_point_in_worker, point) for point in points}
+            pending = {pool.submit(call_in_worker, fn, args, index) for index, args in enumerate(arg_tuples)}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -94,14 +109,19 @@ class RayBackend:
         self.workers = workers
 
     def run(self, points: list[SweepPoint]) -> Iterator[dict]:
-        if not points:
+        for _, row in self.run_tasks(run_point, [(point,) for point in points]):
+            yield row
+
+    def run_tasks(self, fn: Callable, arg_tuples: list[tuple]) -> Iterator[tuple[int, Any]]:
+        """(index, fn(*arg_tuples[index])) as each Ray task finishes."""
+        if not arg_tuples:
             return
         ray = _import_ray()
         started_here = self._init(ray)
         pending = []
         try:
-            task = ray.remote(num_cpus=1)(run_point_in_worker)
-            pending = [task.remote(point) for point in points]
+            task = ray.remote(num_cpus=1)(call_in_worker)
+            pending = [task.remote(fn, args, index) for index, args in enumerate(arg_tuples)]
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 yield _get(ray, ready[0])

@@ -36,7 +36,8 @@ def run_sweep(points: list[SweepPoint], grid_keys: list[str], out_dir: Path, bac
     """Run the points of `points` not yet in `out_dir`; each row goes to disk the moment it arrives.
 
     `on_start(n_to_run, n_skipped)` is called once, `on_point(row)` after each stored point.
-    results.parquet is rebuilt after every point and once more at the end (also on errors)."""
+    results.parquet is rebuilt after every point and once more at the end (also on errors once a
+    point is stored; before that an error leaves nothing behind)."""
     points = unique_points(points)
     store = ResultStore(out_dir)
     try:
@@ -50,8 +51,13 @@ def run_sweep(points: list[SweepPoint], grid_keys: list[str], out_dir: Path, bac
                 store.consolidate(grid_keys)
                 if on_point is not None:
                     on_point(row)
-        finally:
-            frame = store.consolidate(grid_keys)
+        except BaseException:
+            if store.rows:
+                store.consolidate(grid_keys)
+            else:
+                store.discard_if_unused()  # failed before its first point: leave nothing behind
+            raise
+        frame = store.consolidate(grid_keys)
     finally:
         store.close()
     wanted = [p.point_id for p in points]

@@ -8,12 +8,14 @@ Layout of the out folder:
   It is derived data: a kill between a part and the rebuild leaves it one row behind until the next
   run, never half-written and never with a duplicated row.
 
+A sweep that fails before storing any point removes what it created (folder, lock, parts/).
 A kill loses at most the points in flight. The temp files a kill may leave behind start with a dot
 and are removed when the store is opened again. One sweep writes to a folder at a time (a lock).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 from pathlib import Path
 
@@ -32,6 +34,9 @@ class ResultStore:
     """The finished rows of one out folder, keyed by point id."""
 
     def __init__(self, out_dir: Path):
+        out_dir = Path(out_dir)
+        self._new_paths = [p for p in (out_dir, out_dir / LOCK_NAME, out_dir / PARTS_DIR_NAME,
+                                       out_dir / RESULTS_NAME) if not p.exists()]
         self.out_dir = prepare_out_dir(out_dir)
         self._lock_file = _lock_exclusively(self.out_dir / LOCK_NAME)
         self.parts_dir = self.out_dir / PARTS_DIR_NAME
@@ -55,6 +60,16 @@ class ResultStore:
     def close(self) -> None:
         """Release the folder for the next sweep (a killed process releases it too)."""
         self._lock_file.close()
+
+    def discard_if_unused(self) -> None:
+        """After a sweep that stored nothing: close, and remove what opening this store created
+        (lock, parts/, results.parquet, the folder itself), so a failed first run leaves no trace."""
+        self.close()
+        if self.rows:
+            return
+        for path in reversed(self._new_paths):
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
 
     def consolidate(self, sort_keys: list[str] | None = None) -> pd.DataFrame:
         """Rewrite results.parquet (atomically) from all finished rows, sorted by `sort_keys` then

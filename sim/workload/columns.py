@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from sim.errors import InputError
+from sim.schema import MAX_TOKENS
 from sim.trace import Trace
 
 
@@ -49,8 +50,8 @@ def numeric_array(
     """Python values -> float64 array; a missing, textual or boolean value is an InputError
     naming its row (`unit` is "row" or "line")."""
     arr = np.array(values) if values else np.empty(0, dtype=np.float64)
-    if arr.ndim == 1 and arr.dtype.kind in "iuf":
-        return arr.astype(np.float64)
+    if arr.ndim == 1 and arr.dtype.kind in "iuf" and not any(type(v) is bool for v in values):
+        return arr.astype(np.float64)  # (numpy reads [10, true] as [10, 1]: booleans are checked above)
     for value, label in zip(values, row_labels):
         if value is None:
             raise InputError(where, field, f"missing at {unit} {label}")
@@ -62,18 +63,19 @@ def numeric_array(
 def checked_lengths(
     values: np.ndarray, where: str, field: str, first_row: int, minimum: int = 1
 ) -> np.ndarray:
-    """Token counts as int64, each a whole number >= `minimum`; rows count from `first_row`."""
+    """Token counts as int64, each a whole number in [`minimum`, MAX_TOKENS] (so nothing can
+    wrap around in int64); rows count from `first_row`."""
     values = np.asarray(values, dtype=np.float64)
     bad = np.isnan(values)
     if bad.any():
         raise InputError(where, field, f"missing value at row {first_row + int(np.argmax(bad))}")
-    bad = (values < minimum) | (values != np.floor(values)) | ~np.isfinite(values)
+    bad = (values < minimum) | (values > MAX_TOKENS) | (values != np.floor(values))
     if bad.any():
         i = int(np.argmax(bad))
         raise InputError(
             where,
             field,
-            f"must be a whole number >= {minimum}; row {first_row + i} has {values[i]:g}",
+            f"must be a whole number in [{minimum}, {MAX_TOKENS:,}]; row {first_row + i} has {values[i]:g}",
         )
     return values.astype(np.int64)
 

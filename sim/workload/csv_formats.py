@@ -58,14 +58,14 @@ def generic_csv_schema(columns: dict[str, str] | None, time_unit: str) -> CsvSch
 
 
 def read_header(path: Path) -> list[str]:
-    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:  # -sig: drop a BOM
         header = next(csv.reader(handle), [])
     return [name.strip() for name in header]
 
 
 def _first_bad_row(path: Path, column: str) -> str:
     """Slow path, errors only: find the first row whose `column` is not a number."""
-    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:
         for row_no, row in enumerate(csv.DictReader(handle), 1):
             try:
                 float(row.get(column) or "nan")

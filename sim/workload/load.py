@@ -67,6 +67,16 @@ def load_trace(
     )
 
 
+def spec_seed(path: str | Path, fmt: str | None = None) -> int | None:
+    """The `seed:` of a workload spec (None for a trace file, or a spec without one)."""
+    resolved = resolve_workload(path)
+    if (fmt or sniff_format(resolved)) != "spec":
+        return None
+    from sim.workload.spec import read_spec
+
+    return read_spec(resolved).seed
+
+
 def load_workload(
     path: str | Path,
     fmt: str | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -24,7 +25,9 @@ TRACE_FORMATS = (
 SPEC_SUFFIXES = (".yaml", ".yml")
 _HEAD_BYTES = 1 << 16
 
-# (format, its columns); the best-covered one wins, earlier ones on ties.
+# (format, its columns). A format is recognised only when every one of its columns is present;
+# when several are, the one whose columns include the others' wins (splitwise over lengths, qwen
+# over mooncake); two unrelated full matches are ambiguous and need --format.
 _CSV_SIGNATURES = (
     ("azure", {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}),
     ("splitwise", {"arrived_at", "num_prefill_tokens", "num_decode_tokens"}),
@@ -39,15 +42,25 @@ _JSONL_SIGNATURES = (
 )
 
 
-def _best_match(names: set[str], signatures) -> str | None:
-    """The format whose columns the names cover best (at least half of them), so a file
-    missing one column is still recognised and its loader can name that column."""
-    best, best_share = None, 0.5
-    for fmt, needed in signatures:
-        share = len(needed & names) / len(needed)
-        if share > best_share or (share == 1.0 and best_share < 1.0):
-            best, best_share = fmt, share
-    return best
+def _best_match(names: set[str], signatures, where: str) -> str | None:
+    """The format whose columns are all among `names`; None when no format's are.
+
+    Never a guess: two formats matching without one containing the other, or a header that
+    has only part of a format's columns, is an InputError asking for --format."""
+    full = [(fmt, needed) for fmt, needed in signatures if needed <= names]
+    widest = [(fmt, needed) for fmt, needed in full if all(other <= needed for _, other in full)]
+    if widest:
+        return widest[0][0]
+    if full:
+        formats = " and ".join(fmt for fmt, _ in full)
+        raise InputError(where, None, f"columns match both {formats}; pass --format to choose")
+    by_share = sorted(signatures, key=lambda sig: -len(sig[1] & names) / len(sig[1]))  # stable: order breaks ties
+    for fmt, needed in by_share:
+        if len(needed & names) * 2 >= len(needed):
+            missing = sorted(needed - names)
+            raise InputError(where, missing[0], f"missing column: the header looks like a {fmt} trace "
+                                                f"without {', '.join(missing)}; fix the header, or pass --format")
+    return None
 
 
 def read_text_head(path: Path) -> str:
@@ -63,6 +76,7 @@ def read_text_head(path: Path) -> str:
         raise InputError(
             where, None, "binary content; expected a CSV/JSONL trace or a workload spec YAML"
         )
+    head = head.removeprefix(codecs.BOM_UTF8)  # Excel and Windows tools start UTF-8 files with one
     if len(head) == _HEAD_BYTES and b"\n" in head:
         head = head[: head.rindex(b"\n")]  # do not cut a multi-byte character in half
     try:
@@ -94,7 +108,7 @@ def sniff_format(path: Path) -> str:
             raise InputError(
                 f"{path}:1", None, "not valid JSON; expected one object per line"
             ) from None
-        fmt = _best_match(keys, _JSONL_SIGNATURES)
+        fmt = _best_match(keys, _JSONL_SIGNATURES, str(path))
         if fmt:
             return fmt
         raise InputError(
@@ -103,7 +117,7 @@ def sniff_format(path: Path) -> str:
             f"JSON keys {sorted(keys)} match no known format; use --format generic --columns",
         )
     header = {name.strip() for name in next(csv.reader(io.StringIO(first_line)))}
-    fmt = _best_match(header, _CSV_SIGNATURES)
+    fmt = _best_match(header, _CSV_SIGNATURES, str(path))
     if fmt:
         return fmt
     if _looks_like_spec(text):

@@ -1,31 +1,40 @@
 """The workload spec schema (pydantic): a trace plus transforms, or a synthetic workload.
 
 Every model forbids unknown keys, so a typo is an error naming the file and the key.
-Distributions of token counts (`Dist`) are tagged by `kind`.
+Distributions of token counts (`Dist`) are tagged by `kind`. Ranges: token counts in
+[1, MAX_TOKENS], request counts at most MAX_REQUESTS (also rate x duration), rates and times
+finite, seeds in [0, 2**63); `true`/`false` are never numbers (see sim.schema).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, model_validator
+
+from sim.schema import MAX_REQUESTS, MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
+
+Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+Seed = Annotated[int, Field(ge=0, lt=MAX_SEED_EXCLUSIVE)]
+MAX_LOG_SIGMA = 10.0  # lognormal sigma (log space); e^10 already spans four orders of magnitude per sd
+MAX_GAMMA_CV = 100.0
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Strict(StrictModel):
+    pass
 
 
 class FixedDist(_Strict):
     kind: Literal["fixed"]
-    value: PositiveInt
+    value: Tokens
 
 
 class UniformDist(_Strict):
     """Whole numbers low..high inclusive, equally likely."""
 
     kind: Literal["uniform"]
-    low: PositiveInt
-    high: PositiveInt
+    low: Tokens
+    high: Tokens
 
     @model_validator(mode="after")
     def _ordered(self) -> UniformDist:
@@ -38,9 +47,9 @@ class LognormalDist(_Strict):
     """Lognormal with the given mean (tokens) and log-space sigma, rounded, clipped to [1, max]."""
 
     kind: Literal["lognormal"]
-    mean: PositiveFloat
-    sigma: PositiveFloat
-    max: PositiveInt | None = None
+    mean: float = Field(gt=0, le=MAX_TOKENS)
+    sigma: float = Field(gt=0, le=MAX_LOG_SIGMA)
+    max: Tokens | None = None  # None: MAX_TOKENS
 
 
 Dist = Annotated[FixedDist | UniformDist | LognormalDist, Field(discriminator="kind")]
@@ -56,7 +65,7 @@ class GammaArrival(_Strict):
 
     kind: Literal["gamma"]
     rate_qps: PositiveFloat
-    cv: PositiveFloat
+    cv: float = Field(gt=0, le=MAX_GAMMA_CV)
 
 
 class ConstantArrival(_Strict):
@@ -68,7 +77,7 @@ class ClosedLoopArrival(_Strict):
     """`concurrency` clients; each sends its next request `think_time_s` after the last ends."""
 
     kind: Literal["closed_loop"]
-    concurrency: PositiveInt
+    concurrency: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
     think_time_s: float = Field(0.0, ge=0)
 
 
@@ -97,7 +106,7 @@ class Lengths(_Strict):
 class SystemPrompts(_Strict):
     """`n_templates` shared system prompts, template k (1-based) chosen with weight k^-zipf_s."""
 
-    n_templates: PositiveInt
+    n_templates: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
     zipf_s: float = Field(1.0, ge=0)
     tokens: Dist
 
@@ -106,10 +115,10 @@ class FewShot(_Strict):
     """Few-shot templates: one instruction shared by all, then `n_shots` examples that are
     template-specific; template popularity Zipf like system prompts."""
 
-    n_templates: PositiveInt
+    n_templates: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
     zipf_s: float = Field(1.0, ge=0)
-    instruction_tokens: int = Field(0, ge=0)
-    n_shots: PositiveInt
+    instruction_tokens: int = Field(0, ge=0, le=MAX_TOKENS)
+    n_shots: Annotated[int, Field(ge=1, le=MAX_TOKENS)]
     shot_tokens: Dist
 
 
@@ -132,14 +141,17 @@ class Synthetic(_Strict):
     lengths: Lengths
     prefix: Prefix = Prefix()
     n_samples: Dist | None = None  # parallel sampling n per request
-    n_requests: PositiveInt | None = None
+    n_requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
     duration_s: PositiveFloat | None = None
-    hash_block_tokens: PositiveInt = 16
+    hash_block_tokens: Tokens = 16
 
     @model_validator(mode="after")
     def _size(self) -> Synthetic:
         if (self.n_requests is None) == (self.duration_s is None):
             raise ValueError("give exactly one of n_requests and duration_s")
+        rate_qps = getattr(self.arrival, "rate_qps", None)
+        if self.duration_s is not None and rate_qps is not None and rate_qps * self.duration_s > MAX_REQUESTS:
+            raise ValueError(f"arrival.rate_qps x duration_s must be at most {MAX_REQUESTS:,} requests")
         if self.arrival.kind == "closed_loop":
             if self.n_requests is None:
                 raise ValueError("a closed loop needs n_requests (its pool size)")
@@ -154,9 +166,15 @@ class Transforms(_Strict):
     time_window_s: tuple[float, float] | None = None
     rate_scale: PositiveFloat | None = None
     target_qps: PositiveFloat | None = None
-    clip_max_model_len: Annotated[int, Field(ge=2)] | None = None
-    sample_n: PositiveInt | None = None
-    shuffle_seed: int | None = None
+    clip_max_model_len: Annotated[int, Field(ge=2, le=MAX_TOKENS)] | None = None
+    sample_n: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
+    shuffle_seed: Seed | None = None
+
+    @model_validator(mode="after")
+    def _window_ordered(self) -> Transforms:
+        if self.time_window_s is not None and not self.time_window_s[0] < self.time_window_s[1]:
+            raise ValueError("time_window_s is [start, end] with start < end")
+        return self
 
 
 class WorkloadSpec(_Strict):
@@ -170,7 +188,7 @@ class WorkloadSpec(_Strict):
     arrival: Arrival | None = None  # re-time the trace's requests (or run them closed loop)
     synthetic: Synthetic | None = None
     transforms: Transforms = Transforms()
-    seed: int | None = None
+    seed: Seed | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> WorkloadSpec:

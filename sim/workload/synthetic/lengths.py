@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.schema import MAX_TOKENS
 from sim.workload.spec_models import FixedDist, Lengths, LognormalDist, UniformDist
 
 
@@ -19,7 +20,7 @@ def sample_dist(dist, rng: np.random.Generator, n: int) -> np.ndarray:
     if isinstance(dist, LognormalDist):
         mu = math.log(dist.mean) - dist.sigma**2 / 2  # so that E[X] = mean
         values = np.rint(rng.lognormal(mu, dist.sigma, size=n))
-        upper = dist.max if dist.max is not None else np.inf
+        upper = dist.max if dist.max is not None else MAX_TOKENS
         return np.clip(values, 1, upper).astype(np.int64)
     raise TypeError(f"not a length distribution: {dist!r}")
 

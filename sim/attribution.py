@@ -1,0 +1,155 @@
+"""Latency attribution: where each request's end-to-end time went, step by step.
+
+Every moment between a request's arrival and its end falls in exactly one part:
+
+| part | what the request was doing |
+|---|---|
+| queue | waiting before its first step (and, disaggregated, before its first decode step) |
+| prefill | its own share of the steps that computed its prompt |
+| interference | others' work: its share of shared steps spent on other prefills; steps it sat out while running |
+| decode | steps that computed its output tokens (as long as a decode-only step of those sequences) |
+| preempted | waiting again, or swapped out, after a preemption |
+| recompute | its own share of steps that recomputed tokens it had computed before a preemption |
+| swap | host-link transfers at the start of its steps (swap in/out, host-tier prefix loads) |
+| kv_transfer | disaggregated: from the end of its prefill to its KV landing on a decode replica |
+| samples | parallel sampling: from this row's end to its request's last sample's end |
+
+How a single step of duration T (transfer excluded) is split among its sequences: a decode-only
+step is decode for all. Otherwise T_dec = the time of a decode-only step of the step's decode
+sequences (0 if none); a decode sequence gets T_dec as decode and T - T_dec as interference; a
+prefill sequence bringing q of the step's P prefill tokens owns (T - T_dec) * q / P (prefill, or
+recompute for tokens below its high-water mark) and the rest of T is interference. A decode run
+is decode for all its sequences.
+
+The parts telescope: each step adds (start - previous mark) as waiting and (end - start) as
+work, so they sum to finish - arrival up to float rounding (a few ulps per step; tests hold
+1e-9 s). Only a request's own row (not its extra samples' rows) is followed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from sim.request import RequestTable
+    from sim.sched.base import Scheduler
+    from sim.sched.plan import StepPlan
+
+PARTS = ("queue", "prefill", "interference", "decode", "preempted", "recompute", "swap", "kv_transfer",
+         "samples")
+_INDEX = {name: i for i, name in enumerate(PARTS)}
+
+
+class Attribution:
+    """Per-request time parts, accumulated at every committed plan (shared by all replicas)."""
+
+    def __init__(self, table: RequestTable):
+        n = table.n_requests
+        self.table = table
+        self.parts_s = np.zeros((len(PARTS), n))
+        self.mark_s = np.zeros(n)  # end of the last step the request was in
+        self.seen = np.zeros(n, dtype=bool)
+        self.requeued = np.zeros(n, dtype=bool)  # handed to a new replica: waiting there is queueing
+        self.high_water = np.zeros(n, dtype=np.int64)  # most tokens ever computed (recompute below it)
+        self._preempted_counted_s = np.zeros(n)
+        self._transfer_counted_s = np.zeros(n)
+
+    def requeue(self, rid: int) -> None:
+        """The request moves to another replica (disaggregation): its next wait there is queueing."""
+        if rid < self.seen.shape[0]:
+            self.requeued[rid] = True
+
+    def on_plan(self, plan: StepPlan, end_s: float, sched: Scheduler) -> None:
+        """Account a plan about to be committed at `end_s` (call BEFORE the commit mutates tokens)."""
+        rows = plan.req_ids
+        n = self.seen.shape[0]
+        if rows.size == 0:
+            return
+        own = rows < n
+        if not own.all():
+            rows = rows[own]
+            if rows.size == 0:
+                return
+        q = plan.new_tokens if own.all() else plan.new_tokens[own]
+        start_s = end_s - plan.duration_s
+        self._account_wait(rows, start_s)
+        p = self.parts_s
+        step_s = plan.duration_s - plan.transfer_s
+        if plan.transfer_s:
+            p[_INDEX["swap"], rows] += plan.transfer_s
+        t = self.table
+        contexts = t.n_computed[rows]
+        if plan.is_decode_run:
+            p[_INDEX["decode"], rows] += step_s
+        else:
+            self._split_step(rows, q, contexts, step_s, sched)
+        self.mark_s[rows] = end_s
+        self.high_water[rows] = np.maximum(self.high_water[rows], contexts + q * plan.n_steps)
+
+    def _account_wait(self, rows: np.ndarray, start_s: float) -> None:
+        t, p = self.table, self.parts_s
+        seen = self.seen[rows]
+        mark = np.where(seen, self.mark_s[rows], t.arrival_s[rows])
+        wait = start_s - mark
+        preempted = t.preempted_s[rows] - self._preempted_counted_s[rows]
+        transfer = t.kv_transfer_s[rows] - self._transfer_counted_s[rows]
+        self._preempted_counted_s[rows] = t.preempted_s[rows]
+        self._transfer_counted_s[rows] = t.kv_transfer_s[rows]
+        rest = wait - preempted - transfer
+        queued = ~seen | self.requeued[rows]
+        p[_INDEX["preempted"], rows] += preempted
+        p[_INDEX["kv_transfer"], rows] += transfer
+        p[_INDEX["queue"], rows] += np.where(queued, rest, 0.0)
+        p[_INDEX["interference"], rows] += np.where(queued, 0.0, rest)
+        self.seen[rows] = True
+        self.requeued[rows] = False
+
+    def _split_step(self, rows, q, contexts, step_s: float, sched: Scheduler) -> None:
+        t, p = self.table, self.parts_s
+        decoding = (q == 1) & (contexts >= t.prompt_tokens[rows])
+        if decoding.all():
+            p[_INDEX["decode"], rows] += step_s
+            return
+        dec_rows = rows[decoding]
+        dec_s = min(sched.decode_only_time_s(contexts[decoding]), step_s) if dec_rows.size else 0.0
+        p[_INDEX["decode"], dec_rows] += dec_s
+        p[_INDEX["interference"], dec_rows] += step_s - dec_s
+        pre = ~decoding
+        pre_rows, pre_q = rows[pre], q[pre]
+        own_s = (step_s - dec_s) * pre_q / pre_q.sum()
+        redo = np.clip(self.high_water[pre_rows] - contexts[pre], 0, pre_q)
+        redo_s = own_s * redo / pre_q
+        p[_INDEX["recompute"], pre_rows] += redo_s
+        p[_INDEX["prefill"], pre_rows] += own_s - redo_s
+        p[_INDEX["interference"], pre_rows] += step_s - own_s
+
+    def columns(self, finished: np.ndarray, request_finish_s: np.ndarray) -> dict[str, np.ndarray]:
+        """`attr_<part>_s` columns for the requests frame: NaN where the request did not finish.
+        `request_finish_s` is each request's end over all its samples (the frame's finish_s)."""
+        parts = self.parts_s.copy()
+        own_finish_s = self.table.finish_s[: parts.shape[1]]
+        parts[_INDEX["samples"]] = np.where(finished, request_finish_s - own_finish_s, 0.0)
+        parts[:, ~finished] = np.nan
+        return {f"attr_{name}_s": parts[i] for i, name in enumerate(PARTS)}
+
+
+def attribution_summary(frame: pd.DataFrame) -> dict | None:
+    """For summary.json (one flat level): `mean_<part>_s` over finished requests, and for the p50
+    and p99 requests by e2e (nearest rank) `p50_request_id`, `p50_e2e_s`, `p50_<part>_s` (same for
+    p99). None when no request finished."""
+    done = frame[frame["status"] == "FINISHED"]
+    columns = [f"attr_{name}_s" for name in PARTS]
+    if done.empty or columns[0] not in done:
+        return None
+    order = np.argsort(done["e2e_s"].to_numpy(), kind="stable")
+    out: dict = {f"mean_{name}_s": float(done[c].mean()) for name, c in zip(PARTS, columns)}
+    for label, quantile in (("p50", 0.5), ("p99", 0.99)):
+        rank = max(int(np.ceil(quantile * len(done))) - 1, 0)
+        row = done.iloc[order[rank]]
+        out[f"{label}_request_id"] = int(row["request_id"])
+        out[f"{label}_e2e_s"] = float(row["e2e_s"])
+        out.update({f"{label}_{name}_s": float(row[c]) for name, c in zip(PARTS, columns)})
+    return out

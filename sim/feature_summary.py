@@ -1,0 +1,67 @@
+"""summary.json fields of the beyond-one-engine features: latency attribution, speculative
+decoding, the host-memory prefix tier and disaggregation. Merged into `sim.summary.summarize`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from sim.attribution import attribution_summary
+
+if TYPE_CHECKING:
+    from sim.simulate import SimResult
+
+
+def _spec_summary(result: SimResult) -> dict | None:
+    decoders = [r.sched.spec for r in result.replicas if getattr(r.sched, "spec", None) is not None]
+    if not decoders:
+        return None
+    from sim.spec_decode import expected_tokens_per_step
+
+    proposed = sum(d.n_proposed for d in decoders)
+    accepted = sum(d.n_accepted for d in decoders)
+    n_seq_steps = proposed / decoders[0].k if decoders[0].k else 0
+    return {
+        "spec_tokens": decoders[0].k,
+        "acceptance": [float(a) for a in decoders[0].acceptance],
+        "proposed": proposed,
+        "accepted": accepted,
+        "acceptance_rate": accepted / proposed if proposed else None,
+        # drawn, before capping at each request's remaining output
+        "tokens_per_step_drawn": 1.0 + accepted / n_seq_steps if n_seq_steps else None,
+        "tokens_per_step_expected": expected_tokens_per_step(list(decoders[0].acceptance)),
+    }
+
+
+def _tier_hit_rates(result: SimResult, frame: pd.DataFrame) -> dict:
+    prompt_total = float(frame.loc[frame["status"] != "REJECTED", "prompt_tokens"].sum())
+    host = float(result.table.host_cached_tokens[: result.table.n_requests].sum())
+    gpu = float(frame["cached_tokens"].sum()) - host
+    return {"prefix_hit_rate_gpu": gpu / prompt_total if prompt_total else 0.0,
+            "prefix_hit_rate_host": host / prompt_total if prompt_total else 0.0}
+
+
+def _transfer_stats(frame: pd.DataFrame) -> dict | None:
+    done = frame[frame["status"] == "FINISHED"]
+    values = done["kv_transfer_s"].to_numpy()
+    moved = values[values > 0]
+    if moved.size == 0:
+        return None
+    p50, p90, p99 = np.percentile(moved, [50, 90, 99])
+    return {"n_transferred": int(moved.size), "mean": float(moved.mean()), "p50": float(p50), "p90": float(p90),
+            "p99": float(p99), "max": float(moved.max())}
+
+
+def feature_summary(result: SimResult, frame: pd.DataFrame) -> dict:
+    out = {
+        "latency_attribution": attribution_summary(frame),
+        "spec_decoding": _spec_summary(result),
+        **_tier_hit_rates(result, frame),
+        "kv_transfer_s": _transfer_stats(frame),
+    }
+    disagg = getattr(result, "disagg", None)
+    if disagg is not None:
+        out["disaggregation"] = disagg.summary()
+    return out

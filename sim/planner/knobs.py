@@ -1,0 +1,75 @@
+"""Engine-knob search for the planner: `--search max_num_seqs=64,128,256 --search block_size=16,32`.
+
+Every combination of the searched values becomes its own candidate (on top of hardware x TP x
+policy), so each gets its own rate search; per hardware x TP the best setting is the one whose
+replica sustains the highest rate (ties: the first in grid order). The Pareto frontier is taken
+over every passing search point of every candidate: output throughput per GPU against per-user
+speed (tok/s/user = 1 / mean TPOT); a point is on it when no other point is at least as good on both
+and better on one.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from sim.config import EngineConfig
+from sim.errors import InputError
+from sim.sweep.grid import _parse_grid_option
+
+SEARCHABLE = ("max_num_seqs", "max_num_batched_tokens", "block_size", "chunk_size", "preemption_mode",
+              "radix_ordering", "gpu_memory_utilization", "kv_dtype")
+
+
+def parse_knob_search(options: list[str]) -> dict[str, list]:
+    """`["max_num_seqs=64,128"]` -> {"max_num_seqs": [64, 128]}; only keys of SEARCHABLE that the
+    engine config has (policy, hardware and TP have their own flags)."""
+    grid: dict[str, list] = {}
+    allowed = [k for k in SEARCHABLE if k in EngineConfig.model_fields]
+    for option in options or []:
+        key = option.partition("=")[0].strip()
+        if key not in allowed:
+            raise InputError("--search", key or option, f"not a searchable engine knob; one of {', '.join(allowed)}")
+        if key in grid:
+            raise InputError("--search", key, "given twice; list all its values in one --search")
+        grid[key] = _parse_grid_option(option)[1]
+    return grid
+
+
+def knob_settings(grid: dict[str, list]) -> list[dict]:
+    """The cartesian product of the grid, last key fastest; [{}] for an empty grid."""
+    return [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def best_per_hardware_tp(rows: list[dict]) -> list[dict]:
+    """Per (hardware, tp), the feasible row with the highest max_qps_per_replica (ties: first seen)."""
+    best: dict[tuple, dict] = {}
+    for row in rows:
+        key = (row["hardware"], row["tp"])
+        if key not in best or row["max_qps_per_replica"] > best[key]["max_qps_per_replica"]:
+            best[key] = row
+    return [{"hardware": r["hardware"], "tp": r["tp"], "policy": r["policy"], "knobs": r["knobs"],
+             "max_qps_per_replica": r["max_qps_per_replica"]} for r in best.values()]
+
+
+def operating_points(rows: list[dict]) -> list[dict]:
+    """Every passing search point of every feasible row as (candidate, rate, tok/s/GPU, tok/s/user)."""
+    points = []
+    for row in rows:
+        for p in row["search_points"]:
+            if p["passes"] and p.get("tok_s_per_user"):
+                points.append({"hardware": row["hardware"], "tp": row["tp"], "policy": row["policy"],
+                               "knobs": row["knobs"], "rate_qps_per_replica": p["rate_qps"],
+                               "tok_s_per_gpu": p["output_tok_s"] / row["tp"],
+                               "tok_s_per_user": p["tok_s_per_user"]})
+    return points
+
+
+def pareto_frontier(points: list[dict]) -> list[dict]:
+    """The points no other point dominates on (tok_s_per_gpu, tok_s_per_user), by tok/s/GPU descending."""
+    ordered = sorted(points, key=lambda p: (-p["tok_s_per_gpu"], -p["tok_s_per_user"]))
+    frontier, best_user = [], -1.0
+    for p in ordered:
+        if p["tok_s_per_user"] > best_user:
+            frontier.append(p)
+            best_user = p["tok_s_per_user"]
+    return frontier

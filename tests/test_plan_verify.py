@@ -1,0 +1,154 @@
+"""The planner sizes for the trace's bursts and verifies the cluster on the whole workload; the knob
+search finds the best setting; the same plan whichever backend ran it.
+
+The bursty trace is hand-made: 150 requests at ~1 req/s, 150 at ~12 req/s, 100 at ~1 req/s (constant
+lengths), so a replica sized on the first requests (the calm head) cannot carry the burst."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sim.cli import app
+from sim.config import EngineConfig
+from sim.planner.burst import densest_window, search_slice
+from sim.planner.knobs import pareto_frontier
+from sim.planner.launch import vllm_command
+from sim.planner.plan import SearchSettings, make_plan
+from sim.planner.slo import parse_slo
+from sim.planner.verify import verification_run
+from sim.sweep.backends import LocalBackend
+from sim.trace import Trace
+
+SLO = parse_slo(["ttft_p99=0.5", "tpot_p99=50ms"])
+BASE = EngineConfig(model="llama-3-8b")
+TARGET_QPS = 12.0
+
+
+def bursty_trace(seed: int = 0) -> Trace:
+    rng = np.random.default_rng(seed)
+    gaps = np.concatenate([rng.exponential(1 / 1.0, 150), rng.exponential(1 / 12.0, 150),
+                           rng.exponential(1 / 1.0, 100)])
+    n = len(gaps)
+    return Trace(np.cumsum(gaps) - gaps[0], np.full(n, 1000), np.full(n, 100), source="bursty")
+
+
+@pytest.fixture(scope="module")
+def trace() -> Trace:
+    return bursty_trace()
+
+
+def plan(trace, sizing="busiest", knob_grid=None, backend=None, **settings):
+    return make_plan(trace, BASE, ["h100-sxm"], [1], ["chunked"], SLO, TARGET_QPS,
+                     SearchSettings(max_requests=100, sizing=sizing, **settings), 1, backend=backend,
+                     knob_grid=knob_grid)
+
+
+def test_densest_window_finds_the_burst(trace):
+    start, span_s = densest_window(trace.arrival_s, 90)
+    assert 150 <= start + 45 < 300  # the middle of the densest 90 requests lies in the burst
+    piece = search_slice(trace, 100, 0.1, "busiest")
+    assert piece.peak_to_mean > 5 and piece.n_warmup == 10 and len(piece.trace) == 100
+    assert search_slice(trace, 100, 0.1, "head").first_request == 0
+
+
+def test_verification_adds_replicas_when_the_slice_answer_fails(trace):
+    """Sized on the calm head, one replica looks enough; the whole workload says otherwise."""
+    row = plan(trace, sizing="head")["candidates"][0]
+    runs = row["verification"]
+    assert row["replicas_estimated"] == runs[0]["replicas"]
+    assert not runs[0]["passes"] and runs[-1]["passes"]
+    assert [r["replicas"] for r in runs] == list(range(runs[0]["replicas"], runs[0]["replicas"] + len(runs)))
+    assert row["verified"] and row["replicas"] == runs[-1]["replicas"] > row["replicas_estimated"]
+    failing = runs[-2]
+    assert failing["p99_s"]["ttft"] > 0.5 or failing["finished_share"] < 0.99
+    assert runs[-1]["n_requests"] == len(trace)  # the whole workload, not a slice
+
+
+def test_busy_window_sizing_needs_no_more_than_verification_finds(trace):
+    head, busiest = plan(trace, sizing="head"), plan(trace, sizing="busiest")
+    assert busiest["candidates"][0]["replicas_estimated"] > head["candidates"][0]["replicas_estimated"]
+    assert busiest["recommended"]["replicas"] == head["recommended"]["replicas"]  # both verified the same
+    best = busiest["recommended"]
+    assert best["verified_run"]["passes"] and best["verified_run"]["replicas"] == best["replicas"]
+    assert busiest["launch"]["replicas"] == best["replicas"]
+
+
+def test_verification_run_matches_a_direct_simulation(trace):
+    from sim.simulate import simulate
+    from sim.summary import requests_frame
+    from sim.workload.transforms import scale_rate
+
+    run = verification_run(BASE, trace, 2, TARGET_QPS, SLO)
+    frame = requests_frame(simulate(BASE.model_copy(update={"replicas": 2}), scale_rate(trace, target_qps=TARGET_QPS)))
+    finished = frame[frame["status"] == "FINISHED"]
+    assert run["p99_s"]["ttft"] == pytest.approx(finished["ttft_s"].quantile(0.99))
+    assert run["attainment"]["ttft_p99"] == pytest.approx((finished["ttft_s"] <= 0.5).sum() / len(frame))
+    assert run["passes"] == (run["slo"]["ttft_p99"]["met"] and run["slo"]["tpot_p99"]["met"]
+                             and run["finished_share"] >= 0.99)
+
+
+def test_knob_search_finds_the_best_setting_found_by_separate_searches(trace):
+    """The hand-made optimum: one search per max_num_seqs value, each on its own; the knob search must
+    pick the value with the highest sustained rate (max_num_seqs=1 serialises decoding: the worst)."""
+    values = [1, 4, 64]
+    separate = {}
+    for value in values:
+        base = BASE.model_copy(update={"max_num_seqs": value})
+        one = make_plan(trace, base, ["h100-sxm"], [1], ["chunked"], SLO, TARGET_QPS,
+                        SearchSettings(max_requests=100, verify=False), 1)
+        separate[value] = one["candidates"][0]["max_qps_per_replica"] if one["candidates"] else 0.0
+    searched = plan(trace, knob_grid={"max_num_seqs": values}, verify=False)
+    best = searched["best_per_hardware_tp"][0]
+    expected = max(values, key=lambda v: (separate[v], -values.index(v)))
+    assert best["knobs"] == {"max_num_seqs": expected} and best["max_qps_per_replica"] == separate[expected]
+    assert separate[1] < separate[expected]
+    assert {tuple(r["knobs"].items()) for r in searched["candidates"]} <= {(("max_num_seqs", v),) for v in values}
+
+
+def test_pareto_frontier_keeps_only_undominated_points():
+    points = [{"tok_s_per_gpu": g, "tok_s_per_user": u, "id": i}
+              for i, (g, u) in enumerate([(100, 10), (80, 20), (90, 5), (80, 15), (50, 40), (40, 30)])]
+    assert [p["id"] for p in pareto_frontier(points)] == [0, 1, 4]
+
+
+def test_launch_command_uses_vllm_names():
+    cfg = EngineConfig(model="llama-3-70b", tp=4, policy="radix", max_num_seqs=128, kv_dtype="fp8")
+    command = vllm_command(cfg)
+    assert command.startswith("vllm serve meta-llama/Meta-Llama-3-70B --tensor-parallel-size 4 --max-num-seqs 128")
+    assert "--enable-prefix-caching" in command and "--kv-cache-dtype fp8" in command
+
+
+def test_local_and_ray_give_the_same_plan(trace):
+    ray = pytest.importorskip("ray")
+    from sim.sweep.backends import RayBackend
+
+    grid = {"max_num_seqs": [4, 64]}
+    local = plan(trace, knob_grid=grid, backend=LocalBackend(2), max_verified=2)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        via_ray = plan(trace, knob_grid=grid, backend=RayBackend(None, 2), max_verified=2)
+    finally:
+        ray.shutdown()
+    assert via_ray == local
+    assert local["recommended"]["verified"]
+
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--search", "temperature=0.1"], "--search"),
+    (["--search", "max_num_seqs=0,4"], "max_num_seqs"),
+    (["--sizing", "peak"], "--sizing"),
+    (["--max-verify-runs", "0"], "--max-verify-runs"),
+    (["--backend", "mpi"], "--backend"),
+])
+def test_plan_bad_input_is_one_line_exit_2(extra, needle):
+    args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--max-requests", "40", "--hardware",
+            "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", "5", "--slo", "ttft_p99=1", *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr
