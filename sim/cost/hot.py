@@ -31,6 +31,7 @@ class HotPath:
         self.kv_token_bytes = cost.kv_bytes_per_token_layer_gpu
         self.io_token_bytes = 2.0 * qh_d * cost.act_bytes_el  # q in, output out
         self.kv_bw = cost.bandwidth * cost._paged_eff  # prefill and decode both read paged KV
+        self.prefill_ratio, self.decode_ratio = cost.prefill_ratio, cost.decode_ratio  # measured tables or None
 
     def _blend(self, t_compute: float, t_memory: float) -> float:
         top = max(t_memory, t_compute)
@@ -62,9 +63,13 @@ class HotPath:
             qp = q[prefill]
             pairs_p = float((qp * (c[prefill] + 0.5 * qp)).sum())
             prefill_s = self._attention_s(pairs_p, float(kv_tokens[prefill].sum()), float(qp.sum()), self.kv_bw)
+            if self.prefill_ratio is not None:
+                prefill_s *= float(self.prefill_ratio.factor(pairs_p))
             pairs_d = float(c[decode].sum()) + 0.5 * n_decode
             kv_d = float(kv_tokens[decode].sum())
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
+        if self.decode_ratio is not None and n_decode:
+            decode_s *= float(self.decode_ratio.factor(kv_d))
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 
@@ -86,8 +91,11 @@ class HotPath:
         else:
             top = np.maximum(t_compute, t_memory)
             attention = top * ((t_compute / top) ** self.p + (t_memory / top) ** self.p) ** (1.0 / self.p)
+        attention = attention + self.launch_s
+        if self.decode_ratio is not None:
+            attention = attention * self.decode_ratio.factor(kv_tokens)
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
-        return self.n_layers * (attention + self.launch_s) + fixed_s, kv_tokens
+        return self.n_layers * attention + fixed_s, kv_tokens
 
 
 def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int) -> np.ndarray:
