@@ -49,10 +49,19 @@ def _gemm(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -
 
 
 def answered_by(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
-    """Per row: "table" where a measured table answers it (GEMM shapes in the profile's tables),
-    else "smooth" (the roofline model)."""
+    """Per row: "table" where a measured table answers it (a GEMM shape or attention head shape in
+    the profile's tables), else "smooth" (the roofline model)."""
     tables = gemm_tables(hw.calibration, hw.name)
     out = np.full(len(frame), "smooth", dtype=object)
+    attn = attention_tables(hw.calibration, hw.name)
+    for kind in ("prefill_attention", "decode_attention") if attn else ():
+        for i in np.flatnonzero((frame["op"] == kind).to_numpy()):
+            row = frame.iloc[i]
+            block = int(row["block_size"]) if kind == "decode_attention" else None
+            key = (kind, int(row["n_heads"]), int(row["n_kv_heads"]), int(row["head_dim"]),
+                   bytes_per_element(str(row["dtype"]), "dtype"), block)  # fmt: skip
+            if key in attn:
+                out[i] = "table"
     if not tables:
         return out
     sizes = np.array([bytes_per_element(d, "dtype") for d in frame["dtype"].astype(str)])

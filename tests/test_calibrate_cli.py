@@ -138,6 +138,7 @@ def test_run_fit_report_pipeline_on_cpu(cli, tmp_path):
     kinds = {entry["kind"] for entry in hw.calibration["tables"]["attention"]}
     assert kinds == {"prefill_attention", "decode_attention"}
     assert per_op["prefill_attention"]["mape"] < 1e-3
+    assert per_op["decode_attention"]["answered_by"]["smooth"] == 0
     # GEMM tables answer every GEMM row (exactness is tested in test_cost_tables; here two toy ops
     # may share one (N, K) shape, whose table pools both ops' CPU timings)
     assert per_op["qkv_proj"]["answered_by"]["smooth"] == 0
