@@ -26,6 +26,10 @@ class Replica:
 
     def add(self, rid: int) -> None:
         self.sched.add(rid, self.env.now)
+        self.wake()
+
+    def wake(self) -> None:
+        """Resume the loop if it sleeps (a request arrived, or KV landed / was freed: sim/disagg)."""
         if self._idle is not None and not self._idle.triggered:
             self._idle.succeed()
 
@@ -34,7 +38,7 @@ class Replica:
         while True:
             plan = sched.schedule(env.now, self.source.next_arrival_s()) if sched.has_work() else None
             if plan is None:
-                if sched.has_work() and not sched.running:
+                if sched.has_work() and not sched.running and not sched.blocked_on_transfers():
                     sched.reject_unschedulable(env.now)
                     continue
                 self._idle = env.event()

@@ -105,6 +105,11 @@ def _default(value):
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
+def write_csv(path: Path, frame: pd.DataFrame) -> None:
+    """A table as CSV (header row, no index), atomically."""
+    _atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
+
+
 # ---- whole run folders ---------------------------------------------------------------------------
 # A run writes into a temporary sibling `.<name>.partial-<pid>-<token>` and, once every file is
 # there, swaps it with --out in one rename (Linux renameat2 RENAME_EXCHANGE; elsewhere two renames

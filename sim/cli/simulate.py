@@ -9,14 +9,17 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
+from sim.cli.feature_facts import feature_facts
 from sim.config import load_config
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE, load_run_workload, resolve_seed, run
+from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
+from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
+from sim.summary import parse_percentiles
 from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
-NOT_CONFIG_OPTIONS = ("trace", "trace_format", "bench", "config", "rate_scale", "max_requests", "out", "as_json",
-                      "record_steps")
+NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
+              "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty")
 
 
 def _opt(help_text: str, *names: str):
@@ -105,38 +108,60 @@ def simulate(
     kv_transfer_latency_us: float = _opt("disaggregated: KV link latency [from the profiles]",
                                          "--kv-transfer-latency-us"),
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
+    qps: float = _opt("Poisson arrivals at this many req/s (the trace's lengths, in order)", "--qps", "--rate"),
     max_requests: int = _opt("replay only the first N requests", "--max-requests"),
+    slo: list[str] = typer.Option(None, "--slo", show_default=False,
+                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: "
+                                       "goodput and attainment in the summary"),
+    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    percentiles: str = _opt("latency percentiles to report, e.g. 50,90,95,99 [50,90,99]", "--percentiles"),
+    csv: Path = _opt("also write one row per request to this CSV file", "--csv"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
     out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
+    uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
+                                    help="also run N perturbed replays; summary.json gains p10/p50/p90 `intervals`"),
 ) -> None:
-    """Replay a trace through a scheduler policy on simulated GPUs."""
-    overrides = {k: v for k, v in locals().items() if k not in NOT_CONFIG_OPTIONS}
+    """Replay a trace through a scheduler policy on simulated GPUs.
+
+    Files hold seconds (`*_s`) and the latency statistics again in milliseconds (`*_ms`); tables show ms."""
+    overrides = {k: v for k, v in locals().items() if k not in NOT_CONFIG}
     overrides["record_steps"] = record_steps or None
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
+    wanted = parse_percentiles(percentiles)
+    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    if slo_spec is not None:
+        overrides["slo"] = slo_spec.per_request_limits_s()
     _feature_overrides(overrides)
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     if bench is not None:
-        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests:
+        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps:
             raise InputError("--bench", None, "replaces the workload: do not combine with --trace, --format, "
-                                              "--rate-scale or --max-requests")
+                                              "--rate-scale, --qps or --max-requests")
         workload = bench_workload(bench)
     else:
-        workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
-    progress = _LazyProgress(enabled=not as_json)
+        workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed, qps)
+    progress = _LazyProgress(enabled=not as_json and console.is_terminal)
+    resample = None
+    if uncertainty is not None and bench is None and (qps is not None or is_synthetic(trace, trace_format)):
+        def resample(seed: int):
+            return load_run_workload(trace, trace_format, rate_scale, max_requests, seed, qps)
     try:
-        output = run(cfg, workload, out, progress)
+        output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv)
     finally:
         progress.close()
     if as_json:
         print_json(output.summary)
         return
     print_summary(output.summary)
+    print_intervals(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
+    if csv is not None:
+        console.print(f"wrote {csv}")
 
 
 def _feature_overrides(overrides: dict) -> None:
@@ -164,10 +189,11 @@ def print_summary(summary: dict) -> None:
             f"{summary['n_rejected']} rejected | {summary['sim_duration_s']:.1f} s simulated in "
             f"{summary['wall_time_s']:.2f} s")
     rows = []
+    columns = list(summary["ttft_s"])
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_delay_s"):
         stats = summary[key]
-        rows.append([key[:-2] + " (ms)"] + [_ms(stats[p]) for p in ("mean", "p50", "p90", "p99", "max")])
-    print_table(head, ["latency", "mean", "p50", "p90", "p99", "max"], rows)
+        rows.append([key[:-2] + " (ms)"] + [_ms(stats[p]) for p in columns])
+    print_table(head, ["latency", *columns], rows)
     facts = [
         ["throughput", f"{summary['request_throughput']:.2f} req/s, {summary['output_throughput_tok_s']:.0f} "
                        f"output tok/s, {summary['input_throughput_tok_s']:.0f} input tok/s"],
@@ -177,8 +203,30 @@ def print_summary(summary: dict) -> None:
         ["prefix hit rate", f"{summary['prefix_hit_rate']:.1%} ({summary['evicted_blocks']} blocks evicted)"],
     ]
     if summary.get("goodput"):
-        facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs"])
+        facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs "
+                                 f"({summary['goodput']['request_throughput']:.2f} req/s)"])
+    report = summary.get("slo_attainment")
+    if report:
+        for key, item in report["per_slo"].items():
+            facts.append([f"SLO {key} <= {item['limit_ms']:g} ms",
+                          f"{_ms(item['value_s'])} ms, {'met' if item['met'] else 'MISSED'}; "
+                          f"{item['attainment']:.1%} of requests within"])
+        facts.append(["SLOs met", "yes" if report["met"] else "no"])
+    facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
+
+
+def print_intervals(summary: dict) -> None:
+    """p10-p90 bands of the perturbed replays (when --uncertainty ran) and what is extrapolated."""
+    bands = summary.get("intervals")
+    if bands:
+        rows = [[key[:-2] + " p50/p99 (ms)"] + [f"{_ms(bands[key][s]['p10'])}-{_ms(bands[key][s]['p90'])}"
+                                                 for s in ("p50", "p99")] for key in ("ttft_s", "tpot_s", "e2e_s")]
+        tput = bands["request_throughput"]
+        rows.append(["throughput (req/s)", f"{tput['p10']:.2f}-{tput['p90']:.2f}", ""])
+        print_table(f"p10-p90 over {bands['n_replays']} perturbed replays", ["", "p50", "p99"], rows)
+    for reason in summary.get("extrapolating") or []:
+        console.print(f"extrapolating: {reason}")
 
 
 def _ms(value) -> str:

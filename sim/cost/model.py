@@ -196,7 +196,10 @@ class CostModel:
         )
         bytes_ = tokens * width * self.act_bytes_el
         e_mem = self.eff.elementwise_memory or self.eff.memory
-        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, e_mem, self.eff, 5)
+        fixed_us = self.eff.elementwise_fixed_us
+        n_launches = 5 if fixed_us is None else 0
+        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, e_mem, self.eff, n_launches)
+        time = time + (fixed_us or 0.0) * 1e-6
         time = time * self.time_scale["elementwise"]
         return ("elementwise", np.where(tokens > 0, time, 0.0), np.zeros_like(tokens), bytes_,
                 np.full(tokens.shape, "memory"))
