@@ -1,7 +1,8 @@
 """Latency attribution per policy: where the p50 and p99 requests' time goes, as a table and a plot.
 
 The Azure 2023 conversation trace (Vidur's re-timed Splitwise copy) on one Llama-3-8B / h100-sxm
-replica, sped up until the replica is loaded, through every policy. Continuous batching makes
+replica, sped up until the replica is loaded, through continuous, chunked and radix (static with
+--with-static). Continuous batching makes
 running decodes sit out every new prompt's prefill step ("interference"); chunked prefill shares
 steps, so the same requests lose less time to others' prefills.
 
@@ -28,10 +29,12 @@ def main() -> None:
     parser.add_argument("--rate-scale", type=float, default=3.0)
     parser.add_argument("--max-requests", type=int, default=4000)
     parser.add_argument("--plot", type=Path, default=Path("attribution.png"))
+    parser.add_argument("--with-static", action="store_true", help="also static batching (its queue dwarfs the rest)")
     args = parser.parse_args()
     workload = load_run_workload("splitwise_conv", rate_scale=args.rate_scale, max_requests=args.max_requests)
     summaries = {}
-    for policy in ("static", "continuous", "chunked", "radix"):
+    policies = ("static",) * args.with_static + ("continuous", "chunked", "radix")
+    for policy in policies:
         cfg = EngineConfig(model="llama-3-8b", policy=policy, max_model_len=8192)
         summaries[policy] = run(cfg, workload).summary
     header = ["policy", "rank", "e2e s", *[f"{p}" for p in PARTS], "itl p99 ms"]

@@ -22,8 +22,9 @@ recompute for tokens below its high-water mark) and the rest of T is interferenc
 is decode for all its sequences.
 
 The parts telescope: each step adds (start - previous mark) as waiting and (end - start) as
-work, so they sum to finish - arrival up to float rounding (a few ulps per step; tests hold
-1e-9 s). Only a request's own row (not its extra samples' rows) is followed.
+work (for a request that ran in the step just before, start is that step's end exactly), so
+they sum to finish - arrival up to float rounding (tests hold 1e-9 s). Only a request's own row
+(not its extra samples' rows) is followed.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 PARTS = ("queue", "prefill", "interference", "decode", "preempted", "recompute", "swap", "kv_transfer",
          "samples")
 _INDEX = {name: i for i, name in enumerate(PARTS)}
+SAME_INSTANT_S = 1e-9  # a mark this close to a step's start is that start (float rounding of end - duration)
 
 
 class Attribution:
@@ -50,7 +52,7 @@ class Attribution:
         n = table.n_requests
         self.table = table
         self.parts_s = np.zeros((len(PARTS), n))
-        self.mark_s = np.zeros(n)  # end of the last step the request was in
+        self.mark_s = np.full(n, np.nan)  # end of the last step the request was in (NaN: none yet)
         self.seen = np.zeros(n, dtype=bool)
         self.requeued = np.zeros(n, dtype=bool)  # handed to a new replica: waiting there is queueing
         self.high_water = np.zeros(n, dtype=np.int64)  # most tokens ever computed (recompute below it)
@@ -68,32 +70,41 @@ class Attribution:
         n = self.seen.shape[0]
         if rows.size == 0:
             return
+        q = plan.new_tokens
         own = rows < n
         if not own.all():
-            rows = rows[own]
+            rows, q = rows[own], q[own]
             if rows.size == 0:
                 return
-        q = plan.new_tokens if own.all() else plan.new_tokens[own]
         start_s = end_s - plan.duration_s
-        self._account_wait(rows, start_s)
+        # work span per row = end - (its last mark, or the step start after a real wait): the
+        # parts telescope exactly, and consecutive steps need no wait bookkeeping
+        span_s = end_s - self._account_wait(rows, start_s)
         p = self.parts_s
-        step_s = plan.duration_s - plan.transfer_s
         if plan.transfer_s:
             p[_INDEX["swap"], rows] += plan.transfer_s
-        t = self.table
-        contexts = t.n_computed[rows]
+            span_s = span_s - plan.transfer_s
+        contexts = self.table.n_computed[rows]
         if plan.is_decode_run:
-            p[_INDEX["decode"], rows] += step_s
+            p[_INDEX["decode"], rows] += span_s
         else:
-            self._split_step(rows, q, contexts, step_s, sched)
+            self._split_step(rows, q, contexts, span_s, plan.duration_s - plan.transfer_s, sched)
         self.mark_s[rows] = end_s
         self.high_water[rows] = np.maximum(self.high_water[rows], contexts + q * plan.n_steps)
 
-    def _account_wait(self, rows: np.ndarray, start_s: float) -> None:
+    def _account_wait(self, rows: np.ndarray, start_s: float) -> np.ndarray:
+        """Split each row's time since its last step (or arrival) into waiting parts; returns where
+        each row's work in this step starts. A row that ran in the step just before (its mark is
+        the step start up to rounding) is the common case and costs one comparison."""
+        marks = self.mark_s[rows]
+        gap = ~(np.abs(start_s - marks) <= SAME_INSTANT_S)  # NaN (never ran) counts as a gap
+        if not gap.any():
+            return marks
+        work_start_s = np.where(gap, start_s, marks)
+        rows = rows[gap]
         t, p = self.table, self.parts_s
         seen = self.seen[rows]
-        mark = np.where(seen, self.mark_s[rows], t.arrival_s[rows])
-        wait = start_s - mark
+        wait = start_s - np.where(seen, self.mark_s[rows], t.arrival_s[rows])
         preempted = t.preempted_s[rows] - self._preempted_counted_s[rows]
         transfer = t.kv_transfer_s[rows] - self._transfer_counted_s[rows]
         self._preempted_counted_s[rows] = t.preempted_s[rows]
@@ -106,25 +117,33 @@ class Attribution:
         p[_INDEX["interference"], rows] += np.where(queued, 0.0, rest)
         self.seen[rows] = True
         self.requeued[rows] = False
+        return work_start_s
 
-    def _split_step(self, rows, q, contexts, step_s: float, sched: Scheduler) -> None:
-        t, p = self.table, self.parts_s
-        decoding = (q == 1) & (contexts >= t.prompt_tokens[rows])
-        if decoding.all():
-            p[_INDEX["decode"], rows] += step_s
+    def _split_step(self, rows, q, contexts, span_s: np.ndarray, step_s: float, sched: Scheduler) -> None:
+        p = self.parts_s
+        prefilling = np.flatnonzero((q != 1) | (contexts < self.table.prompt_tokens[rows]))
+        if prefilling.size == 0:
+            p[_INDEX["decode"], rows] += span_s
             return
-        dec_rows = rows[decoding]
-        dec_s = min(sched.decode_only_time_s(contexts[decoding]), step_s) if dec_rows.size else 0.0
-        p[_INDEX["decode"], dec_rows] += dec_s
-        p[_INDEX["interference"], dec_rows] += step_s - dec_s
-        pre = ~decoding
-        pre_rows, pre_q = rows[pre], q[pre]
-        own_s = (step_s - dec_s) * pre_q / pre_q.sum()
-        redo = np.clip(self.high_water[pre_rows] - contexts[pre], 0, pre_q)
-        redo_s = own_s * redo / pre_q
-        p[_INDEX["recompute"], pre_rows] += redo_s
-        p[_INDEX["prefill"], pre_rows] += own_s - redo_s
-        p[_INDEX["interference"], pre_rows] += step_s - own_s
+        dec_s = 0.0
+        if prefilling.size < rows.size:
+            decoding = np.ones(rows.size, dtype=bool)
+            decoding[prefilling] = False
+            dec_rows = rows[decoding]
+            dec_s = min(sched.decode_only_time_s(contexts[decoding]), step_s)
+            p[_INDEX["decode"], dec_rows] += dec_s
+            p[_INDEX["interference"], dec_rows] += span_s[decoding] - dec_s
+        # prefilling sequences are few per step: plain Python
+        pre_q = q[prefilling].tolist()
+        share_s = (step_s - dec_s) / sum(pre_q)
+        for i, n_new in zip(prefilling.tolist(), pre_q):
+            row = int(rows[i])
+            own_s = share_s * n_new
+            redo = min(max(int(self.high_water[row] - contexts[i]), 0), n_new)
+            redo_s = own_s * redo / n_new
+            p[_INDEX["recompute"], row] += redo_s
+            p[_INDEX["prefill"], row] += own_s - redo_s
+            p[_INDEX["interference"], row] += span_s[i] - own_s
 
     def columns(self, finished: np.ndarray, request_finish_s: np.ndarray) -> dict[str, np.ndarray]:
         """`attr_<part>_s` columns for the requests frame: NaN where the request did not finish.

@@ -25,6 +25,8 @@ class GroupKnobs(StrictModel):
 
 
 class FeatureKnobs(StrictModel):
+    # per-request latency attribution (sim/attribution.py); costs ~20-40% of a run's wall time
+    latency_attribution: bool = True
     # speculative decoding (sim/spec_decode.py): off while spec_tokens == 0
     spec_tokens: int = Field(0, ge=0, le=16)  # k proposed tokens per step
     spec_acceptance: list[float] = [0.8]  # per position, or one value for every position; each in [0, 1]

@@ -22,6 +22,7 @@ class Compute(StrictModel):
     dense_bf16_tflops: PositiveFloat
     dense_fp8_tflops: PositiveFloat | None = None
     dense_int8_tops: PositiveFloat | None = None
+    dense_fp4_tflops: PositiveFloat | None = None  # Blackwell NVFP4/MXFP4 tensor cores
 
 
 class Memory(StrictModel):
@@ -37,6 +38,9 @@ class Interconnect(StrictModel):
     gpu_link_latency_us: float = Field(ge=0)
     host_link_gb_s: PositiveFloat
     max_gpus_per_node: PositiveInt
+    # scale-out NIC per GPU (RDMA: InfiniBand/RoCE), per direction; None where no standard system is bundled
+    network_gb_s: PositiveFloat | None = None
+    network_latency_us: float | None = Field(None, ge=0)
 
 
 class Efficiency(StrictModel):
@@ -57,6 +61,8 @@ class Efficiency(StrictModel):
     gemm_tile_tokens: PositiveInt | None = None
     # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
     elementwise_memory: float | None = Field(default=None, gt=0, le=1)
+    # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
+    elementwise_fixed_us: float | None = Field(default=None, ge=0)
 
     @field_validator("paged_attention_memory")
     @classmethod

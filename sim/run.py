@@ -51,12 +51,27 @@ def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: flo
     if rate_scale is not None and qps is not None:
         raise InputError("--qps", None, "give at most one of --qps and --rate-scale")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
+    return _cut(workload, max_requests, rate_scale, qps, seed)
+
+
+def is_synthetic(trace: str | None, fmt: str | None = None) -> bool:
+    """Whether the workload's arrivals come from the seed (a spec YAML or a length-only trace)."""
+    from sim.workload.load import resolve_workload
+    from sim.workload.sniff import sniff_format
+
+    return (fmt or sniff_format(resolve_workload(trace or DEFAULT_TRACE))) in ("spec", "lengths")
+
+
+def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: float | None,
+         qps: float | None = None, seed: int = 0) -> Trace | ClosedLoop:
     if isinstance(workload, ClosedLoop):
         if qps is not None:
             raise InputError("--qps", None, "a closed-loop workload sets its own arrivals; give a trace")
         return workload
     if max_requests is not None:
         workload = workload.take(range(min(max_requests, len(workload))))
+    if rate_scale is not None and not (math.isfinite(rate_scale) and rate_scale > 0):
+        raise InputError("--rate-scale", None, f"must be a finite number > 0; got {rate_scale}")
     if rate_scale is not None:
         workload = apply_transforms(workload, rate_scale=rate_scale)
     if qps is not None:
@@ -74,7 +89,8 @@ def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
 
 
 def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = None,
-        progress: Callable[[int, int], None] | None = None, percentiles=DEFAULT_PERCENTILES,
+        progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
+        resample: Callable[[int], Trace | ClosedLoop] | None = None, percentiles=DEFAULT_PERCENTILES,
         slo: PlanSLO | None = None, csv_path: Path | None = None) -> RunOutput:
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
     with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
@@ -82,12 +98,18 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     (sim.slo.slo_report over every request).
 
     The folder is replaced whole (see `sim.output.atomic_run_dir`): its parent's writability is
-    checked before simulating, and a failed or killed run leaves an earlier run's folder as it was."""
+    checked before simulating, and a failed or killed run leaves an earlier run's folder as it was.
+    summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
+    carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals)."""
+    from sim.intervals import check_replays
+
+    if uncertainty is not None:
+        check_replays(uncertainty)
     if out_dir is None:
-        output = _simulate(cfg, workload, progress, percentiles, slo)
+        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo)
     else:
         with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-            output = _simulate(cfg, workload, progress, percentiles, slo)
+            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo)
             write_parquet(tmp_dir / "requests.parquet", output.requests)
             if cfg.record_steps:
                 write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
@@ -98,10 +120,16 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
 
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
+              uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
               percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None) -> RunOutput:
+    from sim.intervals import prediction_intervals, run_extrapolating
+
     result = simulate(cfg, workload, progress)
     frame = requests_frame(result)
     summary = summarize(result, frame, percentiles)
     summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)
     summary.update(provenance(cfg, workload))
+    summary["extrapolating"] = run_extrapolating(cfg)
+    if uncertainty is not None:
+        summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample)
     return RunOutput(result, summary, frame)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.engines.apply import effective_settings
 from sim.errors import InputError
 from sim.feature_summary import feature_summary
 from sim.metrics import weighted_percentiles
@@ -130,6 +131,7 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None, percentiles=
     cfg = result.cfg
     summary = {
         "policy": cfg.policy, "model": cfg.model, "hardware": cfg.hardware, "tp": cfg.tp, "replicas": cfg.replicas,
+        "seed": cfg.seed,  # the one the run used: --seed, else the config's, else the workload spec's, else 0
         "n_requests": len(frame),
         "n_finished": len(finished),
         "n_rejected": int((frame["status"] == "REJECTED").sum()),
@@ -155,6 +157,7 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None, percentiles=
         "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
+        "engine": effective_settings(cfg),
         **feature_summary(result, frame),  # hook: sim/feature_summary.py
     }
     summary.update({key[:-2] + "_ms": in_ms(summary[key]) for key in LATENCY_KEYS})

@@ -69,6 +69,9 @@ def plan(
 
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
     wall_time_start_s = time.monotonic()  # reported only
+    for flag, value in (("--workers", workers), ("--top", top)):
+        if value < 1:
+            raise InputError(flag, None, f"must be at least 1; got {value}")
     slo_spec = parse_slo(slo or [], goodput)
     base = resolve_seed(load_config(config, {"model": model, "seed": seed}), workload, workload_format)
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")

@@ -9,15 +9,17 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
+from sim.cli.feature_facts import feature_facts
 from sim.config import load_config
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE, load_run_workload, resolve_seed, run
+from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
 from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
 from sim.summary import parse_percentiles
+from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
-NOT_CONFIG = ("trace", "trace_format", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
-              "record_steps", "slo", "goodput_min", "percentiles", "csv")
+NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
+              "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty")
 
 
 def _opt(help_text: str, *names: str):
@@ -51,7 +53,12 @@ class _LazyProgress:
 def simulate(
     trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
     trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),
+    bench: str = _opt("benchmark workload instead of --trace: 'batch=8,isl=32,osl=128' (fixed batch), "
+                      "'requests=1000,isl=128,osl=128' (infinite rate), add 'concurrency=32[,think_s=..,think_cv=..,"
+                      "jitter=..]' for a closed loop", "--bench"),
     config: Path = _opt("config YAML (keys = these flags with underscores)", "--config", "-c"),
+    engine: str = _opt("engine preset: vllm | sglang | trtllm | lmdeploy | a YAML path (any flag overrides it)",
+                       "--engine", "-e"),
     model: str = _opt("bundled model name or YAML/config.json path [llama-3-8b]", "--model", "-m"),
     hardware: str = _opt("bundled profile name or YAML path [h100-sxm]", "--hardware", "-H"),
     policy: str = _opt("static | continuous | chunked | radix [continuous]", "--policy", "-p"),
@@ -59,8 +66,9 @@ def simulate(
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),
-    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--weight-dtype"),
-    kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--kv-dtype"),
+    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 | int4 (weight-only) | fp4 [bf16]", "--weight-dtype"),
+    kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16; a preset's default for quantized weights]",
+                         "--kv-dtype"),
     max_num_seqs: int = _opt("vLLM max_num_seqs [256]", "--max-num-seqs"),
     max_num_batched_tokens: int = _opt("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
     block_size: int = _opt("KV block size in tokens [16]", "--block-size"),
@@ -68,7 +76,13 @@ def simulate(
     max_model_len: int = _opt("context limit [model's max_position_embeddings]", "--max-model-len"),
     swap_space: float = _opt("GiB of host memory per GPU for swapped KV [4]", "--swap-space"),
     num_gpu_blocks_override: int = _opt("pin the number of KV blocks", "--num-gpu-blocks-override"),
-    chunk_size: int = _opt("chunked/radix token budget per step [512]", "--chunk-size"),
+    chunk_size: int = _opt("chunked/radix: cap on ONE request's prompt chunk per step [none]; the step budget "
+                           "is --max-num-batched-tokens", "--chunk-size"),
+    num_scheduler_steps: int = _opt("vLLM multi-step scheduling: decode steps per schedule [preset / 1]",
+                                    "--num-scheduler-steps"),
+    enforce_eager: bool = typer.Option(None, "--enforce-eager/--cuda-graphs", show_default=False,
+                                       help="disable / keep the preset's CUDA graphs (batch padding)"),
+    allreduce_kind: str = _opt("nccl | custom [preset / nccl]", "--allreduce"),
     preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
     radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
@@ -105,6 +119,8 @@ def simulate(
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
     out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
+    uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
+                                    help="also run N perturbed replays; summary.json gains p10/p50/p90 `intervals`"),
 ) -> None:
     """Replay a trace through a scheduler policy on simulated GPUs.
 
@@ -120,16 +136,27 @@ def simulate(
         overrides["slo"] = slo_spec.per_request_limits_s()
     _feature_overrides(overrides)
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
-    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed, qps)
+    if bench is not None:
+        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps:
+            raise InputError("--bench", None, "replaces the workload: do not combine with --trace, --format, "
+                                              "--rate-scale, --qps or --max-requests")
+        workload = bench_workload(bench)
+    else:
+        workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed, qps)
     progress = _LazyProgress(enabled=not as_json and console.is_terminal)
+    resample = None
+    if uncertainty is not None and bench is None and (qps is not None or is_synthetic(trace, trace_format)):
+        def resample(seed: int):
+            return load_run_workload(trace, trace_format, rate_scale, max_requests, seed, qps)
     try:
-        output = run(cfg, workload, out, progress, wanted, slo_spec, csv)
+        output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv)
     finally:
         progress.close()
     if as_json:
         print_json(output.summary)
         return
     print_summary(output.summary)
+    print_intervals(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
@@ -185,7 +212,21 @@ def print_summary(summary: dict) -> None:
                           f"{_ms(item['value_s'])} ms, {'met' if item['met'] else 'MISSED'}; "
                           f"{item['attainment']:.1%} of requests within"])
         facts.append(["SLOs met", "yes" if report["met"] else "no"])
+    facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
+
+
+def print_intervals(summary: dict) -> None:
+    """p10-p90 bands of the perturbed replays (when --uncertainty ran) and what is extrapolated."""
+    bands = summary.get("intervals")
+    if bands:
+        rows = [[key[:-2] + " p50/p99 (ms)"] + [f"{_ms(bands[key][s]['p10'])}-{_ms(bands[key][s]['p90'])}"
+                                                 for s in ("p50", "p99")] for key in ("ttft_s", "tpot_s", "e2e_s")]
+        tput = bands["request_throughput"]
+        rows.append(["throughput (req/s)", f"{tput['p10']:.2f}-{tput['p90']:.2f}", ""])
+        print_table(f"p10-p90 over {bands['n_replays']} perturbed replays", ["", "p50", "p99"], rows)
+    for reason in summary.get("extrapolating") or []:
+        console.print(f"extrapolating: {reason}")
 
 
 def _ms(value) -> str:

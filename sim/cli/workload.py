@@ -89,6 +89,8 @@ def sample_command(
     """Generate the requests of SPEC and write them as canonical JSONL."""
     if not out.parent.is_dir():
         raise InputError("--out", None, f"folder {out.parent} does not exist")
+    if out.is_dir():
+        raise InputError("--out", None, f"{out} is a folder; give the path of the JSONL file to write")
     workload = load_workload(spec, strict=strict, seed=seed)
     n_rows = write_canonical_jsonl(workload, out)
     closed = isinstance(workload, ClosedLoop)

@@ -66,6 +66,8 @@ def _common_prefix_len(edge: np.ndarray, keys: np.ndarray) -> int:
 class RadixCache:
     """Prefix cache of one replica, over the blocks of its BlockManager."""
 
+    on_evict = None  # hook (host-memory tier): callback(path keys root..node, n tail blocks) before a trim
+
     def __init__(self, blocks: BlockManager):
         self._blocks = blocks
         self._n_nodes_created = 0
@@ -224,6 +226,8 @@ class RadixCache:
         n_freed = 0
         while node.blocks and n_freed < n_wanted_free:
             n_take = min(len(node.blocks), n_wanted_free - n_freed)
+            if self.on_evict is not None:
+                self.on_evict(self._path_keys(node), n_take)
             tail = node.blocks[-n_take:]
             del node.blocks[-n_take:]
             n_freed += self._blocks.decref(reversed(tail))
@@ -232,6 +236,15 @@ class RadixCache:
             self.n_evicted_blocks += n_take
         node.keys = node.keys[: len(node.blocks)]
         return n_freed
+
+    def _path_keys(self, node: _Node) -> np.ndarray:
+        """The chain of keys from the root down to `node`'s last block still held."""
+        parts = [node.keys[: len(node.blocks)]]
+        node = node.parent
+        while node is not self._root:
+            parts.append(node.keys)
+            node = node.parent
+        return np.concatenate(parts[::-1]) if parts else np.empty(0, dtype=np.int64)
 
     def _remove_leaf(self, node: _Node) -> None:
         parent = node.parent

@@ -15,6 +15,7 @@ from sim.kv.keys import block_keys
 from sim.kv.radix import RadixCache
 from sim.sched.chunked import ChunkedScheduler
 from sim.sched.continuous import ContinuousScheduler
+from sim.sched.host_loads import make_host_loads
 
 LPM_SCAN_LIMIT = 128  # waiting requests examined per step for longest-prefix-first ordering
 
@@ -28,6 +29,7 @@ class RadixMixin:
         self.uses_waiting_order = self.cfg.radix_ordering == "lpm"
         self._keys: dict[int, np.ndarray] = {}
         self._locks: dict[int, object] = {}
+        self.host_loads = make_host_loads(self)  # hook: host-memory prefix tier (None when off)
 
     def keys_of(self, rid: int) -> np.ndarray:
         keys = self._keys.get(rid)
@@ -60,27 +62,43 @@ class RadixMixin:
         if not keys.size or self.blocks.table(rid):
             return
         match = self.radix.match_prefix(keys, now_s)
-        usable = min(match.n_blocks, int(t.n_tokens[rid] - 1) // self.blocks.block_size)  # compute >= 1 token
-        if usable <= 0:
+        n_max = int(t.n_tokens[rid] - 1) // self.blocks.block_size  # compute >= 1 token
+        usable = min(match.n_blocks, n_max)
+        if usable > 0:
+            self.blocks.attach_shared(rid, match.blocks[:usable])
+            self.radix.lock(match.node)
+            self._locks[rid] = match.node
+        n_host = 0
+        if self.host_loads is not None and usable == match.n_blocks:  # hook: continue into the host tier
+            n_host = self.host_loads.extend(rid, usable, n_max)
+        if usable + n_host <= 0:
             return
-        self.blocks.attach_shared(rid, match.blocks[:usable])
-        self.radix.lock(match.node)
-        self._locks[rid] = match.node
-        t.n_computed[rid] = usable * self.blocks.block_size
+        t.n_computed[rid] = (usable + n_host) * self.blocks.block_size
         if np.isnan(t.scheduled_s[rid]):
-            t.cached_tokens[rid] = usable * self.blocks.block_size
+            t.cached_tokens[rid] = (usable + n_host) * self.blocks.block_size
+            t.host_cached_tokens[rid] = n_host * self.blocks.block_size
 
     def on_admit_failed(self, rid: int) -> None:
         self._unlock(rid)
         self.blocks.free_request(rid)
         self.table.n_computed[rid] = 0
         self.table.cached_tokens[rid] = 0
+        self.table.host_cached_tokens[rid] = 0
+        if self.host_loads is not None:
+            self.host_loads.undo(rid)
+
+    def single_step(self, ids, new_tokens, transfer_s: float = 0.0):
+        if self.host_loads is not None:  # hook: host-tier loads of the requests admitted in this step
+            transfer_s += self.host_loads.take_pending_s(ids)
+        return super().single_step(ids, new_tokens, transfer_s)
 
     def on_prefill_done(self, rid: int, now_s: float) -> None:
         keys = self.keys_of(rid)
         if not keys.size:
             return
         table = self.blocks.table(rid)
+        if self.host_loads is not None:
+            self.host_loads.forget(rid)
         self.radix.insert(keys, table[: keys.shape[0]], now_s)
         node = self.radix.match_prefix(keys, now_s).node
         self._unlock(rid)
