@@ -4,6 +4,7 @@ cache, decode runs equal single steps, determinism, and bad input -> one line, e
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import STEP_S, ConstantCost, make_trace
 from test_engine_decode_runs import assert_frames_match, assert_summaries_match, by_replica, run_both
@@ -181,3 +182,18 @@ def test_compare_splits_pairs_each_layout_with_aggregated_at_equal_gpus():
         assert row["finished"] == 60
         assert row["goodput_per_gpu"] == pytest.approx(row["goodput_req_s"] / r.n_gpus)
     assert results[1].row()["kv_transfer_p99_s"] > 0 and results[0].row()["kv_transfer_p99_s"] is None
+
+
+def test_closed_loop_clients_hear_completions_on_decode_replicas():
+    from sim.trace import ClosedLoop
+
+    pool = make_trace([(0.0, 32 + i, 3 + i % 4) for i in range(12)])
+    result = simulate(_disagg_cfg(decode_replicas=2), ClosedLoop(pool, concurrency=3, think_time_s=STEP_S),
+                      cost=ConstantCost())
+    frame = requests_frame(result)
+    assert (frame["status"] == "FINISHED").all()
+    # 3 clients: the k-th send (k >= 3) follows the (k-3)-th completion by at least the think time
+    arrival, finish = np.sort(frame["arrival_s"].to_numpy()), np.sort(frame["finish_s"].to_numpy())
+    assert (arrival[3:] >= finish[:-3] + STEP_S - 1e-12).all()
+    assert (frame["replica"] >= 1).all()
+    assert result.disagg.coordinator.n_transfers == 12
