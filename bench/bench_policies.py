@@ -45,17 +45,17 @@ def part_a(rate_scale: float) -> None:
     show(f"A. splitwise_conv x{rate_scale} ({len(workload)} requests), llama-3-8b on 1 x h100-sxm", rows)
 
 
-def part_b(rate_scale: float, chunk_size: int) -> None:
+def part_b(rate_scale: float, budget_tokens: int) -> None:
     workload = load_run_workload("mooncake_conversation", rate_scale=rate_scale)
     infinite = prefix_hit_rate_infinite(workload)
     rows = []
     runs = (("radix", 6_000_000, "6M blocks"), ("radix", None, "h100"), ("chunked", None, "h100"))
     for policy, override, label in runs:
-        cfg = EngineConfig(model="llama-3.1-8b", policy=policy, chunk_size=chunk_size,
+        cfg = EngineConfig(model="llama-3.1-8b", policy=policy, max_num_batched_tokens=budget_tokens,
                            num_gpu_blocks_override=override)
         rows.append(row(policy, label, run(cfg, workload).summary))
     show(f"B. mooncake_conversation x{rate_scale} ({len(workload)} requests), llama-3.1-8b on 1 x h100-sxm, "
-         f"chunk_size {chunk_size}; infinite-cache hit rate from hash ids: {infinite:.4f}", rows)
+         f"max_num_batched_tokens {budget_tokens}; infinite-cache hit rate from hash ids: {infinite:.4f}", rows)
 
 
 def main() -> None:
@@ -63,12 +63,12 @@ def main() -> None:
     parser.add_argument("--part", default="AB")
     parser.add_argument("--rate-scale", type=float, default=3.0)
     parser.add_argument("--mooncake-rate-scale", type=float, default=0.35)
-    parser.add_argument("--chunk-size", type=int, default=2048)
+    parser.add_argument("--max-num-batched-tokens", type=int, default=2048)
     args = parser.parse_args()
     if "A" in args.part:
         part_a(args.rate_scale)
     if "B" in args.part:
-        part_b(args.mooncake_rate_scale, args.chunk_size)
+        part_b(args.mooncake_rate_scale, args.max_num_batched_tokens)
 
 
 if __name__ == "__main__":

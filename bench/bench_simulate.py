@@ -1,53 +1,148 @@
-"""Speed benchmark: replay the whole bundled Splitwise conversation trace (19,366 requests) through one
-Llama-2-7B replica on h100-sxm (TP 1), as a whole `infersim simulate` process per policy.
+"""Speed and memory benchmark of whole `infersim` processes, before and after, in one sitting.
 
-Target (issue 3): `continuous` in at most 5 s wall for the whole process on a 2-core machine.
-Prints a table: process wall time, simulation wall time (inside the process), steps, steps/s, peak RSS.
+Rows (issue 12): the full bundled Splitwise conversation trace (19,366 requests) on one
+llama-2-7b / h100-sxm replica with continuous, chunked and radix; Llama-2-70B TP4 chunked;
+a synthetic Poisson replay (ShareGPT lengths, llama-3-8b, ONE h100-sxm replica, continuous,
+outputs written) at each of `--sizes` requests (the scaling table); `workload sample` of the
+largest size. "before" runs the same commands from `git archive <--before>` of this repository,
+"after" from this working tree. Each cell is the median of `--repeats` processes; peak RSS is
+that process's own (wait4).
 
-    python bench/bench_simulate.py [--policies continuous,chunked,radix,static] [--repeats 3]
+    python bench/bench_simulate.py [--before 30dfb69|none] [--sizes 10000,100000,1000000]
+                                   [--repeats 3] [--rows splitwise,70b,replay,sample]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BEFORE_REF = "30dfb69"  # main before issue 12 (the hot-loop and memory work)
+POISSON_SPEC = """synthetic:
+  arrival: {{kind: poisson, rate_qps: {rate}}}
+  lengths: {{trace: sharegpt}}
+  n_requests: {n}
+seed: 0
+"""
+REPLAY_RATE_QPS = 6.0  # just under what one llama-3-8b / h100-sxm replica serves of these lengths
 
 
-def run_once(policy: str, model: str, trace: str) -> dict:
-    command = [sys.executable, "-m", "sim", "simulate", "--trace", trace, "--model", model, "--hardware", "h100-sxm",
-               "--policy", policy, "--tp", "1", "--replicas", "1", "--json"]
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    wall_s = time.perf_counter() - start
-    summary = json.loads(done.stdout)
-    return {"wall_s": wall_s, "sim_wall_s": summary["wall_time_s"], "n_steps": summary["n_steps"],
-            "n_finished": summary["n_finished"], "n_rejected": summary["n_rejected"]}
+def run_process(args: list[str], tree: Path) -> dict:
+    """Run `python -m sim ARGS` from `tree`; wall seconds, its own peak RSS (MiB) and stdout."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "sim", *args], cwd=tree, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall_s = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode:
+            raise SystemExit(f"failed in {tree}: {' '.join(args)}\n{err.read()[-2000:]}")
+        return {"wall_s": wall_s, "peak_mib": usage.ru_maxrss / 1024, "stdout": out.read()}
+
+
+def median_run(args: list[str], tree: Path, repeats: int) -> dict:
+    runs = [run_process(args, tree) for _ in range(repeats)]
+    wall = statistics.median(r["wall_s"] for r in runs)
+    summary = json.loads(runs[0]["stdout"]) if runs[0]["stdout"].lstrip().startswith("{") else {}
+    return {"wall_s": wall, "peak_mib": max(r["peak_mib"] for r in runs), "steps": summary.get("n_steps"),
+            "sim_s": statistics.median(json.loads(r["stdout"])["wall_time_s"] for r in runs) if summary else None}
+
+
+def splitwise_args(policy: str, model: str = "llama-2-7b", tp: int = 1) -> list[str]:
+    return ["simulate", "--trace", "splitwise_conv", "--model", model, "--hardware", "h100-sxm",
+            "--policy", policy, "--tp", str(tp), "--replicas", "1", "--json"]
+
+
+def rows_to_run(args, work: Path) -> list[tuple[str, list[str], int]]:
+    """(label, command args, repeats) per table row."""
+    rows = []
+    if "splitwise" in args.rows:
+        for policy in ("continuous", "chunked", "radix"):
+            rows.append((f"splitwise_conv 7B {policy}", splitwise_args(policy), args.repeats))
+    if "70b" in args.rows:
+        rows.append(("splitwise_conv 70B TP4 chunked", splitwise_args("chunked", "llama-2-70b", 4), args.repeats))
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    for n in sizes:
+        spec = work / f"poisson_{n}.yaml"
+        spec.write_text(POISSON_SPEC.format(rate=REPLAY_RATE_QPS, n=n))
+        if "replay" in args.rows:
+            out = work / f"out_{n}"
+            rows.append((f"poisson {n:,} replay (outputs)", ["simulate", "--trace", str(spec), "--model", "llama-3-8b",
+                                                            "--policy", "continuous", "--json", "--out", str(out)],
+                         args.repeats if n < 1_000_000 else 1))
+    if "sample" in args.rows and sizes:
+        spec = work / f"poisson_{max(sizes)}.yaml"
+        rows.append((f"workload sample {max(sizes):,}", ["workload", "sample", str(spec), "--out",
+                                                         str(work / "sample.jsonl")], 1))
+    return rows
+
+
+def export_tree(ref: str, into: Path) -> Path:
+    """The repository at `ref`, as files (git archive), for the "before" column."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def fmt(cell: dict | None) -> str:
+    if cell is None:
+        return f"{'-':>8} {'-':>8} {'-':>7}"
+    sim = f"{cell['sim_s']:.2f}" if cell["sim_s"] is not None else "-"
+    return f"{cell['wall_s']:>8.2f} {sim:>8} {cell['peak_mib']:>7.0f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policies", default="continuous,chunked,radix,static")
-    parser.add_argument("--model", default="llama-2-7b")
-    parser.add_argument("--trace", default="splitwise_conv")
+    parser.add_argument("--before", default=BEFORE_REF, help="git ref for the 'before' column, or 'none'")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="synthetic replay sizes (scaling table)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rows", default="splitwise,70b,replay,sample")
     args = parser.parse_args()
-    rows = []
-    for policy in args.policies.split(","):
-        runs = [run_once(policy, args.model, args.trace) for _ in range(args.repeats)]
-        best = min(runs, key=lambda r: r["wall_s"])
-        rows.append((policy, best))
-    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"trace={args.trace} model={args.model} hardware=h100-sxm tp=1 replicas=1; best of {args.repeats}")
-    print(f"{'policy':<11} {'process_s':>9} {'sim_s':>7} {'steps':>8} {'steps/s':>9} {'finished':>8} {'rejected':>8}")
-    for policy, r in rows:
-        rate = r["n_steps"] / r["sim_wall_s"]
-        print(f"{policy:<11} {r['wall_s']:>9.2f} {r['sim_wall_s']:>7.2f} {r['n_steps']:>8} {rate:>9.0f} "
-              f"{r['n_finished']:>8} {r['n_rejected']:>8}")
-    print(f"peak RSS of the largest run: {peak_mib:.0f} MiB")
+    with tempfile.TemporaryDirectory(prefix="bench_simulate.") as tmp:
+        work = Path(tmp)
+        trees = {"after": ROOT}
+        if args.before != "none":
+            trees = {"before": export_tree(args.before, work / "before"), "after": ROOT}
+        results = []
+        for label, command, repeats in rows_to_run(args, work):
+            cells = {name: median_run(command, tree, repeats) for name, tree in trees.items()}
+            results.append((label, cells))
+            print(f"  {label}: " + ", ".join(f"{k} {v['wall_s']:.2f} s / {v['peak_mib']:.0f} MiB"
+                                            for k, v in cells.items()), file=sys.stderr, flush=True)
+    print(f"before = git {args.before}, after = working tree; median of {args.repeats} processes (1M rows: 1); "
+          f"wall = whole process, sim = simulation only (summary wall_time_s), RSS = peak MiB of the process")
+    print(f"{'row':<34} {'before wall':>11} {'sim':>8} {'RSS':>7} | {'after wall':>10} {'sim':>8} {'RSS':>7} "
+          f"{'speedup':>7}")
+    for label, cells in results:
+        before, after = cells.get("before"), cells["after"]
+        speedup = f"{before['wall_s'] / after['wall_s']:.2f}x" if before else "-"
+        print(f"{label:<34} {fmt(before):>28} | {fmt(after):>27} {speedup:>7}")
+    _ratios(results)
+
+
+def _ratios(results) -> None:
+    """The issue's relative targets, from the 'after' column."""
+    wall = {label: cells["after"]["wall_s"] for label, cells in results}
+    base = wall.get("splitwise_conv 7B continuous")
+    if base:
+        for label in ("splitwise_conv 7B chunked", "splitwise_conv 7B radix", "splitwise_conv 70B TP4 chunked"):
+            if label in wall:
+                print(f"{label} / 7B continuous: {wall[label] / base:.2f}")
+    if "splitwise_conv 70B TP4 chunked" in wall and "splitwise_conv 7B chunked" in wall:
+        ratio = wall["splitwise_conv 70B TP4 chunked"] / wall["splitwise_conv 7B chunked"]
+        print(f"70B TP4 chunked / 7B chunked: {ratio:.2f}")
 
 
 if __name__ == "__main__":

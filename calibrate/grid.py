@@ -54,7 +54,7 @@ class Grid:
 
 
 def full_grid() -> Grid:
-    """M = 1..16384, TP 1/2/4/8, every block size, contexts 128..16384."""
+    """M = 1..16384, TP 1/2/4/8, every block size, contexts 128..16384, prefill up to 16k tokens."""
     return Grid(
         m_tokens=_powers_of_two(1, 16384) + (3, 24, 96, 384, 1536, 6144),
         tps=(1, 2, 4, 8),
@@ -62,7 +62,7 @@ def full_grid() -> Grid:
         decode_batch_sizes=(1, 8, 32, 128, 256),
         decode_context_lens=(128, 512, 2048, 8192, 16384),
         prefill_batch_sizes=(1, 4),
-        prefill_seq_lens=(128, 512, 2048, 8192),
+        prefill_seq_lens=(128, 512, 2048, 8192, 16384),
         allreduce_payloads_bytes=_powers_of_two(2**12, 2**28),
         max_kv_tokens=512 * 1024,
         n_warmup=3,

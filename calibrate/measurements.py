@@ -13,7 +13,7 @@ Columns (in order; other code depends on exactly these names):
 | n_heads, n_kv_heads, head_dim | attention heads on one shard (attention ops) |
 | payload_bytes | bytes all-reduced or sent (allreduce, send_recv only) |
 | tp | tensor-parallel size (>= 2 for allreduce and send_recv: the GPUs taking part) |
-| dtype | bf16, fp16 or fp32 |
+| dtype | bf16, fp16, fp32 or fp8 (fp8: GEMM ops only, e4m3 operands, bf16 output) |
 | time_s, time_std_s | median and spread of the repeats, seconds |
 | n_repeats | timed repeats behind time_s |
 | device, source, torch_version, date | provenance (torch_version may be empty for imported data) |
@@ -42,7 +42,7 @@ KEY_COLUMNS = (
     "op", "m_tokens", "n_out", "k_in", "batch_size", "context_tokens", "block_size",
     "n_heads", "n_kv_heads", "head_dim", "payload_bytes", "tp", "dtype", "device",
 )  # fmt: skip
-DTYPES = ("bf16", "fp16", "fp32")
+DTYPES = ("bf16", "fp16", "fp32", "fp8")
 SOURCE_RUNNER = "infersim-runner"
 
 INT_COLUMNS = (
@@ -128,14 +128,9 @@ def _check_per_op(frame: pd.DataFrame, where: str) -> None:
         for column in _EMPTY[op]:
             if rows[column].notna().any():
                 raise InputError(where, column, f"empty on {op} rows")
-<<<<<<< HEAD
     attention = frame[frame["op"].isin(ATTENTION_OPS)]
     if (attention["n_heads"] % attention["n_kv_heads"] != 0).any():
         raise InputError(where, "n_heads", "a multiple of n_kv_heads on attention rows")
-    allreduce = frame[frame["op"] == "allreduce"]
-    if (allreduce["tp"] < 2).any():
-        raise InputError(where, "tp", ">= 2 on allreduce rows")
-=======
     collective = frame[frame["op"].isin(COLLECTIVE_OPS)]
     if (collective["tp"] < 2).any():
         raise InputError(where, "tp", ">= 2 on allreduce and send_recv rows")
@@ -149,7 +144,6 @@ def check_no_duplicates(frame: pd.DataFrame, where: str) -> None:
         rows = [int(i) + 1 for i in frame.index[repeats][:2]]
         raise InputError(where, ",".join(KEY_COLUMNS[:4]) + ",...",
                          f"one row per configuration (data rows {rows[0]} and {rows[1]} repeat one)")
->>>>>>> issue-10
 
 
 def validate_measurements(frame: pd.DataFrame, where: str) -> pd.DataFrame:

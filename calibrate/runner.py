@@ -44,7 +44,7 @@ __all__ = ["run_calibration", "write_measurements"]
 
 log = logging.getLogger(__name__)
 
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "fp8": gemm.FP8_DTYPE}
 
 
 @dataclass
@@ -122,16 +122,26 @@ def _gemm_points(models: list[ModelDims], tps: tuple[int, ...]):
 
 
 def _time_gemms(run: _Run, models: list[ModelDims]) -> None:
+    """bf16/fp16/fp32 through `linear`; fp8 through `torch._scaled_mm` (M padded to 16, as
+    fp8 engines pad; the row keeps the real M)."""
+    fp8 = run.dtype_name == "fp8"
     for tp, shape in _gemm_points(models, run.grid.tps):
         for m_tokens in run.grid.m_tokens:
             if run.out_of_time():
                 continue
-            n_bytes = gemm.gemm_bytes(m_tokens, shape.n_out, shape.k_in, run.dtype)
+            if fp8:
+                n_bytes = (gemm.fp8_padded_m(m_tokens) + shape.n_out) * shape.k_in
 
-            def make_inputs(m=m_tokens, n=shape.n_out, k=shape.k_in):
-                return gemm.make_gemm_inputs(m, n, k, run.dtype, run.device)
+                def make_inputs(m=m_tokens, n=shape.n_out, k=shape.k_in):
+                    return gemm.make_fp8_gemm_inputs(m, n, k, run.device)
+            else:
+                n_bytes = gemm.gemm_bytes(m_tokens, shape.n_out, shape.k_in, run.dtype)
 
-            timing = run.time_rotating(make_inputs, n_bytes, gemm.projection)
+                def make_inputs(m=m_tokens, n=shape.n_out, k=shape.k_in):
+                    return gemm.make_gemm_inputs(m, n, k, run.dtype, run.device)
+
+            op = gemm.fp8_projection if fp8 else gemm.projection
+            timing = run.time_rotating(make_inputs, n_bytes, op)
             run.add(shape.op, timing, tp, m_tokens=m_tokens, n_out=shape.n_out, k_in=shape.k_in)
 
 
@@ -242,6 +252,7 @@ def run_calibration(
     dtype: str = "bf16",
     grid: grids.Grid | None = None,
     time_budget_s: float | None = None,
+    progress=None,
 ) -> pd.DataFrame:
     """Time GEMMs, decode and prefill attention (and all-reduce on >1 GPU) for the models.
 
@@ -267,11 +278,21 @@ def run_calibration(
     # A CPU quick run's ops are tiny: thread hand-offs would dominate, and on a busy
     # machine (a test suite) they stall, so it runs on one thread.
     quick_cpu_threads = 1 if quick and device == "cpu" else None
+    def phase_done(n_done: int) -> None:  # `progress(stage, done, total)` per kernel family, if given
+        if progress is not None:
+            progress("timing kernels (GEMM, prefill, decode, all-reduce)", n_done, 4)
+
+    phase_done(0)
     with torch.inference_mode(), _torch_threads(quick_cpu_threads):
         _time_gemms(run, models)
-        _time_prefill(run, models)  # cheap: before decode, so a tight budget keeps it
-        _time_decode(run, models)
+        phase_done(1)
+        if dtype != "fp8":  # fp8 runs time the GEMMs only (attention stays in bf16 in fp8 engines)
+            _time_prefill(run, models)  # cheap: before decode, so a tight budget keeps it
+            phase_done(2)
+            _time_decode(run, models)
+        phase_done(3)
     _time_allreduce(run)
+    phase_done(4)
     log.info(
         "calibration: %d points in %.1f s, %d skipped past the time budget",
         len(run.rows), time.monotonic() - started, run.n_skipped,

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from sim.engines.apply import fill_from_preset
 from sim.errors import InputError
 from sim.feature_config import FeatureKnobs
 from sim.schema import MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
@@ -35,6 +36,10 @@ class EngineConfig(FeatureKnobs):
     other values are priced by log2 interpolation between the profile's calibrated block sizes and
     clamped outside them)."""
 
+    # engine preset (vllm | sglang | trtllm | lmdeploy | a YAML path): fills every knob below that
+    # is not given explicitly, and prices the engine's CPU work (sim/engines). None: no preset; the
+    # hardware profile's legacy step_overhead_us stands for the engine.
+    engine: str | None = None
     model: str = "llama-3-8b"
     hardware: str = "h100-sxm"
     policy: Literal["static", "continuous", "chunked", "radix"] = "continuous"
@@ -52,8 +57,15 @@ class EngineConfig(FeatureKnobs):
     max_model_len: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None  # None: the model's max_position_embeddings
     swap_space: float = Field(4.0, ge=0)  # GiB of host memory per GPU for swapped-out KV
     num_gpu_blocks_override: PositiveInt | None = None
+    # engine behaviour (None: the preset's value; without a preset: off / nccl)
+    num_scheduler_steps: PositiveInt | None = None  # vLLM multi-step scheduling
+    enforce_eager: bool | None = None  # True: no CUDA graphs (no batch padding)
+    allreduce_kind: Literal["nccl", "custom"] | None = None
     # infersim knobs
-    chunk_size: PositiveInt = Field(512, le=MAX_TOKENS)  # chunked/radix: token budget per step
+    # chunked/radix: the largest prompt chunk ONE request takes per step (SGLang's
+    # chunked_prefill_size, vLLM's long_prefill_token_threshold); None: no cap. The step's token
+    # budget shared by decodes and prefill chunks is always max_num_batched_tokens.
+    chunk_size: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None
     preemption_mode: Literal["recompute", "swap"] = "recompute"
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"  # lpm: longest prefix match first
     radix_chunked: bool = True  # radix on top of chunked prefill (False: on top of continuous)
@@ -62,6 +74,12 @@ class EngineConfig(FeatureKnobs):
     seed: int = Field(0, ge=0, lt=MAX_SEED_EXCLUSIVE)
     slo: SLO = SLO()
     record_steps: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_preset(cls, data):
+        """Explicit keys win; the preset fills the rest (see sim/engines/apply.py)."""
+        return fill_from_preset(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _one_profile_per_replica(self) -> EngineConfig:
@@ -82,7 +100,12 @@ class EngineConfig(FeatureKnobs):
 
     @model_validator(mode="after")
     def _chunk_fits_budget(self) -> EngineConfig:
-        if self.policy in ("chunked", "radix") and self.chunk_size > self.max_num_batched_tokens:
+        if self.chunk_size is None:
+            return self
+        if self.policy not in ("chunked", "radix") or (self.policy == "radix" and not self.radix_chunked):
+            raise ValueError("chunk_size caps one request's prompt chunk under chunked prefill (policy chunked or "
+                             "radix); the per-step token budget is max_num_batched_tokens")
+        if self.chunk_size > self.max_num_batched_tokens:
             raise ValueError("chunk_size must not exceed max_num_batched_tokens")
         return self
 

@@ -1,4 +1,8 @@
-"""Element sizes per dtype, read from `sim/specs/dtypes.yaml` (no dtype sizes in code)."""
+"""Element sizes per dtype, read from `sim/specs/dtypes.yaml` (no dtype sizes in code).
+
+Sizes may be fractional (int4/fp4: half a byte per element); callers that count whole bytes
+round the product, never the element size.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import yaml
 
 from sim.errors import InputError
 from sim.paths import model_specs_dir
+
+FULL_PRECISION = ("bf16", "fp16", "fp32")
 
 
 @lru_cache(maxsize=1)
@@ -26,10 +32,29 @@ def _entry(dtype: str, where: str) -> dict:
     return table[dtype]
 
 
-def bytes_per_element(dtype: str, where: str = "--dtype") -> int:
-    return int(_entry(dtype, where)["bytes"])
+def bytes_per_element(dtype: str, where: str = "--dtype") -> float:
+    value = float(_entry(dtype, where)["bytes"])
+    return int(value) if value.is_integer() else value
+
+
+def kv_bytes_per_element(dtype: str, where: str = "--kv-dtype") -> float:
+    """Element size of a KV-cache dtype; InputError for formats not used for the KV cache."""
+    if not _entry(dtype, where).get("kv", True):
+        allowed = ", ".join(name for name in dtype_names() if _table()[name].get("kv", True))
+        raise InputError(where, None, f"{dtype} is not a KV-cache dtype; allowed: {allowed}")
+    return bytes_per_element(dtype, where)
 
 
 def peak_key(dtype: str, where: str = "--dtype") -> str:
     """The profile `compute` key whose peak this dtype's GEMMs run at."""
     return str(_entry(dtype, where)["peak"])
+
+
+def dequant_compute_factor(dtype: str, where: str = "--dtype") -> float:
+    """How much longer a GEMM's compute term takes for dequantizing weight-only formats (1 otherwise)."""
+    return float(_entry(dtype, where).get("dequant_compute_factor", 1.0))
+
+
+def is_quantized(dtype: str) -> bool:
+    """True for checkpoints stored below 16 bits (the case a preset's quantized KV default covers)."""
+    return dtype not in FULL_PRECISION

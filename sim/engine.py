@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 import simpy
 
 from sim.router import Router
@@ -94,6 +95,7 @@ class ClosedLoopSource:
         self._next = 0
         self._done_events: dict[int, simpy.Event] = {}
         self._pending_sends: list[float] = []
+        self._think_rng = np.random.default_rng(workload.seed)
 
     def next_arrival_s(self) -> float:
         return min(self._pending_sends) if self._pending_sends else math.inf
@@ -122,8 +124,9 @@ class ClosedLoopSource:
             if self.progress is not None and self._next % 1000 == 0:
                 self.progress(self._next, n)
             yield done
-            if self.workload.think_time_s > 0:
-                send_s = env.now + self.workload.think_time_s
+            think_s = self.workload.think_times_s(self._think_rng)
+            if think_s > 0:
+                send_s = env.now + think_s
                 self._pending_sends.append(send_s)
-                yield env.timeout(self.workload.think_time_s)
+                yield env.timeout(think_s)
                 self._pending_sends.remove(send_s)

@@ -22,6 +22,7 @@ class Compute(StrictModel):
     dense_bf16_tflops: PositiveFloat
     dense_fp8_tflops: PositiveFloat | None = None
     dense_int8_tops: PositiveFloat | None = None
+    dense_fp4_tflops: PositiveFloat | None = None  # Blackwell NVFP4/MXFP4 tensor cores
 
 
 class Memory(StrictModel):
@@ -60,6 +61,8 @@ class Efficiency(StrictModel):
     gemm_tile_tokens: PositiveInt | None = None
     # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
     elementwise_memory: float | None = Field(default=None, gt=0, le=1)
+    # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
+    elementwise_fixed_us: float | None = Field(default=None, ge=0)
 
     @field_validator("paged_attention_memory")
     @classmethod

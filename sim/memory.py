@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from sim.dtypes import bytes_per_element
+from sim.dtypes import bytes_per_element, kv_bytes_per_element
 from sim.errors import InputError
 from sim.hardware import GIB, HardwareProfile
 from sim.model import ModelSpec
@@ -70,13 +70,13 @@ def plan_memory(
     if block_size < 1:
         raise InputError("--block-size", None, "must be a positive integer")
     model.check_tp(tp)
-    weight_bytes = weight_elements_per_gpu(model, tp) * bytes_per_element(weight_dtype, "--weight-dtype")
-    kv_el = bytes_per_element(kv_dtype, "--kv-dtype")
+    weight_bytes = math.ceil(weight_elements_per_gpu(model, tp) * bytes_per_element(weight_dtype, "--weight-dtype"))
+    kv_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
     activations = activation_reserve_bytes(model, tp, max_num_batched_tokens, max_num_seqs, 2)
     runtime = int(hw.memory.runtime_reserve_gib * GIB)
     usable = int(hw.hbm_bytes * gpu_memory_utilization)
     kv_budget = usable - runtime - weight_bytes - activations
-    kv_token_gpu = 2 * model.n_layers * model.kv_heads_per_gpu(tp) * model.head_dim * kv_el
+    kv_token_gpu = math.ceil(2 * model.n_layers * model.kv_heads_per_gpu(tp) * model.head_dim * kv_el)
     if kv_budget < block_size * kv_token_gpu:
         need_gib = (weight_bytes + activations + runtime) / GIB
         raise InputError(
@@ -91,7 +91,7 @@ def plan_memory(
         runtime_reserve_bytes_per_gpu=runtime,
         usable_bytes_per_gpu=usable,
         kv_cache_bytes_per_gpu=blocks * block_size * kv_token_gpu,
-        kv_bytes_per_token=model.kv_elements_per_token() * kv_el,
+        kv_bytes_per_token=math.ceil(model.kv_elements_per_token() * kv_el),
         kv_bytes_per_token_per_gpu=kv_token_gpu,
         block_size=block_size,
         num_gpu_blocks=int(blocks),

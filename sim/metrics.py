@@ -2,6 +2,8 @@
 
 Inter-token gaps are kept as weighted samples: a decode run of k steps over n sequences adds
 n gaps for its first step and k-1 values of weight n, so memory grows with steps, not tokens.
+Past `GAP_COMPACT_AT` samples, equal values are merged (their weights added): percentiles and
+the maximum do not change; the mean may differ in its last bits (another summation order).
 """
 
 from __future__ import annotations
@@ -24,17 +26,32 @@ class Growable:
         self.size = 0
 
     def extend(self, values) -> None:
-        values = np.atleast_1d(values)
-        end = self.size + values.shape[0]
+        if not isinstance(values, np.ndarray):
+            values = np.atleast_1d(values)
+        end = self._room(values.shape[0])
+        self._data[self.size : end] = values
+        self.size = end
+
+    def fill(self, value, n: int) -> None:
+        """Append `value` n times."""
+        end = self._room(n)
+        self._data[self.size : end] = value
+        self.size = end
+
+    def _room(self, n: int) -> int:
+        """Make room for n more values; returns the new size."""
+        end = self.size + n
         if end > self._data.shape[0]:
             grown = np.empty(max(end, 2 * self._data.shape[0]), dtype=self._data.dtype)
             grown[: self.size] = self._data[: self.size]
             self._data = grown
-        self._data[self.size : end] = values
-        self.size = end
+        return end
 
     def array(self) -> np.ndarray:
         return self._data[: self.size]
+
+
+GAP_COMPACT_AT = 4_000_000  # weighted gap samples kept before equal values are merged
 
 
 STEP_COLUMNS = ("replica", "start_s", "step_time_s", "batch_size", "prefill_tokens", "decode_tokens",
@@ -49,6 +66,7 @@ class Recorder:
         self.attribution = None  # a sim.attribution.Attribution when latency attribution is on
         self.gap_values = Growable()
         self.gap_weights = Growable(np.int64)
+        self._compact_at = GAP_COMPACT_AT
         self.preemptions = 0
         self.n_steps = 0
         self.busy_s = 0.0
@@ -70,10 +88,22 @@ class Recorder:
     def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray) -> None:
         """A decode run's gaps: each sequence's own first gap, then every later step once per sequence."""
         n = first_gaps.shape[0]
-        self.gap_values.extend(np.concatenate([first_gaps, later_steps_s]))
-        weights = np.ones(n + later_steps_s.shape[0], dtype=np.int64)
-        weights[n:] = n
+        self.gap_values.extend(first_gaps)
+        self.gap_values.extend(later_steps_s)
+        self.gap_weights.fill(1, n)
+        self.gap_weights.fill(n, later_steps_s.shape[0])
+        if self.gap_values.size >= self._compact_at:
+            self.compact_gaps()
+
+    def compact_gaps(self) -> None:
+        """Merge equal gap values (weights added), so memory follows distinct values, not samples."""
+        values, inverse = np.unique(self.gap_values.array(), return_inverse=True)
+        weights = np.bincount(inverse, weights=self.gap_weights.array()).astype(np.int64)
+        capacity = len(values) + 1024
+        self.gap_values, self.gap_weights = Growable(capacity=capacity), Growable(np.int64, capacity)
+        self.gap_values.extend(values)
         self.gap_weights.extend(weights)
+        self._compact_at = max(GAP_COMPACT_AT, 2 * len(values))
 
     def _kv_sample(self, duration_s: float, used: int, request_blocks: int, tokens: float, block_size: int,
                    n_blocks: int) -> None:
@@ -85,11 +115,16 @@ class Recorder:
             self._kv_waste_time += duration_s * max(slots - tokens, 0.0) / slots
 
     def _kv_samples(self, durations_s: np.ndarray, used: np.ndarray, request_blocks: np.ndarray,
-                    tokens: np.ndarray, block_size: int, n_blocks: int) -> None:
-        """Accumulate KV utilisation and fragmentation over steps of the given durations."""
+                    tokens: np.ndarray, block_size: int, n_blocks: int, all_held: bool = False) -> None:
+        """Accumulate KV utilisation and fragmentation over steps of the given durations
+        (`all_held`: the caller knows requests hold blocks at every step)."""
         self.busy_s += float(durations_s.sum())
         self._kv_util_time += float((durations_s * used).sum()) / n_blocks
         slots = request_blocks * block_size
+        if all_held:
+            waste = np.maximum(slots - tokens, 0.0) / slots
+            self._kv_waste_time += float((durations_s * waste).sum())
+            return
         held = slots > 0
         if held.any():
             waste = np.maximum(slots[held] - tokens[held], 0.0) / slots[held]
@@ -117,11 +152,19 @@ class Recorder:
         later_growth = sched.run_block_growth(plan)
         used = blocks.n_used - later_growth
         n_growing = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
-        tokens = self._running_tokens(sched) - n_growing * np.arange(k - 1, -1, -1)
-        durations = plan.step_times_s.copy()
-        durations[0] += plan.transfer_s
-        self._kv_samples(durations, used, sched.n_request_blocks() - later_growth, tokens,
-                         blocks.block_size, blocks.n_blocks)
+        if not plan.padded_ids.size and len(sched.running) == n_growing:  # the run's ids are all running
+            running_tokens = float(sched.table.n_computed[plan.req_ids].sum())
+        else:
+            running_tokens = self._running_tokens(sched)
+        tokens = running_tokens - n_growing * _countdown(k)
+        durations = plan.step_times_s
+        if plan.transfer_s:
+            durations = durations.copy()
+            durations[0] += plan.transfer_s
+        # blocks only grow during a run, so the first step holds the fewest
+        request_blocks = sched.n_request_blocks() - later_growth
+        self._kv_samples(durations, used, request_blocks, tokens, blocks.block_size, blocks.n_blocks,
+                         all_held=request_blocks[0] > 0)
         self.n_steps += k
         if self.record_steps:
             run_start_s = start_s - plan.transfer_s
@@ -144,6 +187,17 @@ class Recorder:
         for name in ("replica", "batch_size", "prefill_tokens", "decode_tokens", "kv_blocks_used"):
             frame[name] = frame[name].astype(np.int64)
         return frame
+
+
+_COUNTDOWN = np.arange(4095, -1, -1)
+
+
+def _countdown(k: int) -> np.ndarray:
+    """[k-1, k-2, ..., 0] (a view of a shared table; do not mutate)."""
+    global _COUNTDOWN
+    if k > _COUNTDOWN.shape[0]:
+        _COUNTDOWN = np.arange(2 * k - 1, -1, -1)
+    return _COUNTDOWN[_COUNTDOWN.shape[0] - k :]
 
 
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, quantiles=(0.5, 0.9, 0.99)) -> list[float]:

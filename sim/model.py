@@ -6,11 +6,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import PositiveInt, model_validator
+from pydantic import Field, PositiveInt, model_validator
 
 from sim.errors import InputError
 from sim.paths import model_specs_dir
-from sim.schema import StrictModel
+from sim.schema import MAX_TOKENS, StrictModel
 from sim.yamlio import read_mapping, validate
 
 
@@ -38,7 +38,7 @@ class ModelSpec(StrictModel):
     head_dim: PositiveInt
     intermediate_size: PositiveInt
     vocab_size: PositiveInt
-    max_position_embeddings: PositiveInt
+    max_position_embeddings: int = Field(ge=1, le=MAX_TOKENS)
     mlp: Literal["gated", "plain"] = "gated"
     tie_word_embeddings: bool = False
     qkv_bias: bool = False

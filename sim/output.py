@@ -81,6 +81,14 @@ def write_json(path: Path, data: dict) -> None:
     _atomic_write(Path(path), write)
 
 
+def write_text(path: Path, text: str) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "w") as f:
+            f.write(text)
+
+    _atomic_write(Path(path), write)
+
+
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     _atomic_write(Path(path), lambda tmp: frame.to_parquet(tmp, index=False))
 
@@ -95,6 +103,11 @@ def _default(value):
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> None:
+    """A table as CSV (header row, no index), atomically."""
+    _atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
 
 
 # ---- whole run folders ---------------------------------------------------------------------------

@@ -46,6 +46,7 @@ class RequestTable:
         wanted = trace.output_tokens[self.sample_of]
         # like vLLM, generation stops at max_model_len
         self.output_tokens = np.maximum(np.minimum(wanted, max_model_len - self.prompt_tokens), 1)
+        self.final_tokens = self.prompt_tokens + self.output_tokens  # n_tokens once done
         self.status = np.full(n, Status.PENDING, dtype=np.int8)
         self.n_computed = np.zeros(n, dtype=np.int64)
         self.n_tokens = self.prompt_tokens.copy()

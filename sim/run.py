@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.output import atomic_run_dir, write_json, write_parquet
+from sim.output import atomic_run_dir, write_csv, write_json, write_parquet
+from sim.provenance import provenance
 from sim.simulate import SimResult, simulate
-from sim.summary import requests_frame, summarize
+from sim.slo import PlanSLO, slo_report
+from sim.summary import DEFAULT_PERCENTILES, requests_frame, summarize
 from sim.trace import ClosedLoop, Trace
 from sim.workload import apply_transforms, load_workload
 from sim.workload.load import spec_seed
+from sim.workload.synthetic.arrivals import arrival_times_s
 
 DEFAULT_TRACE = "splitwise_conv"
 RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet")  # what a run folder may hold
@@ -38,39 +43,93 @@ def resolve_seed(cfg: EngineConfig, trace: str | None, fmt: str | None = None) -
 
 
 def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: float | None = None,
-                      max_requests: int | None = None, seed: int = 0) -> Trace | ClosedLoop:
-    """The workload of a run: a trace/spec path or bundled name, optionally sped up or cut."""
+                      max_requests: int | None = None, seed: int = 0, qps: float | None = None) -> Trace | ClosedLoop:
+    """The workload of a run: a trace/spec path or bundled name, optionally cut, then sped up
+    (`rate_scale`) or given Poisson arrivals at `qps` req/s (its lengths kept, in order)."""
     if max_requests is not None and max_requests < 1:
         raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
+    if rate_scale is not None and qps is not None:
+        raise InputError("--qps", None, "give at most one of --qps and --rate-scale")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
+    return _cut(workload, max_requests, rate_scale, qps, seed)
+
+
+def is_synthetic(trace: str | None, fmt: str | None = None) -> bool:
+    """Whether the workload's arrivals come from the seed (a spec YAML or a length-only trace)."""
+    from sim.workload.load import resolve_workload
+    from sim.workload.sniff import sniff_format
+
+    return (fmt or sniff_format(resolve_workload(trace or DEFAULT_TRACE))) in ("spec", "lengths")
+
+
+def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: float | None,
+         qps: float | None = None, seed: int = 0) -> Trace | ClosedLoop:
     if isinstance(workload, ClosedLoop):
+        if qps is not None:
+            raise InputError("--qps", None, "a closed-loop workload sets its own arrivals; give a trace")
         return workload
     if max_requests is not None:
         workload = workload.take(range(min(max_requests, len(workload))))
+    if rate_scale is not None and not (math.isfinite(rate_scale) and rate_scale > 0):
+        raise InputError("--rate-scale", None, f"must be a finite number > 0; got {rate_scale}")
     if rate_scale is not None:
         workload = apply_transforms(workload, rate_scale=rate_scale)
+    if qps is not None:
+        workload = poisson_arrivals(workload, qps, seed)
     return workload
 
 
+def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
+    """The same requests (lengths, order, prefixes) arriving as a Poisson process of `qps` req/s."""
+    if not (qps > 0 and math.isfinite(qps)):
+        raise InputError("--qps", None, f"must be a number of requests/s > 0; got {qps}")
+    timed = trace.take(np.arange(len(trace)))
+    timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))
+    return timed
+
+
 def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = None,
-        progress: Callable[[int, int], None] | None = None) -> RunOutput:
-    """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet).
+        progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
+        resample: Callable[[int], Trace | ClosedLoop] | None = None, percentiles=DEFAULT_PERCENTILES,
+        slo: PlanSLO | None = None, csv_path: Path | None = None) -> RunOutput:
+    """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
+    with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
+    effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
+    (sim.slo.slo_report over every request).
 
     The folder is replaced whole (see `sim.output.atomic_run_dir`): its parent's writability is
-    checked before simulating, and a failed or killed run leaves an earlier run's folder as it was."""
+    checked before simulating, and a failed or killed run leaves an earlier run's folder as it was.
+    summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
+    carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals)."""
+    from sim.intervals import check_replays
+
+    if uncertainty is not None:
+        check_replays(uncertainty)
     if out_dir is None:
-        return _simulate(cfg, workload, progress)
-    with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-        output = _simulate(cfg, workload, progress)
-        write_parquet(tmp_dir / "requests.parquet", output.requests)
-        if cfg.record_steps:
-            write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
-        write_json(tmp_dir / "summary.json", output.summary)
+        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo)
+    else:
+        with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
+            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo)
+            write_parquet(tmp_dir / "requests.parquet", output.requests)
+            if cfg.record_steps:
+                write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
+            write_json(tmp_dir / "summary.json", output.summary)
+    if csv_path is not None:
+        write_csv(csv_path, output.requests)
     return output
 
 
-def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
-              progress: Callable[[int, int], None] | None) -> RunOutput:
+def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
+              uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
+              percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None) -> RunOutput:
+    from sim.intervals import prediction_intervals, run_extrapolating
+
     result = simulate(cfg, workload, progress)
     frame = requests_frame(result)
-    return RunOutput(result, summarize(result, frame), frame)
+    summary = summarize(result, frame, percentiles)
+    summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)
+    summary.update(provenance(cfg, workload))
+    summary["extrapolating"] = run_extrapolating(cfg)
+    if uncertainty is not None:
+        summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample)
+    return RunOutput(result, summary, frame)

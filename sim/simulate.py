@@ -13,6 +13,7 @@ from sim.attribution import Attribution
 from sim.config import EngineConfig
 from sim.cost import CostModel
 from sim.engine import ArrivalSource, ClosedLoopSource, Replica
+from sim.engines import EngineCost, EngineOverhead, load_engine
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
 from sim.memory import MemoryPlan, plan_memory
@@ -48,12 +49,15 @@ class SimResult:
 
 
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
-             progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None) -> SimResult:
+             progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
+             time_scale: dict[str, float] | None = None, overhead: EngineOverhead | None = None) -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
     `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
-    `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`."""
+    `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`.
+    `time_scale` multiplies the roofline cost model's times per op class (prediction intervals).
+    With `cfg.engine`, `overhead` replaces the preset's engine terms (engine calibration)."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
@@ -92,7 +96,7 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
     replicas, memories, blocks_per_replica = [], {}, []
     for index, hw_name in enumerate(cfg.hardware_of_replicas()):
         if hw_name not in memories:
-            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost)
+            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost, time_scale, overhead)
         memory, replica_cost = memories[hw_name]
         n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
@@ -104,12 +108,25 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
     return replicas, next(iter(memories.values()))[0], blocks_per_replica
 
 
-def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None) -> tuple[MemoryPlan, CostModel]:
-    """Memory plan and cost model of one replica on `hw_name` (shared by replicas of that kind)."""
+def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None,
+                   time_scale: dict[str, float] | None = None,
+                   overhead: EngineOverhead | None = None) -> tuple[MemoryPlan, CostModel]:
+    """Memory plan and cost model of one replica on `hw_name` (shared by replicas of that kind).
+    With an engine preset the GPU cost model carries no step constant and `EngineCost` adds the
+    engine's own CPU time and CUDA-graph padding around it. `time_scale` scales op classes."""
     hw = load_hardware(hw_name)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                          cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
+    if cfg.engine is None:
+        if cost is None:
+            cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,
+                             allreduce_kind=cfg.allreduce_kind or "nccl", time_scale=time_scale)
+        return memory, cost
+    preset = load_engine(cfg.engine)
     if cost is None:
-        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
-    return memory, cost
+        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size, step_overhead_s=0.0,
+                         allreduce_kind=cfg.allreduce_kind or preset.allreduce_kind, time_scale=time_scale)
+    if overhead is None:
+        overhead = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager)
+    return memory, EngineCost(cost, overhead)
 

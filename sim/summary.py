@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.engines.apply import effective_settings
+from sim.errors import InputError
 from sim.feature_summary import feature_summary
 from sim.metrics import weighted_percentiles
 from sim.request import Status
@@ -58,22 +60,52 @@ def requests_frame(result: SimResult) -> pd.DataFrame:
     return frame
 
 
-def _stats(values: np.ndarray) -> dict:
+DEFAULT_PERCENTILES = (50, 90, 99)
+LATENCY_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_delay_s")  # each also written as *_ms
+
+
+def parse_percentiles(text: str | None, where: str = "--percentiles") -> tuple[float, ...]:
+    """'50,90,95,99' -> (50, 90, 95, 99) (sorted, duplicates dropped); each in (0, 100)."""
+    if text is None:
+        return DEFAULT_PERCENTILES
+    values = []
+    for item in (part.strip() for part in text.split(",")):
+        try:
+            value = float(item)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < 100:
+            raise InputError(where, item or None, "comma-separated percentiles, each > 0 and < 100, e.g. 50,90,95,99")
+        values.append(int(value) if value.is_integer() else value)
+    return tuple(sorted(set(values)))
+
+
+def _key(q: float) -> str:
+    return f"p{q:g}".replace(".", "_")
+
+
+def _stats(values: np.ndarray, percentiles=DEFAULT_PERCENTILES) -> dict:
     values = values[~np.isnan(values)]
+    keys = ["mean", *(_key(q) for q in percentiles), "max"]
     if values.size == 0:
-        return {"mean": None, "p50": None, "p90": None, "p99": None, "max": None}
-    p50, p90, p99 = np.percentile(values, [50, 90, 99])
-    return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99),
+        return dict.fromkeys(keys)
+    picked = np.percentile(values, list(percentiles))
+    return {"mean": float(values.mean()), **{_key(q): float(v) for q, v in zip(percentiles, picked, strict=True)},
             "max": float(values.max())}
 
 
-def _itl_stats(result: SimResult) -> dict:
+def _itl_stats(result: SimResult, percentiles=DEFAULT_PERCENTILES) -> dict:
     values, weights = result.recorder.gap_values.array(), result.recorder.gap_weights.array()
     if values.size == 0:
-        return _stats(np.empty(0))
-    p50, p90, p99 = weighted_percentiles(values, weights)
+        return _stats(np.empty(0), percentiles)
+    picked = weighted_percentiles(values, weights, [q / 100 for q in percentiles])
     mean = float((values * weights).sum() / weights.sum())
-    return {"mean": mean, "p50": p50, "p90": p90, "p99": p99, "max": float(values.max())}
+    return {"mean": mean, **{_key(q): v for q, v in zip(percentiles, picked, strict=True)}, "max": float(values.max())}
+
+
+def in_ms(stats: dict) -> dict:
+    """The same statistics in milliseconds (what `vllm bench serve` users read)."""
+    return {k: None if v is None else v * 1e3 for k, v in stats.items()}
 
 
 def _goodput(frame: pd.DataFrame, result: SimResult) -> dict | None:
@@ -89,15 +121,17 @@ def _goodput(frame: pd.DataFrame, result: SimResult) -> dict | None:
             "request_throughput": n_ok / result.sim_duration_s if result.sim_duration_s else 0.0}
 
 
-def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
-    """The summary.json contract (DESIGN.md, Outputs)."""
+def summarize(result: SimResult, frame: pd.DataFrame | None = None, percentiles=DEFAULT_PERCENTILES) -> dict:
+    """The summary.json contract (DESIGN.md, Outputs): seconds in `*_s` fields, and the latency
+    statistics again in milliseconds in `*_ms` fields (ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_delay_ms)."""
     frame = requests_frame(result) if frame is None else frame
     finished = frame[frame["status"] == "FINISHED"]
     duration = result.sim_duration_s or float("nan")
     prompt_total = float(frame.loc[frame["status"] != "REJECTED", "prompt_tokens"].sum())
     cfg = result.cfg
-    return {
+    summary = {
         "policy": cfg.policy, "model": cfg.model, "hardware": cfg.hardware, "tp": cfg.tp, "replicas": cfg.replicas,
+        "seed": cfg.seed,  # the one the run used: --seed, else the config's, else the workload spec's, else 0
         "n_requests": len(frame),
         "n_finished": len(finished),
         "n_rejected": int((frame["status"] == "REJECTED").sum()),
@@ -107,11 +141,11 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
         "request_throughput": len(finished) / duration,
         "output_throughput_tok_s": float(finished["output_tokens"].sum()) / duration,
         "input_throughput_tok_s": float(finished["prompt_tokens"].sum()) / duration,
-        "ttft_s": _stats(finished["ttft_s"].to_numpy()),
-        "tpot_s": _stats(finished["tpot_s"].to_numpy()),
-        "itl_s": _itl_stats(result),
-        "e2e_s": _stats(finished["e2e_s"].to_numpy()),
-        "queue_delay_s": _stats(finished["queue_delay_s"].to_numpy()),
+        "ttft_s": _stats(finished["ttft_s"].to_numpy(), percentiles),
+        "tpot_s": _stats(finished["tpot_s"].to_numpy(), percentiles),
+        "itl_s": _itl_stats(result, percentiles),
+        "e2e_s": _stats(finished["e2e_s"].to_numpy(), percentiles),
+        "queue_delay_s": _stats(finished["queue_delay_s"].to_numpy(), percentiles),
         "goodput": _goodput(frame, result),
         "num_gpu_blocks": result.num_gpu_blocks,
         "num_gpu_blocks_per_replica": result.num_gpu_blocks_per_replica,
@@ -123,5 +157,8 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None) -> dict:
         "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
+        "engine": effective_settings(cfg),
         **feature_summary(result, frame),  # hook: sim/feature_summary.py
     }
+    summary.update({key[:-2] + "_ms": in_ms(summary[key]) for key in LATENCY_KEYS})
+    return summary

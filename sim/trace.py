@@ -20,7 +20,7 @@ class Trace:
     prompt_tokens: np.ndarray  # int64 >= 1
     output_tokens: np.ndarray  # int64 >= 1
     n_samples: np.ndarray | None = None  # int64 >= 1 (parallel sampling n); None means all 1
-    hash_ids_flat: np.ndarray | None = None  # int64
+    hash_ids_flat: np.ndarray | None = None  # int64 (int32 when a generator's ids fit)
     hash_offsets: np.ndarray | None = None  # int64, len = n_requests + 1
     hash_block_tokens: int | None = None
     source: str = ""  # where it came from, for reports
@@ -55,16 +55,12 @@ class Trace:
 
     def take(self, index) -> Trace:
         """A new trace with the rows in `index` (in that order), hash ids carried along: the
-        ragged ids are gathered in one vectorized step, so it scales to million-row traces."""
+        ragged ids are gathered in vectorized chunks, so it scales to million-row traces. A
+        contiguous run of rows (a cut) shares the hash ids of this trace rather than copying."""
         index = np.asarray(index, dtype=np.int64)
         flat = offsets = None
         if self.hash_offsets is not None:
-            starts = self.hash_offsets[index]
-            lengths = self.hash_offsets[index + 1] - starts
-            offsets = np.zeros(index.shape[0] + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
-            flat = self.hash_ids_flat[gather]
+            flat, offsets = self._take_hash_ids(index)
         return Trace(
             arrival_s=self.arrival_s[index],
             prompt_tokens=self.prompt_tokens[index],
@@ -77,13 +73,46 @@ class Trace:
             extra={key: np.asarray(values)[index] for key, values in self.extra.items()},
         )
 
+    def _take_hash_ids(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts = self.hash_offsets[index]
+        lengths = self.hash_offsets[index + 1] - starts
+        offsets = np.zeros(index.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if index.shape[0] and index[-1] - index[0] == index.shape[0] - 1 and (np.diff(index) == 1).all():
+            return self.hash_ids_flat[starts[0] : starts[0] + offsets[-1]], offsets
+        flat = np.empty(offsets[-1], dtype=self.hash_ids_flat.dtype)
+        row = 0
+        while row < index.shape[0]:  # a chunk of rows at a time: temporaries stay bounded
+            stop = max(int(np.searchsorted(offsets, offsets[row] + TAKE_IDS_PER_CHUNK, side="right")) - 1, row + 1)
+            stop = min(stop, index.shape[0])
+            part = slice(row, stop)
+            n_ids = int(offsets[stop] - offsets[row])
+            gather = np.repeat(starts[part] - (offsets[part] - offsets[row]), lengths[part]) + np.arange(n_ids)
+            flat[offsets[row] : offsets[stop]] = self.hash_ids_flat[gather]
+            row = stop
+        return flat, offsets
+
+
+TAKE_IDS_PER_CHUNK = 1 << 20  # hash ids gathered per chunk of rows
+
 
 @dataclass
 class ClosedLoop:
     """A closed-loop workload: `concurrency` clients, each sending its next request when
-    its previous one finishes (plus `think_time_s`). Requests are drawn in order from
+    its previous one finishes (plus a think time of mean `think_time_s`: fixed when
+    `think_time_cv` is 0, else Gamma-distributed with that coefficient of variation, drawn from
+    `seed`, so identical clients do not march in lockstep). Requests are drawn in order from
     `pool`; its arrival times are ignored. The engine stamps the real arrival times."""
 
     pool: Trace
     concurrency: int
     think_time_s: float = 0.0
+    think_time_cv: float = 0.0
+    seed: int = 0
+
+    def think_times_s(self, rng) -> float:
+        """One client's next think time (seconds)."""
+        if self.think_time_s <= 0 or self.think_time_cv <= 0:
+            return self.think_time_s
+        shape = 1.0 / self.think_time_cv**2
+        return float(rng.gamma(shape, self.think_time_s / shape))

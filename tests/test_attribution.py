@@ -93,7 +93,7 @@ def _two_requests(policy: str):
     """A (32-token prompt, 3 output tokens) at 0; B (32, 2) at half a step. Steps cost
     base + per_token x tokens, base = STEP_S, per_token = STEP_S / 32."""
     trace = make_trace([(0.0, 32, 3), (STEP_S / 2, 32, 2)])
-    cfg = EngineConfig(policy=policy, chunk_size=512, max_model_len=256)
+    cfg = EngineConfig(policy=policy, max_num_batched_tokens=512, max_model_len=256)
     frame = requests_frame(simulate(cfg, trace, cost=TokenCost(STEP_S, STEP_S / 32)))
     return frame.set_index("request_id")[COLUMNS + ["e2e_s"]]
 

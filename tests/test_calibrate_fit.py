@@ -64,7 +64,7 @@ def test_gemm_fit_on_7b_beats_default_in_and_out_of_sample(vidur_gemms, fitted_o
     """Fit on Llama-2-7B only. Measured (bench/bench_calibration_vidur.py): in-sample 7.2-8.3%
     per op; held out (70B, 34B) qkv 9.4/8.9, o 10.1/9.8, gate_up 8.1/7.6, down 12.5/12.3 %.
     The issue's targets (5% in-sample, 10% held-out per op) are NOT all met: see the bench."""
-    base = load_hardware("h100-sxm")
+    base = _starting_guess()
     fitted = fitted_on_7b.hardware
     in_sample = per_op_mape(vidur_gemms["llama-2-7b"], fitted)
     assert max(in_sample.values()) < 0.09
@@ -74,6 +74,14 @@ def test_gemm_fit_on_7b_beats_default_in_and_out_of_sample(vidur_gemms, fitted_o
         assert held_out["qkv_proj"] < 0.10 and held_out["gate_up_proj"] < 0.09
         assert held_out["o_proj"] < 0.105 and held_out["down_proj"] < 0.13
         assert np.mean(list(held_out.values())) < np.mean(list(default.values())) - 0.02
+
+
+def _starting_guess():
+    """h100-sxm with the team's unfitted starting guesses (the bundled profile is now fitted on
+    all H100 data, Llama-2-70B included, so it is no fair 'before')."""
+    guess = {"gemm_compute_max": 0.72, "gemm_half_tokens": 24, "memory": 0.85, "roofline_blend": 8.0,
+             "kernel_launch_us": 3.0, "gemm_tile_tokens": None}  # fmt: skip
+    return with_terms(load_hardware("h100-sxm"), guess).model_copy(update={"collectives": None})
 
 
 def test_allreduce_fit_predicts_held_out_sizes():
@@ -112,7 +120,7 @@ def _synthetic_rows() -> pd.DataFrame:
 
 
 def test_fit_recovers_known_attention_and_allreduce_terms():
-    base = load_hardware("h100-sxm")
+    base = load_hardware("h100-sxm").model_copy(update={"collectives": None})  # truth: the ring formula
     truth = with_terms(base, {
         "attention_compute": 0.31, "paged_attention_memory": {16: 0.52, 64: 0.66},
         "allreduce_bus": 0.6, "gpu_link_latency_us": 17.0,
@@ -148,7 +156,7 @@ def test_fitted_gemm_never_faster_than_the_roofline(fitted_on_7b, m_tokens, n_ou
 
 
 def test_tile_quantization_only_rounds_m_up():
-    base = load_hardware("h100-sxm")
+    base = with_terms(load_hardware("h100-sxm"), {"gemm_tile_tokens": None})
     tiled = with_terms(base, {"gemm_tile_tokens": 128}).efficiency
     m = np.arange(1, 1025, dtype=np.float64)
     args = (4096, 4096, 2, 2, base.peak_flops("dense_bf16_tflops"), base.hbm_bandwidth_bytes_s)

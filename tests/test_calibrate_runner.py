@@ -13,6 +13,7 @@ from calibrate.runner import run_calibration
 from calibrate.timing import n_copies_to_rotate, time_op
 from kernels.shapes import TOY_DIMS, shapes_for
 from sim.errors import InputError
+from sim.hardware import load_hardware
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +171,21 @@ def test_write_refuses_bad_frames_and_keeps_old_file(tmp_path):
     with pytest.raises(InputError):
         write_measurements(bad, path)
     assert path.read_bytes() == before
+
+
+def test_fp8_gemms_time_scaled_mm_on_cpu_and_fit():
+    """fp8 runs time the GEMMs only (torch._scaled_mm, M padded to 16) and fit at the fp8 peak."""
+    if not hasattr(torch, "_scaled_mm"):
+        pytest.skip("this torch has no _scaled_mm")
+    from calibrate.fit import fit_profile
+    from kernels import gemm
+
+    inputs = gemm.make_fp8_gemm_inputs(5, 32, 64, "cpu")
+    out = gemm.fp8_projection(inputs)
+    ref = inputs.x.float() @ inputs.weight.float().t()
+    assert out.shape == (16, 32) and torch.allclose(out.float(), ref, rtol=2e-2, atol=2e-1)
+    frame = run_calibration("cpu", [], quick=True, dtype="fp8")
+    assert set(frame["op"]) <= {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"}
+    assert (frame["dtype"] == "fp8").all() and (frame["time_s"] > 0).all()
+    fit = fit_profile(frame, load_hardware("h100-sxm"))
+    assert fit.classes[0].name == "gemm" and fit.tables and fit.tables[0]["bytes_per_el"] == 1

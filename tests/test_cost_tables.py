@@ -74,7 +74,7 @@ def test_cost_model_uses_the_table_for_its_shape_only():
     for m in (1, 64, 1024):
         ops = {op.name: op.time_s for op in tabled.breakdown([m], [0]).ops}
         base_ops = {op.name: op.time_s for op in plain.breakdown([m], [0]).ops}
-        assert ops["o_proj"] == pytest.approx(TIME_S[M_MEASURED == m][0], rel=1e-12)
+        assert ops["o_proj"] == pytest.approx(TIME_S[m == M_MEASURED][0], rel=1e-12)
         assert ops["qkv_proj"] == pytest.approx(base_ops["qkv_proj"], rel=1e-12)
     # the hot path's lookup tables see the measured table too
     step = tabled.step_time_s(np.array([64]), np.array([0]), 1)

@@ -66,8 +66,9 @@ def checked_commit(monkeypatch, check_tables: bool) -> list[str]:
 
 
 def run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_seqs):
+    budget = {"max_num_batched_tokens": chunk_size} if policy in ("chunked", "radix") else {}
     cfg = EngineConfig(policy=policy, preemption_mode=mode, num_gpu_blocks_override=n_blocks,
-                       max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE, chunk_size=chunk_size,
+                       max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE, **budget,
                        max_num_seqs=max_num_seqs, swap_space=0.01)  # 0.01 GiB = 5 CPU blocks: swap fills up too
     problems = checked_commit(monkeypatch, check_tables=policy != "static")
     result = simulate(cfg, trace, cost=ConstantCost(swap_s_per_block=STEP_S / 8))

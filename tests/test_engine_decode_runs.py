@@ -105,7 +105,7 @@ SPLITWISE_CASES = [
     ("continuous", {"replicas": 2, "router": "least_outstanding", "num_gpu_blocks_override": 400}),
     ("chunked", {}),
     ("chunked", {"num_gpu_blocks_override": 600}),
-    ("chunked", {"num_gpu_blocks_override": 600, "preemption_mode": "swap", "chunk_size": 256}),
+    ("chunked", {"num_gpu_blocks_override": 600, "preemption_mode": "swap", "max_num_batched_tokens": 256}),
     ("radix", {"num_gpu_blocks_override": 600, "radix_chunked": False}),
 ]
 

@@ -94,7 +94,7 @@ def _efficiency_above_one(data):
 
 
 def _unknown_key(data):
-    data["compute"]["dense_fp4_tflops"] = 9000
+    data["compute"]["dense_fp6_tflops"] = 9000
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def _unknown_key(data):
         (_missing_bandwidth, "memory.hbm_bandwidth_gb_s"),
         (_missing_efficiency, "efficiency"),
         (_efficiency_above_one, "efficiency.memory"),
-        (_unknown_key, "compute.dense_fp4_tflops"),
+        (_unknown_key, "compute.dense_fp6_tflops"),
     ],
 )
 def test_bad_profile_names_file_and_field(tmp_path, mutate, field):

@@ -29,11 +29,6 @@ CASES = {
         3,
         "splitwise_conv: 60 requests",
     ),
-    "capacity_planning.ipynb": (
-        {"max_requests": 40, "hardware": ["h100-sxm"], "tps": [4, 8], "check_requests": 80},
-        5,
-        "the search uses the first 40 requests",
-    ),
     "calibration_report.ipynb": ({"row_stride": 16}, 2, "(row_stride 16)"),
     "batch_and_block_size.ipynb": (
         {"max_requests": 60, "max_num_seqs_values": [8, 64], "block_sizes": [8, 16, 32], "attention_contexts": [512]},
@@ -74,9 +69,47 @@ def test_notebook_executes_and_draws(name, tmp_path, monkeypatch):
     assert expected_text in "".join(_text(o) for o in outputs), "injected parameters did not take effect"
 
 
+def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
+    """The notebook and `infersim plan` call the same code: on the same inputs, the same plan.json.
+    The workload: the first 300 requests of the bundled Azure conversation trace, as a file."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+    from sim.workload import load_workload
+    from sim.workload.canonical import write_canonical_jsonl
+
+    workload = tmp_path / "azure_conv_300.jsonl"
+    write_canonical_jsonl(load_workload("splitwise_conv").take(range(300)), workload)
+    parameters = {"workload": str(workload), "model": "llama-3-8b", "hardware": ["h100-sxm", "a100-80g-sxm"],
+                  "tps": [1], "policies": ["chunked"], "slos": ["ttft_p99=1", "tpot_p99=50ms"], "target_qps": 12.0,
+                  "max_requests": 60, "workers": 1, "plan_json": str(tmp_path / "notebook_plan.json")}
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    executed = papermill.execute_notebook(str(NOTEBOOKS / "capacity_planning.ipynb"),
+                                          str(tmp_path / "capacity_planning.ipynb"), parameters=parameters,
+                                          kernel_name="python3", cwd=str(tmp_path), progress_bar=False,
+                                          log_output=False)
+    outputs = _outputs(executed)
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5
+    text = "".join(_text(o) for o in outputs)
+    assert "300 requests" in text and "recommended for 12 req/s of llama-3-8b" in text
+    cli = CliRunner().invoke(app, ["plan", "--workload", str(workload), "--model", "llama-3-8b", "--hardware",
+                                   "h100-sxm,a100-80g-sxm", "--tp", "1", "--policy", "chunked", "--slo", "ttft_p99=1",
+                                   "--slo", "tpot_p99=50ms", "--target-qps", "12", "--max-requests", "60",
+                                   "--workers", "1", "--out", str(tmp_path / "cli")])
+    assert cli.exit_code == 0, cli.output
+    from_cli = json.loads((tmp_path / "cli" / "plan.json").read_text())
+    from_notebook = json.loads((tmp_path / "notebook_plan.json").read_text())
+    assert from_notebook == from_cli
+    assert from_cli["recommended"]["verified"] and from_cli["recommended"]["verified_run"]["n_requests"] == 300
+
+
 def test_committed_notebooks_have_no_outputs_and_a_parameters_cell():
     paths = sorted(NOTEBOOKS.glob("*.ipynb"))
-    assert {p.name for p in paths} >= set(CASES)
+    assert {p.name for p in paths} >= set(CASES) | {"capacity_planning.ipynb"}
     for path in paths:
         notebook = nbformat.read(path, as_version=4)
         code_cells = [c for c in notebook.cells if c.cell_type == "code"]

@@ -152,3 +152,23 @@ def test_plan_bad_input_is_one_line_exit_2(extra, needle):
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("threshold", [1, 2, 3, 5, 9])
+@pytest.mark.parametrize("estimate", [1, 3, 6])
+@pytest.mark.parametrize("guess", [None, 1, 2, 6])
+def test_verify_search_finds_the_fewest_passing_replicas(monkeypatch, threshold, estimate, guess):
+    """Against an oracle: a cluster passes iff it has >= threshold replicas; each count is run once."""
+    import sim.planner.verify as verify
+
+    calls = []
+
+    def fake_run(cfg, trace, replicas, target_qps, slo):
+        calls.append(replicas)
+        return {"replicas": replicas, "passes": replicas >= threshold}
+
+    monkeypatch.setattr(verify, "verification_run", fake_run)
+    runs = verify.verify_candidate(verify.VerifyTask(BASE, estimate, 20, guess), None, 1.0, SLO)
+    assert verify.verified_replicas(runs) == threshold
+    assert len(calls) == len(set(calls)) <= 4 + abs(threshold - estimate)
+    assert threshold - 1 in calls or threshold == 1  # the answer is the fewest: one less was seen failing

@@ -70,12 +70,14 @@ def test_higher_target_never_needs_fewer_gpus(trace):
         assert high["recommended"]["cost_per_hour_usd"] >= low["recommended"]["cost_per_hour_usd"]
         for label, row in by_label(low).items():
             assert by_label(high)[label]["gpus"] >= row["gpus"]
-    one_kind = [plan_for(trace, target, hardware=("h100-sxm",)) for target in (2.0, 40.0)]
+    # (chunked budget = max_num_batched_tokens 8192: one H100 sustains ~45 req/s of this slice)
+    one_kind = [plan_for(trace, target, hardware=("h100-sxm",)) for target in (2.0, 80.0)]
     assert one_kind[1]["recommended"]["gpus"] > one_kind[0]["recommended"]["gpus"]
 
 
 def test_looser_slo_never_needs_more_gpus(trace):
-    plans = [plan_for(trace, 20.0, slo=(f"ttft_p99={limit}", "tpot_p99=0.05")) for limit in (0.4, 1.0, 3.0)]
+    # 100 req/s: with the chunked budget at max_num_batched_tokens (8192) 20 req/s fits one GPU either way
+    plans = [plan_for(trace, 100.0, slo=(f"ttft_p99={limit}", "tpot_p99=0.05")) for limit in (0.4, 1.0, 3.0)]
     for tight, loose in zip(plans, plans[1:], strict=False):
         assert loose["recommended"]["gpus"] <= tight["recommended"]["gpus"]
         for label, row in by_label(tight).items():

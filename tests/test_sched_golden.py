@@ -53,7 +53,7 @@ def test_continuous_golden():
 
 
 def test_chunked_golden():
-    # chunk_size 32 tokens per step: decodes first, then partial prefills, then new chunks.
+    # max_num_batched_tokens 32 tokens per step: decodes first, then partial prefills, then new chunks.
     # t=0   R0's 32 prompt tokens fill the budget [0,1]; first token at 1. R1 waits.
     # t=1   R0 decode (1) + R1 whole prompt (16) [1,2]; R1 first token at 2.
     # t=2   R0, R1 decode (2) + R2's first 30 tokens [2,3]; R1 finishes at 3.
@@ -61,7 +61,7 @@ def test_chunked_golden():
     #       R3 finishes, all at 4.
     # t=4   decode run of R2 (2 left) [4,6]; finishes at 6.
     # t=10  R4: 24-token chunk [10,11], decode [11,12].
-    frame = run_frame(make_trace(FIVE), policy="chunked", chunk_size=32)
+    frame = run_frame(make_trace(FIVE), policy="chunked", max_num_batched_tokens=32)
     assert_times(frame, ttft_steps=[1, 2, 4 - 1.5, 4 - 2.5, 1], e2e_steps=[4, 3, 6 - 1.5, 4 - 2.5, 2])
 
 
@@ -71,7 +71,7 @@ IDS = [[1, 2, 3, 4], [1, 2, 3, 4, 5], [1, 2, 9], [1, 2, 3, 4], [7, 8, 10]]
 
 
 def test_radix_golden_prefix_hits_save_chunk_steps():
-    # chunk_size 32. R0 (64 tokens, ids 1-4): chunks [0,1],[1,2], first token 2, decode -> 3.
+    # max_num_batched_tokens 32. R0 (64 tokens, ids 1-4): chunks [0,1],[1,2], first token 2, decode -> 3.
     #   Its 4 full blocks are cached (keys 1,2,3,4).
     # R1 at 5 (72 tokens): matches 4 blocks = 64 tokens; 8 left -> one step [5,6], first 6, finish 7.
     # R2 at 10 (48, ids 1,2,9): matches keys 1,2 = 32 tokens; 16 left [10,11] -> ttft 1, e2e 2.
@@ -79,7 +79,7 @@ def test_radix_golden_prefix_hits_save_chunk_steps():
     #   3 blocks (48 tokens) are used; 16 left [15,16] -> ttft 1, its single token ends it.
     # R4 at 20 (40, ids 7,8,10): no match; 32 + 8 -> first token 22, finish 23.
     trace = make_trace(PREFIXED, IDS, hash_block_tokens=16)
-    frame = run_frame(trace, policy="radix", chunk_size=32)
+    frame = run_frame(trace, policy="radix", max_num_batched_tokens=32)
     assert frame["cached_tokens"].tolist() == [0, 64, 32, 48, 0]
     assert_times(frame, ttft_steps=[2, 1, 1, 1, 2], e2e_steps=[3, 2, 2, 1, 3])
 
@@ -88,7 +88,7 @@ def test_chunked_without_cache_pays_the_full_prefill():
     # Same trace under chunked: R1 72 -> 32+32+8 (first token 3 steps after arrival), R2 48 -> 2 steps,
     # R3 64 -> 2 steps, R4 as under radix.
     trace = make_trace(PREFIXED, IDS, hash_block_tokens=16)
-    frame = run_frame(trace, policy="chunked", chunk_size=32)
+    frame = run_frame(trace, policy="chunked", max_num_batched_tokens=32)
     assert frame["cached_tokens"].tolist() == [0, 0, 0, 0, 0]
     assert_times(frame, ttft_steps=[2, 3, 2, 2, 2], e2e_steps=[3, 4, 3, 2, 3])
 
@@ -106,7 +106,7 @@ def test_chunked_one_token_tail_gets_first_token():
     # prompt 33, chunk 32: step [0,1] computes 32 tokens, step [1,2] the last one -> first token at 2;
     # three more decode steps -> finish at 5. (Regression: this tail once went down the decode-run
     # path, which never stamped the first token.)
-    frame = run_frame(make_trace([(0.0, 33, 4)]), policy="chunked", chunk_size=32)
+    frame = run_frame(make_trace([(0.0, 33, 4)]), policy="chunked", max_num_batched_tokens=32)
     assert frame["e2e_s"].tolist() == [5 * S]
     assert not np.isnan(frame["first_token_s"][0])
     assert frame["ttft_s"].tolist() == [2 * S]

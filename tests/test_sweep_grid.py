@@ -87,7 +87,8 @@ def test_point_ids_are_stable_and_see_the_whole_point():
 @given(st.dictionaries(st.sampled_from(["block_size", "max_num_seqs", "chunk_size"]), st.integers(1, 10_000),
                        min_size=1))
 def test_point_id_is_a_function_of_the_normalized_dict(values):
-    cfg = EngineConfig.model_validate({**values, "max_num_batched_tokens": 10_000}).model_dump(mode="json")
+    cfg = EngineConfig.model_validate({**values, "policy": "chunked", "max_num_batched_tokens": 10_000}).model_dump(
+        mode="json")
     shuffled = dict(reversed(list(cfg.items())))
     assert point_id(cfg, {"trace": None}) == point_id(shuffled, {"trace": None})
     bumped = {**cfg, "block_size": cfg["block_size"] + 1}

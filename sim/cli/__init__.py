@@ -3,12 +3,30 @@
 
 from __future__ import annotations
 
-from sim.cli import foundation, plan, simulate, sweep
+import typer
+
+from sim.cli import calibrate_engine, engines, foundation, plan, simulate, sweep, validate
 from sim.cli.calibrate import calibrate_app
 from sim.cli.common import new_app
 from sim.cli.workload import workload_app
 
 app = new_app(name="infersim", help="Discrete-event simulator and capacity planner for LLM inference clusters.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from sim import __version__
+
+        typer.echo(f"infersim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """Discrete-event simulator and capacity planner for LLM inference clusters."""
+
+
 app.command()(foundation.profiles)
 app.command()(foundation.models)
 app.command()(foundation.memory)
@@ -16,6 +34,9 @@ app.command()(foundation.roofline)
 app.command()(simulate.simulate)
 app.command()(plan.plan)
 app.command()(sweep.sweep)
+app.command()(engines.engines)
+app.command()(validate.validate)
+calibrate_app.command("engine")(calibrate_engine.engine)
 app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
 app.add_typer(calibrate_app, name="calibrate", help="Time kernels, fit the cost model, report residuals.")
 

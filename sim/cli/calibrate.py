@@ -7,6 +7,7 @@ Bad input raises `InputError`: one line on stderr, exit status 2.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -39,6 +40,8 @@ def _load_profile(name_or_path: str) -> HardwareProfile:
 def _check_out(out: Path) -> None:
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out", str(out), "a path ending in .yaml or .yml")
+    if out.is_dir():
+        raise InputError("--out", str(out), "is a folder; give the path of the profile YAML to write")
 
 
 NoTablesOpt = Annotated[
@@ -104,7 +107,7 @@ def run_command(
     quick: Annotated[bool, typer.Option("--quick", help="A few points per axis (CPU: a toy model).")] = False,
     base: Annotated[str, typer.Option("--base", help="Base profile: bundled name or YAML.")] = "h200",
     model: Annotated[list[str] | None, typer.Option("--model", help="Model spec(s) to time.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16 or fp32.")] = "bf16",
+    dtype: Annotated[str, typer.Option("--dtype", help="bf16, fp16, fp32 or fp8 (GEMMs only).")] = "bf16",
     time_budget_s: Annotated[
         float | None, typer.Option("--time-budget-s", help="Stop starting new points after this.")
     ] = None,
@@ -113,6 +116,8 @@ def run_command(
 ) -> None:
     """Time kernels on this machine, write OUT's measurements CSV next to it, fit, write OUT."""
     _check_out(out)
+    if time_budget_s is not None and not (math.isfinite(time_budget_s) and time_budget_s > 0):
+        raise InputError("--time-budget-s", None, f"must be a finite number of seconds > 0; got {time_budget_s}")
     _load_profile(base)  # a bad --base fails before minutes of timing
     try:
         from calibrate.runner import run_calibration, write_measurements
@@ -121,7 +126,10 @@ def run_command(
     from sim.model import load_model
 
     specs = [load_model(name) for name in (model or ["llama-3-8b"])]
-    frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s)
+    from sim.cli.common import StageProgress
+
+    with StageProgress(enabled=not as_json) as progress:
+        frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s, progress=progress)
     csv_path = write_measurements(frame, out.with_name(f"{out.stem}.measurements.csv"))
     typer.echo(f"wrote {csv_path} ({len(frame)} measurements)", err=True)
     _fit_and_write([(csv_path, frame)], base, out, as_json, tables=not no_tables)

@@ -12,7 +12,7 @@ from rich.table import Table
 from sim.cli.errors import OneLineErrors
 from sim.output import json_text
 
-console = Console()
+console = Console() if Console().is_terminal else Console(width=140)  # pipes and logs: wide enough for the tables
 
 
 def new_app(**settings: Any) -> typer.Typer:

@@ -54,10 +54,11 @@ def plan(
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
 ) -> None:
-    """Size a cluster for the workload's real traffic and verify it: per hardware x TP x policy (x searched
-    knobs), the highest rate one replica sustains on the workload's busiest stretch; replicas, GPUs and cost
-    for the target rate; then the cheapest clusters replay the WHOLE workload at the target rate, adding
-    (or removing) replicas until the SLOs hold. Recommends the cheapest verified cluster.
+    """Size a cluster for the workload's real traffic, verify it on the whole workload, recommend the cheapest.
+
+    Per hardware x TP x policy (x --search knobs): the highest rate one replica sustains on the workload's
+    busiest stretch; replicas, GPUs and cost for the target rate; then the cheapest clusters replay the WHOLE
+    workload at the target rate, adding (or removing) replicas until the SLOs hold.
 
     Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --goodput finished.
 
@@ -68,6 +69,9 @@ def plan(
 
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
     wall_time_start_s = time.monotonic()  # reported only
+    for flag, value in (("--workers", workers), ("--top", top)):
+        if value < 1:
+            raise InputError(flag, None, f"must be at least 1; got {value}")
     slo_spec = parse_slo(slo or [], goodput)
     base = resolve_seed(load_config(config, {"model": model, "seed": seed}), workload, workload_format)
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")

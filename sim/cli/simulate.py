@@ -12,9 +12,14 @@ from sim.cli.common import console, print_json, print_table
 from sim.cli.feature_facts import feature_facts
 from sim.config import load_config
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE, load_run_workload, resolve_seed, run
+from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
+from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
+from sim.summary import parse_percentiles
+from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
+NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
+              "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty")
 
 
 def _opt(help_text: str, *names: str):
@@ -48,7 +53,12 @@ class _LazyProgress:
 def simulate(
     trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
     trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),
+    bench: str = _opt("benchmark workload instead of --trace: 'batch=8,isl=32,osl=128' (fixed batch), "
+                      "'requests=1000,isl=128,osl=128' (infinite rate), add 'concurrency=32[,think_s=..,think_cv=..,"
+                      "jitter=..]' for a closed loop", "--bench"),
     config: Path = _opt("config YAML (keys = these flags with underscores)", "--config", "-c"),
+    engine: str = _opt("engine preset: vllm | sglang | trtllm | lmdeploy | a YAML path (any flag overrides it)",
+                       "--engine", "-e"),
     model: str = _opt("bundled model name or YAML/config.json path [llama-3-8b]", "--model", "-m"),
     hardware: str = _opt("bundled profile name or YAML path [h100-sxm]", "--hardware", "-H"),
     policy: str = _opt("static | continuous | chunked | radix [continuous]", "--policy", "-p"),
@@ -56,8 +66,9 @@ def simulate(
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),
-    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--weight-dtype"),
-    kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16]", "--kv-dtype"),
+    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 | int4 (weight-only) | fp4 [bf16]", "--weight-dtype"),
+    kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16; a preset's default for quantized weights]",
+                         "--kv-dtype"),
     max_num_seqs: int = _opt("vLLM max_num_seqs [256]", "--max-num-seqs"),
     max_num_batched_tokens: int = _opt("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
     block_size: int = _opt("KV block size in tokens [16]", "--block-size"),
@@ -65,7 +76,13 @@ def simulate(
     max_model_len: int = _opt("context limit [model's max_position_embeddings]", "--max-model-len"),
     swap_space: float = _opt("GiB of host memory per GPU for swapped KV [4]", "--swap-space"),
     num_gpu_blocks_override: int = _opt("pin the number of KV blocks", "--num-gpu-blocks-override"),
-    chunk_size: int = _opt("chunked/radix token budget per step [512]", "--chunk-size"),
+    chunk_size: int = _opt("chunked/radix: cap on ONE request's prompt chunk per step [none]; the step budget "
+                           "is --max-num-batched-tokens", "--chunk-size"),
+    num_scheduler_steps: int = _opt("vLLM multi-step scheduling: decode steps per schedule [preset / 1]",
+                                    "--num-scheduler-steps"),
+    enforce_eager: bool = typer.Option(None, "--enforce-eager/--cuda-graphs", show_default=False,
+                                       help="disable / keep the preset's CUDA graphs (batch padding)"),
+    allreduce_kind: str = _opt("nccl | custom [preset / nccl]", "--allreduce"),
     preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
     radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),
@@ -91,33 +108,60 @@ def simulate(
     kv_transfer_latency_us: float = _opt("disaggregated: KV link latency [from the profiles]",
                                          "--kv-transfer-latency-us"),
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
+    qps: float = _opt("Poisson arrivals at this many req/s (the trace's lengths, in order)", "--qps", "--rate"),
     max_requests: int = _opt("replay only the first N requests", "--max-requests"),
+    slo: list[str] = typer.Option(None, "--slo", show_default=False,
+                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: "
+                                       "goodput and attainment in the summary"),
+    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    percentiles: str = _opt("latency percentiles to report, e.g. 50,90,95,99 [50,90,99]", "--percentiles"),
+    csv: Path = _opt("also write one row per request to this CSV file", "--csv"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
     out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
+    uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
+                                    help="also run N perturbed replays; summary.json gains p10/p50/p90 `intervals`"),
 ) -> None:
-    """Replay a trace through a scheduler policy on simulated GPUs."""
-    overrides = {k: v for k, v in locals().items() if k not in ("trace", "trace_format", "config", "rate_scale",
-                                                             "max_requests", "out", "as_json", "record_steps")}
+    """Replay a trace through a scheduler policy on simulated GPUs.
+
+    Files hold seconds (`*_s`) and the latency statistics again in milliseconds (`*_ms`); tables show ms."""
+    overrides = {k: v for k, v in locals().items() if k not in NOT_CONFIG}
     overrides["record_steps"] = record_steps or None
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
+    wanted = parse_percentiles(percentiles)
+    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    if slo_spec is not None:
+        overrides["slo"] = slo_spec.per_request_limits_s()
     _feature_overrides(overrides)
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
-    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed)
-    progress = _LazyProgress(enabled=not as_json)
+    if bench is not None:
+        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps:
+            raise InputError("--bench", None, "replaces the workload: do not combine with --trace, --format, "
+                                              "--rate-scale, --qps or --max-requests")
+        workload = bench_workload(bench)
+    else:
+        workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed, qps)
+    progress = _LazyProgress(enabled=not as_json and console.is_terminal)
+    resample = None
+    if uncertainty is not None and bench is None and (qps is not None or is_synthetic(trace, trace_format)):
+        def resample(seed: int):
+            return load_run_workload(trace, trace_format, rate_scale, max_requests, seed, qps)
     try:
-        output = run(cfg, workload, out, progress)
+        output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv)
     finally:
         progress.close()
     if as_json:
         print_json(output.summary)
         return
     print_summary(output.summary)
+    print_intervals(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
+    if csv is not None:
+        console.print(f"wrote {csv}")
 
 
 def _feature_overrides(overrides: dict) -> None:
@@ -145,10 +189,11 @@ def print_summary(summary: dict) -> None:
             f"{summary['n_rejected']} rejected | {summary['sim_duration_s']:.1f} s simulated in "
             f"{summary['wall_time_s']:.2f} s")
     rows = []
+    columns = list(summary["ttft_s"])
     for key in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_delay_s"):
         stats = summary[key]
-        rows.append([key[:-2] + " (ms)"] + [_ms(stats[p]) for p in ("mean", "p50", "p90", "p99", "max")])
-    print_table(head, ["latency", "mean", "p50", "p90", "p99", "max"], rows)
+        rows.append([key[:-2] + " (ms)"] + [_ms(stats[p]) for p in columns])
+    print_table(head, ["latency", *columns], rows)
     facts = [
         ["throughput", f"{summary['request_throughput']:.2f} req/s, {summary['output_throughput_tok_s']:.0f} "
                        f"output tok/s, {summary['input_throughput_tok_s']:.0f} input tok/s"],
@@ -158,9 +203,30 @@ def print_summary(summary: dict) -> None:
         ["prefix hit rate", f"{summary['prefix_hit_rate']:.1%} ({summary['evicted_blocks']} blocks evicted)"],
     ]
     if summary.get("goodput"):
-        facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs"])
+        facts.append(["goodput", f"{summary['goodput']['fraction']:.1%} of requests meet the SLOs "
+                                 f"({summary['goodput']['request_throughput']:.2f} req/s)"])
+    report = summary.get("slo_attainment")
+    if report:
+        for key, item in report["per_slo"].items():
+            facts.append([f"SLO {key} <= {item['limit_ms']:g} ms",
+                          f"{_ms(item['value_s'])} ms, {'met' if item['met'] else 'MISSED'}; "
+                          f"{item['attainment']:.1%} of requests within"])
+        facts.append(["SLOs met", "yes" if report["met"] else "no"])
     facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
+
+
+def print_intervals(summary: dict) -> None:
+    """p10-p90 bands of the perturbed replays (when --uncertainty ran) and what is extrapolated."""
+    bands = summary.get("intervals")
+    if bands:
+        rows = [[key[:-2] + " p50/p99 (ms)"] + [f"{_ms(bands[key][s]['p10'])}-{_ms(bands[key][s]['p90'])}"
+                                                 for s in ("p50", "p99")] for key in ("ttft_s", "tpot_s", "e2e_s")]
+        tput = bands["request_throughput"]
+        rows.append(["throughput (req/s)", f"{tput['p10']:.2f}-{tput['p90']:.2f}", ""])
+        print_table(f"p10-p90 over {bands['n_replays']} perturbed replays", ["", "p50", "p99"], rows)
+    for reason in summary.get("extrapolating") or []:
+        console.print(f"extrapolating: {reason}")
 
 
 def _ms(value) -> str:

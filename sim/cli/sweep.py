@@ -10,14 +10,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sim.cli.common import console, print_table
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
+from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
 from sim.sweep.backends import make_backend
 from sim.sweep.grid import expand, load_base, parse_grid
 from sim.sweep.runner import SweepOutcome, run_sweep
+from sim.sweep.slo import add_slo_columns, sort_best_first
 from sim.workload.load import spec_seed
 
-TABLE_METRICS = {"request_throughput": "req/s", "ttft_s_p99": "P99 TTFT (ms)", "tpot_s_p99": "P99 TPOT (ms)",
-                 "n_finished": "finished"}
+TABLE_METRICS = {"request_throughput": "req/s", "goodput_request_throughput": "good req/s",
+                 "goodput_fraction": "in SLO", "ttft_s_p99": "P99 TTFT (ms)", "tpot_s_p99": "P99 TPOT (ms)",
+                 "meets_slo": "meets SLOs"}
 MS_METRICS = ("ttft_s_p99", "tpot_s_p99")
+PERCENT_METRICS = ("goodput_fraction",)
 MAX_TABLE_ROWS = 20
 
 
@@ -34,6 +38,13 @@ def sweep(
     address: str = typer.Option(None, "--address", show_default=False, help="ray: address of a running cluster"),
     out: Path = typer.Option(Path("sweep_results"), "--out", "-o", help="results.parquet, parts/ and plots go here"),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="write the standard PNG figures"),
+    slo: list[str] = typer.Option(None, "--slo", show_default=False,
+                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: goodput, "
+                                       "SLO verdict per point, table sorted by goodput"),
+    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    objective: str = typer.Option(None, "--objective", show_default=False,
+                                  help="result column to sort by, best first [goodput_request_throughput with "
+                                       "--slo, else request_throughput]"),
 ) -> None:
     """Run every combination of the --grid values over a base config, in parallel.
 
@@ -43,6 +54,9 @@ def sweep(
     """
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)
+    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    if slo_spec is not None:
+        engine_base["slo"] = slo_spec.per_request_limits_s()
     if trace is not None:
         workload_base["trace"] = trace
     if max_requests is not None:
@@ -56,18 +70,23 @@ def sweep(
     points = expand(engine_base, workload_base, grid_values)
     runner = make_backend(backend, workers, address)
     outcome = _run_with_progress(points, list(grid_values), out, runner)
-    _print_outcome(outcome, list(grid_values))
+    if slo_spec is not None:
+        outcome.frame = add_slo_columns(outcome.frame, slo_spec)
+    ranked = sort_best_first(outcome.frame, objective or ("goodput_request_throughput" if slo_spec else
+                                                          "request_throughput"))
+    _print_outcome(outcome, ranked, list(grid_values))
     if plots:
         from sim.sweep.plots import plot_sweep  # matplotlib only when drawing
 
-        figures = plot_sweep(outcome.frame, grid_values, outcome.out_dir)
+        figures = plot_sweep(outcome.frame, grid_values, outcome.out_dir, slo_spec)
         if figures:
             console.print(f"plots: {', '.join(p.name for p in figures)}")
 
 
 def _run_with_progress(points, grid_keys: list[str], out: Path, runner) -> SweepOutcome:
     bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
-                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True)
+                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
+                   disable=not console.is_terminal)
     task = None
 
     def on_start(n_to_run: int, n_skipped: int) -> None:
@@ -84,14 +103,14 @@ def _run_with_progress(points, grid_keys: list[str], out: Path, runner) -> Sweep
         raise typer.Exit(code=130) from None
 
 
-def _print_outcome(outcome: SweepOutcome, grid_keys: list[str]) -> None:
-    frame = outcome.frame
+def _print_outcome(outcome: SweepOutcome, frame, grid_keys: list[str]) -> None:
+    """The table of this grid's points, best first."""
     columns = grid_keys + [m for m in TABLE_METRICS if m in frame.columns]
     rows = []
     for record in frame.head(MAX_TABLE_ROWS).to_dict("records"):
         rows.append([_cell(record[c], c) for c in columns])
     headers = grid_keys + [TABLE_METRICS[m] for m in TABLE_METRICS if m in frame.columns]
-    title = (f"sweep: {outcome.n_points} points ({outcome.n_ran} run now, {outcome.n_skipped} from before)"
+    title = (f"sweep: {outcome.n_points} points ({outcome.n_ran} run now, {outcome.n_skipped} from before), best first"
              + (f"; first {MAX_TABLE_ROWS} shown" if len(frame) > MAX_TABLE_ROWS else ""))
     print_table(title, headers, rows)
     console.print(f"wrote {outcome.out_dir / 'results.parquet'}")
@@ -102,6 +121,8 @@ def _cell(value, column: str) -> str:
         return "-"
     if column in MS_METRICS:
         return f"{value * 1e3:.1f}"
+    if column in PERCENT_METRICS:
+        return f"{value:.1%}"
     if isinstance(value, float):
         return f"{value:.3g}"
     return str(value)

@@ -89,8 +89,20 @@ def sample_command(
     """Generate the requests of SPEC and write them as canonical JSONL."""
     if not out.parent.is_dir():
         raise InputError("--out", None, f"folder {out.parent} does not exist")
+    if out.is_dir():
+        raise InputError("--out", None, f"{out} is a folder; give the path of the JSONL file to write")
     workload = load_workload(spec, strict=strict, seed=seed)
     n_rows = write_canonical_jsonl(workload, out)
     closed = isinstance(workload, ClosedLoop)
     note = " (closed loop: the request pool; concurrency stays in the spec)" if closed else ""
     typer.echo(f"wrote {n_rows:,} requests to {out}{note}")
+
+
+@workload_app.command("schema")
+def schema_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON Schema instead of the page.")] = False,
+) -> None:
+    """The workload spec YAML reference: every key, its type, default and allowed range."""
+    from sim.workload.schema_doc import json_schema, markdown
+
+    typer.echo(json.dumps(json_schema(), indent=2) if as_json else markdown(), nl=False)

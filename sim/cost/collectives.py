@@ -33,7 +33,7 @@ def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridg
         if coll is None or not coll.nvlink_bridge:
             raise InputError(hw.name, "collectives.nvlink_bridge", "bridge numbers in the profile to model a bridge")
         if tp != 2:
-            raise InputError("nvlink_bridge", tp, "tp 2 (a bridge joins a pair of cards)")
+            raise InputError("nvlink_bridge", None, f"tp 2: a bridge joins a pair of cards (got tp {tp})")
         return coll.nvlink_bridge.get(kind) or coll.nvlink_bridge.get("nccl")
     if coll is None or tp < 2:
         return None

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from sim.cost.model import CostModel
 
 
+SCALAR_MAX_SEQS = 16  # steps of at most this many sequences take the plain-Python path
+
+
 class HotPath:
     def __init__(self, cost: CostModel):
         eff, model = cost.eff, cost.model
@@ -46,6 +49,8 @@ class HotPath:
 
     def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
         """Total time of one step of sequences bringing `new_tokens` over `cached_tokens`."""
+        if new_tokens.shape[0] <= SCALAR_MAX_SEQS:
+            return self.step_time_s_scalar(new_tokens.tolist(), cached_tokens.tolist(), n_sampled)
         q = new_tokens
         c = cached_tokens
         size = self.block_size
@@ -68,39 +73,113 @@ class HotPath:
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 
+    def step_time_s_scalar(self, new_tokens: list[int], cached_tokens: list[int], n_sampled: int) -> float:
+        """`step_time_s` in plain Python for a few sequences (an array operation costs as much as
+        a Python loop over ~10 items). Same value bit for bit: the sums are of integers and
+        half-integers, which floats hold exactly, whatever the order."""
+        size = self.block_size
+        n_tokens = n_decode = context_d = kv_d = kv_p = tokens_p = 0
+        pairs_p = 0.0
+        for q, c in zip(new_tokens, cached_tokens):
+            n_tokens += q
+            if q == 1:
+                n_decode += 1
+                context_d += c
+                kv_d += -(-(c + 1) // size) * size
+            elif q > 1:
+                pairs_p += q * (c + 0.5 * q)
+                kv_p += -(-(c + q) // size) * size
+                tokens_p += q
+        prefill_s = self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw) if tokens_p else 0.0
+        decode_s = self._attention_s(float(context_d) + 0.5 * n_decode, float(kv_d), n_decode, self.kv_bw)
+        layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
+        return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
+
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """(times, KV tokens in whole blocks) of n_steps consecutive decode steps in which each
-        sequence gains one token; the second array is what the block pool holds at each step."""
+        sequence gains one token; the second array is what the block pool holds at each step.
+
+        Every array operation here costs ~0.5 us whatever its length and a replay makes tens of
+        thousands of runs of ~10 steps, so the formulas are arranged to take few operations;
+        the values are those of `_blend` over the same quantities, bit for bit (integer-valued
+        floats are exact, and x / x == 1 and 1 ** p == 1 exactly)."""
         n = contexts.shape[0]
         if n == 0:
             return np.full(n_steps, self.overhead_s), np.zeros(n_steps)
-        size = self.block_size
-        steps = np.arange(n_steps, dtype=np.float64)
-        pairs = float(contexts.sum()) + n * (steps + 0.5)
-        kv_tokens = whole_block_tokens_per_step(contexts, n_steps, size)
-        t_compute = pairs * self.pair_s
-        t_memory = (kv_tokens * self.kv_token_bytes + n * self.io_token_bytes) / self.kv_bw
-        # roofline.blend inlined: its general guards cost ~5% of a whole replay on this path (n > 0 here)
+        total = int(contexts.sum())
+        kv_tokens = whole_block_tokens_per_step(contexts, n_steps, self.block_size, total)
+        t_compute = (float(total) + n * _half_steps(n_steps)) * self.pair_s  # pairs: sum_j (c_j + s + 0.5)
+        t_memory = kv_tokens * self.kv_token_bytes
+        t_memory += n * self.io_token_bytes
+        t_memory /= self.kv_bw
         if math.isinf(self.p):
             attention = np.maximum(t_compute, t_memory)
-        else:
+        else:  # top * ((t_c / top) ** p + (t_m / top) ** p) ** (1 / p), one of the two ratios being 1
             top = np.maximum(t_compute, t_memory)
-            attention = top * ((t_compute / top) ** self.p + (t_memory / top) ** self.p) ** (1.0 / self.p)
+            ratio = np.minimum(t_compute, t_memory, out=t_compute)
+            ratio /= top
+            ratio **= self.p
+            ratio += 1.0
+            ratio **= 1.0 / self.p
+            attention = np.multiply(top, ratio, out=top)
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
-        return self.n_layers * (attention + self.launch_s) + fixed_s, kv_tokens
+        attention += self.launch_s
+        attention *= self.n_layers
+        attention += fixed_s
+        return attention, kv_tokens
 
 
-def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int) -> np.ndarray:
+_HALF_STEPS = np.arange(4096, dtype=np.float64) + 0.5
+
+
+def _half_steps(n_steps: int) -> np.ndarray:
+    """[0.5, 1.5, ..., n_steps - 0.5] (a view of a shared table; do not mutate)."""
+    global _HALF_STEPS
+    if n_steps > _HALF_STEPS.shape[0]:
+        _HALF_STEPS = np.arange(2 * n_steps, dtype=np.float64) + 0.5
+    return _HALF_STEPS[:n_steps]
+
+
+def residue_counts(contexts: np.ndarray, block_size: int) -> tuple[np.ndarray, int]:
+    """(how many sequences are r tokens short of a whole block, for r = 0..B-1; blocks held).
+
+    A sequence with c cached tokens holds ceil(c / B) blocks and is r = (-c) mod B tokens short
+    of filling them: it takes a new block at decode steps s = r, r + B, r + 2B, ... (0-based)."""
+    residues = (-contexts) % block_size
+    held = (int(contexts.sum()) + int(residues.sum())) // block_size
+    return np.bincount(residues, minlength=block_size), held
+
+
+def blocks_for_steps(counts: list[int], n_seqs: int, n_steps: int) -> int:
+    """Extra blocks n_steps decode steps take, from `residue_counts` (as a list): every B steps
+    each sequence takes one, and the first n_steps mod B steps take those with residue below it."""
+    whole, part = divmod(n_steps, len(counts))
+    return whole * n_seqs + sum(counts[:part])
+
+
+def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int,
+                                total_tokens: int | None = None) -> np.ndarray:
     """KV tokens read per decode step, in whole blocks: sum_j ceil((c_j + s + 1) / B) * B for
-    s = 0..n_steps-1. Sequence j needs one more block at every step s >= 1 with (c_j + s) % B == 0,
-    so the crossings of step s are the number of sequences with residue (-c_j) mod B == s mod B."""
-    base_blocks = float((-(-(contexts + 1) // block_size)).sum())
-    if n_steps == 1:
-        return np.array([base_blocks * block_size])
-    per_residue = np.bincount((-contexts) % block_size, minlength=block_size).astype(np.float64)
-    if n_steps <= block_size:  # crossings[s] = per_residue[s % B]
-        crossings = per_residue[:n_steps].copy()
-    else:
-        crossings = np.tile(per_residue, n_steps // block_size + 1)[:n_steps]
-    crossings[0] = 0.0
-    return (base_blocks + np.cumsum(crossings)) * block_size
+    s = 0..n_steps-1, i.e. (blocks held + blocks taken by steps 0..s) * B (see `residue_counts`).
+    `total_tokens` (sum of contexts) may be passed when already known."""
+    residues = (-contexts) % block_size
+    total = int(contexts.sum()) if total_tokens is None else total_tokens
+    held = (total + int(residues.sum())) // block_size
+    counts = np.bincount(residues, minlength=block_size)
+    taken_per_step = counts[:n_steps] if n_steps <= block_size else counts[_cyclic_index(n_steps, block_size)]
+    taken = np.cumsum(taken_per_step, dtype=np.float64)
+    taken += held
+    taken *= block_size
+    return taken
+
+
+_CYCLIC: dict[int, np.ndarray] = {}
+
+
+def _cyclic_index(n_steps: int, block_size: int) -> np.ndarray:
+    """[0, 1, ..., B-1, 0, 1, ...] of length n_steps (a view of a shared table; do not mutate)."""
+    index = _CYCLIC.get(block_size)
+    if index is None or index.shape[0] < n_steps:
+        index = np.arange(max(n_steps, 4096)) % block_size
+        _CYCLIC[block_size] = index
+    return index[:n_steps]

@@ -18,7 +18,7 @@ from sim.cost.hot import HotPath
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
 from sim.cost.tables import gemm_tables
-from sim.dtypes import bytes_per_element, peak_key
+from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
 from sim.errors import InputError
 from sim.hardware import HardwareProfile
 from sim.model import ModelSpec
@@ -83,21 +83,29 @@ class CostModel:
         allreduce_kind: str = "nccl",
         nvlink_bridge: bool = False,
         time_scale: dict[str, float] | None = None,
+        step_overhead_s: float | None = None,
     ):
+        """`step_overhead_s`: a constant added to every step. None keeps the hardware profile's
+        legacy `efficiency.step_overhead_us`; an engine preset passes 0 and prices the engine's CPU
+        work itself (`sim.engines.overhead.EngineCost`)."""
         model.check_tp(tp)
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
         self.eff = hw.efficiency
         self.weight_bytes_el = bytes_per_element(weight_dtype, "--weight-dtype")
-        self.kv_bytes_el = bytes_per_element(kv_dtype, "--kv-dtype")
+        self.kv_bytes_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
         self.act_bytes_el = bytes_per_element(act_dtype, "--act-dtype")
-        self.peak_flops = hw.peak_flops(peak_key(weight_dtype, "--weight-dtype"))
+        # weight-only formats (int4 AWQ/GPTQ) run bf16 math, stretched by their dequantization work
+        self.peak_flops = (hw.peak_flops(peak_key(weight_dtype, "--weight-dtype"))
+                           / dequant_compute_factor(weight_dtype, "--weight-dtype"))
+        self.weight_dtype, self.kv_dtype = weight_dtype, kv_dtype
         self.attn_peak_flops = hw.peak_flops(peak_key(act_dtype, "--act-dtype"))
         self.bandwidth = hw.hbm_bandwidth_bytes_s
         self.q_heads_gpu = model.n_heads // tp
         self.kv_heads_gpu = model.kv_heads_per_gpu(tp)
         self.kv_bytes_per_token_layer_gpu = 2 * self.kv_heads_gpu * model.head_dim * self.kv_bytes_el
         self.time_scale = _checked_scale(time_scale)
-        self.overhead_s = self.eff.step_overhead_us * 1e-6 * self.time_scale["overhead"]
+        base_overhead_s = self.eff.step_overhead_us * 1e-6 if step_overhead_s is None else step_overhead_s
+        self.overhead_s = base_overhead_s * self.time_scale["overhead"]
         # Attention time scales as 1/rate: dividing both rates by the factor scales the blend.
         self.attn_peak_flops /= self.time_scale["attention"]
         self._paged_eff = self.eff.paged_efficiency(block_size) / self.time_scale["attention"]
@@ -188,7 +196,10 @@ class CostModel:
         )
         bytes_ = tokens * width * self.act_bytes_el
         e_mem = self.eff.elementwise_memory or self.eff.memory
-        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, e_mem, self.eff, 5)
+        fixed_us = self.eff.elementwise_fixed_us
+        n_launches = 5 if fixed_us is None else 0
+        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, e_mem, self.eff, n_launches)
+        time = time + (fixed_us or 0.0) * 1e-6
         time = time * self.time_scale["elementwise"]
         return ("elementwise", np.where(tokens > 0, time, 0.0), np.zeros_like(tokens), bytes_,
                 np.full(tokens.shape, "memory"))

@@ -96,20 +96,22 @@ class _Pool:
                 raise RuntimeError(f"{self.name}: incref of free block {block}")
             refcounts[block] += 1
 
-    def decref(self, blocks) -> int:
+    def decref(self, blocks, distinct: bool = False) -> int:
         """Drop one reference per listed block (in order); freed ids go on the reuse stack in
-        that order, so the last listed is reused first."""
+        that order, so the last listed is reused first. `distinct`: the caller knows no id repeats
+        (a block table), which lets a long list skip that check."""
         if not isinstance(blocks, list):
             blocks = list(blocks)
-        if len(blocks) >= self.VECTOR_MIN and len(set(blocks)) == len(blocks):
-            index = np.asarray(blocks, dtype=np.int64)
-            counts = self.refcounts[index] - 1
-            if (counts < 0).any():
+        if len(blocks) >= self.VECTOR_MIN and (distinct or len(set(blocks)) == len(blocks)):
+            index = np.array(blocks, dtype=np.int64)
+            counts = self.refcounts[index]
+            counts -= 1
+            if counts.min() < 0:
                 raise RuntimeError(f"{self.name}: decref of a free block")
             self.refcounts[index] = counts
-            now_free = index[counts == 0]
-            self.freed.extend(now_free.tolist())
-            return int(now_free.shape[0])
+            now_free = index[counts == 0].tolist()
+            self.freed.extend(now_free)
+            return len(now_free)
         refcounts, freed = self.refcounts, self.freed
         n_freed = 0
         for block in blocks:
@@ -221,18 +223,36 @@ class BlockManager:
     def grow_many(self, req_ids, n_tokens) -> int:
         """`grow` for several requests at once, from one pool allocation (the decode hot path).
         NoFreeBlocks (nothing changed) if the GPU is short. Returns the number of new blocks."""
-        needs = [self.blocks_needed(r, n) for r, n in zip(req_ids, n_tokens)]
-        total = sum(needs)
+        size, tables = self.block_size, self._tables
+        needs = [-(-n // size) - len(tables.get(r, ())) for r, n in zip(req_ids, n_tokens)]
+        return self.grow_by(list(req_ids), [max(need, 0) for need in needs])
+
+    def grow_by(self, req_ids: list[int], n_new: int | list[int]) -> int:
+        """Add `n_new` blocks (one count for all, or one per request) to each listed table, from
+        one pool allocation handed out in list order (the decode hot path). NoFreeBlocks (nothing
+        changed) if the GPU is short. Returns the number of new blocks."""
+        counts = [n_new] * len(req_ids) if isinstance(n_new, int) else n_new
+        total = sum(counts)
         if not total:
             return 0
-        for r in req_ids:
-            self._require_resident(r)
+        swapped = self._swapped
+        if swapped:
+            for r in req_ids:
+                self._require_resident(r)
         new_blocks = self._gpu.allocate(total)
+        tables = self._tables
+        if n_new == 1:  # one each
+            for r, block in zip(req_ids, new_blocks):
+                table = tables.get(r)
+                if table is None:
+                    tables[r] = [block]
+                else:
+                    table.append(block)
+            return total
         start = 0
-        for r, need in zip(req_ids, needs):
+        for r, need in zip(req_ids, counts):
             if need:
-                table = self._tables.setdefault(r, [])
-                table.extend(new_blocks[start : start + need])
+                tables.setdefault(r, []).extend(new_blocks[start : start + need])
                 start += need
         return total
 
@@ -273,11 +293,11 @@ class BlockManager:
         """Drop the request's references (GPU or CPU) and forget it; returns GPU blocks freed."""
         cpu_blocks = self._swapped.pop(req_id, None)
         if cpu_blocks is not None:
-            self._cpu.decref(reversed(cpu_blocks))
+            self._cpu.decref(cpu_blocks[::-1], distinct=True)
         table = self._tables.pop(req_id, None)
         if not table:
             return 0
-        return self._gpu.decref(reversed(table))
+        return self._gpu.decref(table[::-1], distinct=True)
 
     # ---- swap -------------------------------------------------------------------------------
     def n_swapped_blocks(self, req_id: int) -> int:
@@ -297,7 +317,7 @@ class BlockManager:
         table = self._tables.get(req_id, [])
         cpu_blocks = self._cpu.allocate(len(table))
         self._tables.pop(req_id, None)
-        self._gpu.decref(reversed(table))
+        self._gpu.decref(table[::-1], distinct=True)
         self._swapped[req_id] = cpu_blocks
         self.n_swapped_out_blocks += len(table)
         return len(table)
@@ -312,7 +332,7 @@ class BlockManager:
             raise RuntimeError(f"request {req_id} is not swapped out")
         gpu_blocks = self._gpu.allocate(len(cpu_blocks))
         del self._swapped[req_id]
-        self._cpu.decref(reversed(cpu_blocks))
+        self._cpu.decref(cpu_blocks[::-1], distinct=True)
         self._tables[req_id] = gpu_blocks
         self.n_swapped_in_blocks += len(gpu_blocks)
         return len(gpu_blocks)

@@ -139,7 +139,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i]))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
     if settings.verify:
-        verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress, mean_output_tokens)
+        peak = piece.peak_to_mean if settings.sizing == "busiest" else 1.0
+        verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress, mean_output_tokens, peak)
     rows.sort(key=lambda r: (r.get("verified") is False, *_row_order(r)))
     recommended = _recommend(rows, settings.verify, target_qps)
     return {
@@ -156,9 +157,15 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     }
 
 
+def _burst_guess(row: dict, target_qps: float, peak_to_mean: float) -> int:
+    """Replicas if each one carried its busiest-slice rate all the time (the slice is sized for the
+    workload's peak; its replicas do not all see that peak at once): where verification starts."""
+    return max(1, math.ceil(target_qps / (row["max_qps_per_replica"] * max(peak_to_mean, 1.0)) - 1e-9))
+
+
 def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Trace, target_qps: float,
                     slo: PlanSLO, settings: SearchSettings, backend, progress: Progress | None,
-                    mean_output_tokens: float) -> None:
+                    mean_output_tokens: float, peak: float = 1.0) -> None:
     """Verify rows (cheapest estimate first) in rounds of `verify_batch` while an unverified row's
     estimate is below the cheapest verified cost; mutates each verified row: `verified`,
     `verification` (every run), `replicas_estimated`, and replicas/GPUs/cost as verified."""
@@ -166,8 +173,8 @@ def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Tr
     while next_row < len(rows) and next_row < settings.max_verified and rows[next_row]["cost_per_hour_usd"] < best_cost:
         batch = [i for i in range(next_row, min(next_row + settings.verify_batch, settings.max_verified, len(rows)))
                  if rows[i]["cost_per_hour_usd"] < best_cost]
-        tasks = [(VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs), trace,
-                  target_qps, slo) for i in batch]
+        tasks = [(VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs,
+                             _burst_guess(rows[i], target_qps, peak)), trace, target_qps, slo) for i in batch]
         for i, runs in zip(batch, run_on(backend, verify_candidate, tasks, progress, "verifying on the whole workload"),
                            strict=True):
             row = rows[i]

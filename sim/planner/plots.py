@@ -65,6 +65,7 @@ def latency_figure(plan: dict) -> Figure:
         ax.axhline(limit_s * 1e3, color="crimson", linestyle="--", linewidth=1, label=f"SLO {key} {limit_s * 1e3:g} ms")
         if best is not None:
             _mark_operating_point(ax, plan, best, key)
+            ax.set_xlim(left=plan["target_qps"] / best["replicas"] / 16)  # the search floor would squash the rest
         ax.set(xscale="log", yscale="log", xlabel="arrival rate per replica (req/s)", ylabel=f"{_title(key)} (ms)",
                title=f"{_title(key)} vs rate per replica, {plan['model']}")
         _plain_log_ticks(ax)
@@ -110,8 +111,8 @@ def cost_figure(plan: dict) -> Figure:
     colors = [RECOMMENDED_COLOR if best is not None and _label(r) == _label(best) else
               ("tab:gray" if r.get("verified") else "lightgray") for r in rows]
     ax.barh(labels[::-1], [r["cost_per_hour_usd"] for r in rows][::-1], color=colors[::-1])
-    ax.set(xlabel="cost ($ per hour)", title=f"cost at {plan['target_qps']:g} req/s (green: recommended; "
-                                             f"light: estimate, not verified)")
+    ax.set(xlabel="cost ($ per hour)",
+           title=f"cluster cost at {plan['target_qps']:g} req/s\n(green: recommended; dark: verified; light: estimate)")
     ax.tick_params(axis="y", labelsize=7)
     ax.ticklabel_format(axis="x", useOffset=False, style="plain")
     return fig

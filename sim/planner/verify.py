@@ -23,11 +23,13 @@ P99_KEYS = ("ttft", "tpot", "e2e")
 
 @dataclass(frozen=True)
 class VerifyTask:
-    """One candidate's verification: start at `replicas`, add one at a time, at most `max_runs` runs."""
+    """One candidate's verification. `replicas`: the estimate from the busiest slice; `first_guess`:
+    where to start (e.g. the estimate scaled by the burst height, usually lower); at most `max_runs`."""
 
     cfg: EngineConfig  # one replica of the candidate (replicas is set per run)
     replicas: int
     max_runs: int
+    first_guess: int | None = None
 
 
 def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO) -> dict:
@@ -52,18 +54,45 @@ def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps:
 
 
 def verify_candidate(task: VerifyTask, trace: Trace, target_qps: float, slo: PlanSLO) -> list[dict]:
-    """Whole-workload runs around the estimate `task.replicas`: while failing, one replica more
-    each time; once the first run passes, one fewer each time while that still passes (the estimate
-    from the busiest slice may be generous). At most `task.max_runs` runs; returns every run in
-    order. The verified size is `verified_replicas(runs)`."""
-    runs = [verification_run(task.cfg, trace, task.replicas, target_qps, slo)]
-    step = -1 if runs[0]["passes"] else 1
-    while len(runs) < task.max_runs:
-        replicas = runs[-1]["replicas"] + step
-        if replicas < 1 or (step < 0 and not runs[-1]["passes"]) or (step > 0 and runs[-1]["passes"]):
-            break
-        runs.append(verification_run(task.cfg, trace, replicas, target_qps, slo))
-    return runs
+    """Whole-workload runs searching the fewest replicas that meet the SLOs (assuming more replicas
+    never do worse): first at `first_guess` (default: the estimate); if it passes, one fewer at a
+    time while that still passes; if it fails, the estimate (or one more), then one more at a time
+    until one passes, then bisection between the largest failing and smallest passing count. At most
+    `task.max_runs` runs; returns every run in the order run. The answer: `verified_replicas(runs)`."""
+    runs: dict[int, dict] = {}
+
+    def passes(replicas: int) -> bool:
+        if replicas not in runs:
+            runs[replicas] = verification_run(task.cfg, trace, replicas, target_qps, slo)
+        return runs[replicas]["passes"]
+
+    def budget_left() -> bool:
+        return len(runs) < task.max_runs
+
+    first = max(1, min(task.first_guess or task.replicas, task.replicas))
+    fail, ok = 0, None  # largest failing and smallest passing replica counts seen
+    if passes(first):
+        ok = first
+        while ok - 1 > fail and budget_left():
+            if not passes(ok - 1):
+                fail = ok - 1
+                break
+            ok -= 1
+        return list(runs.values())
+    fail = first
+    probe = task.replicas if task.replicas > first else first + 1
+    while ok is None and budget_left():
+        if passes(probe):
+            ok = probe
+        else:
+            fail, probe = probe, probe + 1
+    while ok is not None and ok - fail > 1 and budget_left():
+        middle = (ok + fail) // 2
+        if passes(middle):
+            ok = middle
+        else:
+            fail = middle
+    return list(runs.values())
 
 
 def verified_replicas(runs: list[dict]) -> int | None:

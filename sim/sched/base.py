@@ -6,20 +6,22 @@ A policy subclass implements only `schedule(now_s, horizon_s)`; hooks (`on_admit
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import numpy as np
 
 from sim.config import EngineConfig
 from sim.cost import CostModel
-from sim.cost.hot import whole_block_tokens_per_step
+from sim.cost.hot import SCALAR_MAX_SEQS, blocks_for_steps, residue_counts, whole_block_tokens_per_step
 from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
 from sim.request import RequestTable, Status
-from sim.sched.plan import StepPlan
+from sim.sched.plan import StepPlan, ones_int64
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
 HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
+SCALAR_COMMIT_MAX_SEQS = 8  # steps of at most this many sequences commit in one Python pass
 
 
 class Scheduler:
@@ -163,6 +165,22 @@ class Scheduler:
         t = self.table
         return t.n_tokens[rid] - t.n_computed[rid] == 1 and t.n_computed[rid] >= t.prompt_tokens[rid]
 
+    def split_decoding(self, ids: list[int]) -> tuple[list[int], list[int]]:
+        """(decoding, not decoding) among `ids`, each in the given order (`is_decoding` for many)."""
+        t = self.table
+        if len(ids) <= SCALAR_MAX_SEQS:
+            decoding, other = [], []
+            n_tokens, n_computed, prompt_tokens = t.n_tokens, t.n_computed, t.prompt_tokens
+            for r in ids:
+                computed = n_computed[r]
+                (decoding if n_tokens[r] - computed == 1 and computed >= prompt_tokens[r] else other).append(r)
+            return decoding, other
+        rid = np.array(ids, dtype=np.int64)
+        computed = t.n_computed[rid]
+        is_decoding = ((t.n_tokens[rid] - computed) == 1) & (computed >= t.prompt_tokens[rid])
+        flags = is_decoding.tolist()
+        return [r for r, d in zip(ids, flags) if d], [r for r, d in zip(ids, flags) if not d]
+
     def _mark_running(self, rid: int, now_s: float) -> None:
         t = self.table
         t.status[rid] = Status.RUNNING
@@ -214,16 +232,19 @@ class Scheduler:
         transfer_s = 0.0
         survivors = list(ids)
         while survivors:
-            contexts = t.n_computed[survivors]
-            held = self._held_blocks(contexts)
             copies = [r for r in survivors if r in self._cow_pending] if self._cow_pending else []
-            need = int(np.maximum(-(-(contexts + 1) // size) - held, 0).sum()) + len(copies)
+            if not grow and not copies and self.blocks.n_free >= len(survivors):
+                break  # room for a new block each: no need to count the exact need
+            contexts = t.n_computed[np.array(survivors, dtype=np.int64)]
+            # a sequence needs a new block for its next token when its blocks are full (c % B == 0)
+            full = contexts % size == 0
+            need = int(np.count_nonzero(full)) + len(copies)
             if self.make_room(need):
                 for r in copies:
                     self.blocks.prepare_write(r, int(t.n_computed[r]))
                     self._cow_pending.discard(r)
-                if grow:
-                    self._grow_to(survivors, contexts, held, 1)
+                if grow and need > len(copies):
+                    self.blocks.grow_by([survivors[i] for i in np.flatnonzero(full).tolist()], 1)
                 break
             victim = self.running[-1]
             transfer_s += self.preempt(victim, now_s)
@@ -269,54 +290,80 @@ class Scheduler:
         if self.spec is not None:  # hook: speculative decoding plans every step itself
             return self.spec.plan_step(self, ids, new_tokens, transfer_s)
         t = self.table
-        rid = np.asarray(ids, dtype=np.int64)
-        q = np.asarray(new_tokens, dtype=np.int64)
+        rid = np.array(ids, dtype=np.int64)
+        q = np.array(new_tokens, dtype=np.int64)
         c = t.n_computed[rid]
-        n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
+        if len(ids) <= SCALAR_MAX_SEQS:
+            n_tokens = t.n_tokens
+            n_sampled = sum(1 for r, n_new, n_cached in zip(ids, new_tokens, c.tolist())
+                            if n_cached + n_new == n_tokens[r])
+        else:
+            n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
         time_s = self.cost.step_time_s(q, c, n_sampled)
         return StepPlan(rid, q, np.array([time_s]), transfer_s=transfer_s)
 
-    def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0) -> StepPlan:
+    def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0,
+                   first_step_grown: bool = False) -> StepPlan:
         """As many decode steps of `ids` as can run before anything could change: stop at the first
         completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
-        before blocks would run short."""
+        before blocks would run short. Takes the run's blocks now (`first_step_grown`: the tables
+        already hold the first step's, as `prepare_decodes(grow=True)` leaves them)."""
         if self.spec is not None:  # hook: speculating sequences take one step at a time
             return self.spec.plan_step(self, ids, [1] * len(ids), transfer_s)
-        t = self.table
-        rid = np.asarray(ids, dtype=np.int64)
+        t, size = self.table, self.blocks.block_size
+        rid = np.array(ids, dtype=np.int64)
         contexts = t.n_computed[rid]
-        remaining = t.output_tokens[rid] - (t.n_tokens[rid] - t.prompt_tokens[rid])
-        held = self._held_blocks(contexts)
+        remaining = int((t.final_tokens[rid] - t.n_tokens[rid]).min())
         longest = 1 if self.swapped else MAX_DECODE_RUN_STEPS  # a swapped request may return after any step
-        k = self._steps_blocks_allow(contexts, held, int(min(remaining.min(), longest)))
-        if np.isfinite(horizon_s) and k > 1:
+        k = min(remaining, longest)
+        counts = None
+        if len(ids) * -(-k // size) > self.blocks.n_free:  # k steps might not fit: count exactly
+            counts, _ = residue_counts(contexts, size)
+            counts = counts.tolist()
+            k = self._steps_blocks_allow(counts, len(ids), k)
+        if k > 1 and math.isfinite(horizon_s):
             times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
-            ends = now_s + transfer_s + np.cumsum(times)
+            ends = np.cumsum(times)
+            ends += now_s + transfer_s
             if ends[-1] < horizon_s and k > times.shape[0]:
                 times, block_tokens = self.cost.decode_run(contexts, k)
-                ends = now_s + transfer_s + np.cumsum(times)
+                ends = np.cumsum(times)
+                ends += now_s + transfer_s
             k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
             times = times[:k]
             block_tokens = None if block_tokens is None else block_tokens[:k]
         else:
             times, block_tokens = self.cost.decode_run(contexts, k)
-        self._grow_to(ids, contexts, held, k)
-        return StepPlan(rid, np.ones(len(ids), dtype=np.int64), times, is_decode_run=True, transfer_s=transfer_s,
-                        block_tokens=block_tokens)
+        self._grow_run(ids, contexts, k, int(first_step_grown))
+        return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
+                        block_tokens=block_tokens, steps_to_first_finish=remaining)
 
-    def _steps_blocks_allow(self, contexts: np.ndarray, held: np.ndarray, k: int) -> int:
-        """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here)."""
-        size, free = self.blocks.block_size, self.blocks.n_free
+    def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, n_grown: int) -> None:
+        """Take the blocks k decode steps of `ids` need beyond the first `n_grown` (0 or 1) steps'
+        (tables hold ceil((c_j + n_grown) / B) blocks): sequence j takes one at each step
+        s in [n_grown, k) with s = (-c_j) mod B (mod B)."""
+        size = self.blocks.block_size
+        residues = (-contexts) % size
+        if k <= size:  # one block at most each
+            short = np.flatnonzero((residues < k) & (residues >= n_grown) if n_grown else residues < k).tolist()
+            if short:
+                self.blocks.grow_by([ids[i] for i in short], 1)
+            return
+        counts = (k - 1 - residues) // size + 1
+        if n_grown:
+            counts[residues == 0] -= 1
+        self.blocks.grow_by(ids, counts.tolist())
 
-        def need(steps: int) -> int:
-            return int(np.maximum(-(-(contexts + steps) // size) - held, 0).sum())
-
-        if need(k) <= free:
+    def _steps_blocks_allow(self, counts: list[int], n_seqs: int, k: int) -> int:
+        """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here);
+        `counts` from `residue_counts`."""
+        free = self.blocks.n_free
+        if blocks_for_steps(counts, n_seqs, k) <= free:
             return k
         lo, hi = 1, k  # need(lo) fits, need(hi) does not
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if need(mid) <= free else (lo, mid)
+            lo, hi = (mid, hi) if blocks_for_steps(counts, n_seqs, mid) <= free else (lo, mid)
         return lo
 
     # ------------------------------------------------------------------ commit
@@ -332,6 +379,8 @@ class Scheduler:
         return self._commit_step(plan, end_s)
 
     def _commit_step(self, plan: StepPlan, end_s: float) -> int:
+        if plan.req_ids.shape[0] <= SCALAR_COMMIT_MAX_SEQS and plan.spec_extra is None:
+            return self._commit_step_scalar(plan, end_s)
         t = self.table
         rid, q = plan.req_ids, plan.new_tokens
         t.n_computed[rid] += q
@@ -357,6 +406,41 @@ class Scheduler:
         self.recorder.step(self, end_s, plan, int(q[q > 1].sum()), int(np.count_nonzero(q == 1)))
         return self._finish_done(sampled, end_s)
 
+    def _commit_step_scalar(self, plan: StepPlan, end_s: float) -> int:
+        """`_commit_step` for a few sequences, one Python pass (same effects, same order)."""
+        t = self.table
+        n_computed, n_tokens, first_token_s, last_token_s = t.n_computed, t.n_tokens, t.first_token_s, t.last_token_s
+        sampled: list[int] = []
+        prefill_done: list[int] = []
+        gaps: list[float] = []
+        prefill_tokens = decode_tokens = 0
+        for r, n_new in zip(plan.req_ids.tolist(), plan.new_tokens.tolist()):
+            if n_new > 1:
+                prefill_tokens += n_new
+            elif n_new == 1:
+                decode_tokens += 1
+            computed = n_computed[r] + n_new
+            n_computed[r] = computed
+            if computed != n_tokens[r]:
+                continue
+            n_tokens[r] = computed + 1
+            sampled.append(r)
+            if math.isnan(first_token_s[r]):
+                first_token_s[r] = end_s
+                prefill_done.append(r)
+            else:
+                gaps.append(end_s - last_token_s[r])
+                if n_new > 1:
+                    prefill_done.append(r)
+            last_token_s[r] = end_s
+        if gaps:
+            self.recorder.add_gaps(np.array(gaps))
+        for r in prefill_done:
+            self.on_prefill_done(r, end_s)
+            sampled += self.fork_samples(r, end_s)
+        self.recorder.step(self, end_s, plan, prefill_tokens, decode_tokens)
+        return self._finish_done(sampled, end_s)
+
     def _commit_decode_run(self, plan: StepPlan, end_s: float) -> int:
         t = self.table
         rid, k = plan.req_ids, plan.n_steps
@@ -367,16 +451,21 @@ class Scheduler:
         t.n_tokens[rid] += k
         t.last_token_s[rid] = end_s
         self.recorder.run(self, start_s, plan)
+        if plan.steps_to_first_finish is not None and k < plan.steps_to_first_finish:
+            return 0  # nobody reached their last token
         return self._finish_done(rid, end_s)
 
-    def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
+    def _finish_done(self, candidates: np.ndarray | list[int], end_s: float) -> int:
         t = self.table
-        done = candidates[(t.n_tokens[candidates] - t.prompt_tokens[candidates]) >= t.output_tokens[candidates]]
-        if not done.size:
+        if isinstance(candidates, list):
+            done = [r for r in candidates if t.n_tokens[r] >= t.final_tokens[r]]
+        else:
+            done = candidates[t.n_tokens[candidates] >= t.final_tokens[candidates]].tolist()
+        if not done:
             return 0
-        done_set = set(done.tolist())
+        done_set = set(done)
         self.running = [r for r in self.running if r not in done_set]
-        for r in done.tolist():
+        for r in done:
             t.status[r] = Status.FINISHED
             t.finish_s[r] = end_s
             self.on_release(r)
@@ -384,4 +473,4 @@ class Scheduler:
             self._cow_pending.discard(r)
             if self.finished_listener is not None and t.is_request_done(r):
                 self.finished_listener(int(t.sample_of[r]))
-        return int(done.size)
+        return len(done)

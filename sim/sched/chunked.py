@@ -1,5 +1,7 @@
-"""Chunked prefill (Sarathi-style): a token budget per step; running decodes first, then the
-remaining prompt of partially prefilled requests, then new requests' prompt chunks."""
+"""Chunked prefill (Sarathi-style, vLLM V1 semantics): one token budget per step,
+`max_num_batched_tokens`, shared by running decodes first, then the remaining prompt of partially
+prefilled requests, then new requests' prompt chunks. `chunk_size`, when set, caps the chunk any
+one request takes in a step (SGLang's chunked_prefill_size, vLLM's long_prefill_token_threshold)."""
 
 from __future__ import annotations
 
@@ -12,27 +14,33 @@ from sim.sched.plan import StepPlan
 class ChunkedScheduler(Scheduler):
     def schedule(self, now_s: float, horizon_s: float) -> StepPlan | None:
         transfer_s = self.swap_in_ready(now_s)
-        decoding = [r for r in self.running if self.is_decoding(r)]
+        decoding, prefilling = self.split_decoding(self.running)
+        n_running = len(self.running)
         decodes, more_s = self.prepare_decodes(decoding, now_s, grow=True)
+        if len(self.running) != n_running:  # preemptions: the victims are no longer running
+            still = set(self.running)
+            prefilling = [r for r in prefilling if r in still]
         transfer_s += more_s
-        budget = self.cfg.chunk_size - len(decodes) * self.decode_tokens_per_seq()
-        ids, tokens = self._prefill_chunks(budget, now_s)
+        budget = self.cfg.max_num_batched_tokens - len(decodes) * self.decode_tokens_per_seq()
+        ids, tokens = self._prefill_chunks(prefilling, budget, now_s)
         if not ids and decodes:
             horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf
-            return self.decode_run(decodes, now_s, horizon, transfer_s)
+            return self.decode_run(decodes, now_s, horizon, transfer_s, first_step_grown=True)
         if not ids and not decodes:
             return None
         return self.single_step(decodes + ids, [1] * len(decodes) + tokens, transfer_s)
 
-    def _prefill_chunks(self, budget: int, now_s: float) -> tuple[list[int], list[int]]:
-        """Fill the budget: partial prefills in admission order, then new admissions FCFS."""
+    def _prefill_chunks(self, prefilling: list[int], budget: int, now_s: float) -> tuple[list[int], list[int]]:
+        """Fill the budget: partial prefills (`prefilling`, running in admission order), then new
+        admissions FCFS."""
         t, b = self.table, self.blocks
+        cap = self.cfg.chunk_size or math.inf
         ids: list[int] = []
         tokens: list[int] = []
-        for rid in [r for r in self.running if not self.is_decoding(r)]:
+        for rid in prefilling:
             if budget <= 0:
                 break
-            n_new = int(min(t.n_tokens[rid] - t.n_computed[rid], budget))
+            n_new = int(min(t.n_tokens[rid] - t.n_computed[rid], budget, cap))
             if not self.make_room(b.blocks_needed(rid, int(t.n_computed[rid]) + n_new)):
                 continue
             b.grow(rid, int(t.n_computed[rid]) + n_new)
@@ -41,7 +49,7 @@ class ChunkedScheduler(Scheduler):
             budget -= n_new
         while budget > 0 and self.waiting and not self.swapped and len(self.running) < self.cfg.max_num_seqs:
             rid = self.waiting[0]
-            n_new = self.try_admit(rid, budget, now_s)
+            n_new = self.try_admit(rid, min(budget, cap), now_s)
             if n_new is None:
                 break
             self.waiting.popleft()

@@ -25,9 +25,24 @@ class StepPlan:
     padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     # decode runs: KV tokens (whole blocks) the run's sequences hold at each step, when known
     block_tokens: np.ndarray | None = None
+    # decode runs: steps until the first of its sequences generates its last token, when known
+    steps_to_first_finish: int | None = None
     # speculative decoding (sim/spec_decode.py): accepted proposals per sequence, kept on commit
     spec_extra: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])
         self.duration_s = float(self.step_times_s.sum()) + self.transfer_s
+
+
+_ONES = np.ones(256, dtype=np.int64)
+_ONES.flags.writeable = False
+
+
+def ones_int64(n: int) -> np.ndarray:
+    """A read-only array of n ones (a decode run's new tokens), without allocating each time."""
+    global _ONES
+    if n > _ONES.shape[0]:
+        _ONES = np.ones(2 * n, dtype=np.int64)
+        _ONES.flags.writeable = False
+    return _ONES[:n]

@@ -105,6 +105,7 @@ class StaticScheduler(Scheduler):
     def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
         """Members keep their seat and reservation until the batch ends; only mark them done."""
         t = self.table
+        candidates = np.asarray(candidates, dtype=np.int64)
         done = candidates[(t.n_tokens[candidates] - t.prompt_tokens[candidates]) >= t.output_tokens[candidates]]
         done = done[t.status[done] != Status.FINISHED]
         for r in done.tolist():

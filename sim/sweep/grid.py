@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt, model_validator
+from pydantic import ConfigDict, PositiveFloat, PositiveInt, model_validator
 
 from sim.config import EngineConfig
 from sim.errors import InputError
+from sim.schema import StrictModel
 from sim.yamlio import read_mapping, validate
 
 GRID_WORKLOAD_KEYS = ("qps", "rate_scale")  # workload knobs a grid may vary
@@ -25,7 +26,7 @@ BASE_WORKLOAD_KEYS = ("trace", "format", "max_requests", *GRID_WORKLOAD_KEYS)
 NOT_SWEEPABLE = ("slo",)  # nested: set it in the base YAML
 
 
-class WorkloadParams(BaseModel):
+class WorkloadParams(StrictModel):
     """What one point replays: a trace (path or bundled name), cut to `max_requests`, re-timed to
     a mean of `qps` requests/s or sped up `rate_scale` times (at most one of the two)."""
 

@@ -21,31 +21,37 @@ from sim.output import write_png
 
 PLOT_METRICS = {
     "request_throughput": "throughput (req/s)",
+    "goodput_request_throughput": "goodput (req/s within the SLOs)",
     "output_throughput_tok_s": "output throughput (tok/s)",
-    "ttft_s_p99": "P99 TTFT (s)",
-    "tpot_s_p99": "P99 TPOT (s)",
-    "e2e_s_p99": "P99 end-to-end (s)",
-    "kv_utilization_mean": "mean KV utilisation",
+    "ttft_s_p99": "P99 TTFT (ms)",
+    "tpot_s_p99": "P99 TPOT (ms)",
+    "e2e_s_p99": "P99 end-to-end (ms)",
+    "kv_utilization_mean": "mean KV utilisation (share)",
 }
-HEATMAP_METRICS = ("request_throughput", "ttft_s_p99", "tpot_s_p99", "kv_utilization_mean")
+MS_METRICS = ("ttft_s_p99", "tpot_s_p99", "e2e_s_p99")  # stored in seconds, drawn in ms
+HEATMAP_METRICS = ("request_throughput", "goodput_request_throughput", "ttft_s_p99", "tpot_s_p99",
+                   "kv_utilization_mean")
 
 
-def plot_sweep(frame: pd.DataFrame, grid: dict[str, list], out_dir: Path) -> list[Path]:
-    """Write the figures for this grid's rows into `out_dir`; return their paths."""
+def plot_sweep(frame: pd.DataFrame, grid: dict[str, list], out_dir: Path, slo=None) -> list[Path]:
+    """Write the figures for this grid's rows into `out_dir`; return their paths. With `slo` (a
+    sim.slo.PlanSLO), latency panels draw each P99 limit as a dashed line."""
     varying = [k for k, values in grid.items() if len(values) > 1]
-    metrics = [m for m in PLOT_METRICS if m in frame.columns]
+    metrics = [m for m in PLOT_METRICS if m in frame.columns and _numeric(frame, m).notna().any()]
     if frame.empty or not varying or not metrics:
         return []
-    paths = [_line_panel(frame, key, grid[key], metrics, varying, out_dir) for key in varying]
+    limits_ms = {} if slo is None else {f"{s.column}_p{s.percentile}": s.limit_s * 1e3 for s in slo.limits}
+    paths = [_line_panel(frame, key, grid[key], metrics, varying, out_dir, limits_ms) for key in varying]
     if len(varying) >= 2:
         x_key, y_key = varying[:2]
-        for metric in (m for m in HEATMAP_METRICS if m in frame.columns):
+        for metric in (m for m in HEATMAP_METRICS if m in metrics):
             paths.append(_heatmap(frame, x_key, grid[x_key], y_key, grid[y_key], metric, varying, out_dir))
     return paths
 
 
 def _numeric(frame: pd.DataFrame, metric: str) -> pd.Series:
-    return pd.to_numeric(frame[metric], errors="coerce")
+    values = pd.to_numeric(frame[metric], errors="coerce")
+    return values * 1e3 if metric in MS_METRICS else values
 
 
 def _where(frame: pd.DataFrame, key: str, value) -> pd.Series:
@@ -53,7 +59,7 @@ def _where(frame: pd.DataFrame, key: str, value) -> pd.Series:
     return frame[key].isna() if value is None else frame[key] == value
 
 
-def _line_panel(frame, key, values, metrics, varying, out_dir: Path) -> Path:
+def _line_panel(frame, key, values, metrics, varying, out_dir: Path, limits_ms: dict) -> Path:
     n_cols = 3
     n_rows = -(-len(metrics) // n_cols)
     fig = _figure(figsize=(4.2 * n_cols, 3.2 * n_rows))
@@ -70,9 +76,16 @@ def _line_panel(frame, key, values, metrics, varying, out_dir: Path) -> Path:
             ax.fill_between(x, [s.min() for s in stats], [s.max() for s in stats], alpha=0.2)
         if numeric_x and len(values) > 2 and min(values) > 0 and max(values) / min(values) >= 8:
             ax.set_xscale("log", base=2)
+        if metric in limits_ms:
+            ax.axhline(limits_ms[metric], color="crimson", linestyle="--", linewidth=1,
+                       label=f"SLO {limits_ms[metric]:g} ms")
+            ax.legend(fontsize=7)
         ax.set_xticks(x, labels)
         ax.set_xlabel(key)
+        ax.set_ylabel(PLOT_METRICS[metric], fontsize=8)
         ax.set_title(PLOT_METRICS[metric], fontsize=10)
+        ax.set_ylim(bottom=0)  # from zero: small differences are not magnified
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(metrics):]:
         ax.axis("off")
@@ -91,14 +104,15 @@ def _heatmap(frame, x_key, x_values, y_key, y_values, metric, varying, out_dir: 
             grid[i, j] = cell.mean() if cell.notna().any() else np.nan
     fig = _figure(figsize=(1.1 * len(x_values) + 3, 0.8 * len(y_values) + 2))
     ax = fig.subplots()
-    image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+    finite = grid[np.isfinite(grid)]
+    top = float(finite.max()) if finite.size else 1.0
+    image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", vmin=0.0, vmax=top or 1.0)  # from zero
     fig.colorbar(image, ax=ax, label=PLOT_METRICS[metric])
     ax.set_xticks(range(len(x_values)), [str(v) for v in x_values])
     ax.set_yticks(range(len(y_values)), [str(v) for v in y_values])
     ax.set_xlabel(x_key)
     ax.set_ylabel(y_key)
-    finite = grid[np.isfinite(grid)]
-    middle = (finite.min() + finite.max()) / 2 if finite.size else 0.0
+    middle = top / 2
     for (i, j), value in np.ndenumerate(grid):
         if np.isfinite(value):
             ax.text(j, i, f"{value:.3g}", ha="center", va="center", fontsize=8,

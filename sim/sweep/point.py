@@ -11,6 +11,7 @@ import functools
 from sim.config import EngineConfig
 from sim.run import load_run_workload, run
 from sim.sweep.grid import SweepPoint
+from sim.sweep.slo import SWEEP_PERCENTILES
 from sim.trace import ClosedLoop, Trace
 from sim.workload import apply_transforms
 
@@ -35,7 +36,8 @@ def run_point(point: SweepPoint) -> dict:
     """Simulate `point` (nothing written) and return its row: point_id, the config and workload
     parameters as flat columns, then the flattened summary metrics (e.g. `ttft_s_p99`)."""
     cfg = EngineConfig.model_validate(point.config)
-    summary = run(cfg, point_workload(point.workload, cfg.seed)).summary
+    summary = run(cfg, point_workload(point.workload, cfg.seed), percentiles=SWEEP_PERCENTILES).summary
+    summary.pop("config")  # the row has the config's fields as its own columns already
     return point_row(point, summary)
 
 

@@ -17,40 +17,55 @@ from sim.trace import ClosedLoop, Trace
 CANONICAL_EXTRAS = ("session_id", "turn")
 
 
-def _line_parts(trace: Trace) -> list[tuple[str, list]]:
-    """(key, per-row Python values) for every column the file will hold."""
+ROWS_PER_CHUNK = 65_536  # rows turned into Python values at a time (bounds the writer's memory)
+
+
+def _line_parts(trace: Trace, rows: slice) -> list[tuple[str, list]]:
+    """(key, Python values of `rows`) for every column the file will hold."""
     parts = [
-        ("arrival_s", trace.arrival_s.tolist()),
-        ("prompt_tokens", trace.prompt_tokens.tolist()),
-        ("output_tokens", trace.output_tokens.tolist()),
+        ("arrival_s", trace.arrival_s[rows].tolist()),
+        ("prompt_tokens", trace.prompt_tokens[rows].tolist()),
+        ("output_tokens", trace.output_tokens[rows].tolist()),
     ]
     if trace.n_samples is not None:
-        parts.append(("n", trace.n_samples.tolist()))
+        parts.append(("n", trace.n_samples[rows].tolist()))
     for key in CANONICAL_EXTRAS:
         if key in trace.extra:
-            parts.append((key, trace.extra[key].astype(int).tolist()))
+            parts.append((key, trace.extra[key][rows].astype(int).tolist()))
     return parts
+
+
+def _write_rows(handle, trace: Trace, start: int, stop: int) -> None:
+    """Lines of rows start..stop-1."""
+    parts = _line_parts(trace, slice(start, stop))
+    ids = offsets = None
+    if trace.has_hash_ids:
+        offsets = (trace.hash_offsets[start : stop + 1] - trace.hash_offsets[start]).tolist()
+        ids = trace.hash_ids_flat[trace.hash_offsets[start] : trace.hash_offsets[stop]].tolist()
+    lines = []
+    for row in range(stop - start):
+        # repr of a Python int/float is its JSON text (floats round-trip exactly)
+        fields = [f'"{key}": {values[row]!r}' for key, values in parts]
+        if ids is not None:
+            row_ids = ", ".join(map(str, ids[offsets[row] : offsets[row + 1]]))
+            fields.append(f'"hash_ids": [{row_ids}]')
+            fields.append(f'"hash_block_tokens": {trace.hash_block_tokens}')
+        lines.append("{" + ", ".join(fields) + "}\n")
+    handle.write("".join(lines))
 
 
 def write_canonical_jsonl(workload: Trace | ClosedLoop, path: str | Path) -> int:
     """Write `workload` (a ClosedLoop writes its request pool) to `path` via a temporary
-    file renamed into place, so a failure never leaves a half-written file. Returns rows."""
+    file renamed into place, so a failure never leaves a half-written file. Rows are
+    converted and written a chunk at a time, so memory stays flat in the trace's length.
+    Returns rows."""
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     path = Path(path)
-    parts = _line_parts(trace)
-    ids = trace.hash_ids_flat.tolist() if trace.has_hash_ids else None
-    offsets = trace.hash_offsets.tolist() if trace.has_hash_ids else None
     descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            for row in range(len(trace)):
-                # repr of a Python int/float is its JSON text (floats round-trip exactly)
-                fields = [f'"{key}": {values[row]!r}' for key, values in parts]
-                if ids is not None:
-                    row_ids = ", ".join(map(str, ids[offsets[row] : offsets[row + 1]]))
-                    fields.append(f'"hash_ids": [{row_ids}]')
-                    fields.append(f'"hash_block_tokens": {trace.hash_block_tokens}')
-                handle.write("{" + ", ".join(fields) + "}\n")
+            for start in range(0, len(trace), ROWS_PER_CHUNK):
+                _write_rows(handle, trace, start, min(start + ROWS_PER_CHUNK, len(trace)))
         os.replace(temp_name, path)
     except BaseException:
         os.unlink(temp_name)

@@ -96,7 +96,7 @@ def _integer_ids(values: list, where: str, field: str) -> np.ndarray:
         ids = np.array(values)
     except (ValueError, OverflowError):
         ids = np.empty(0, dtype=object)
-    if ids.ndim != 1 or ids.dtype.kind not in "iu":
+    if ids.ndim != 1 or ids.dtype.kind not in "iu" or any(type(v) is bool for v in values):
         raise InputError(where, field, "must be lists of integers")
     return ids.astype(np.int64)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
 from sim.errors import InputError
+from sim.schema import MAX_SEED_EXCLUSIVE
 from sim.trace import ClosedLoop, Trace
 from sim.workload.bundled import resolve_workload
 from sim.workload.csv_formats import CSV_SCHEMAS, TIME_UNIT_S, generic_csv_schema, load_csv
@@ -42,8 +44,8 @@ def load_trace(
         )
     if time_unit not in TIME_UNIT_S:
         raise InputError("--time-unit", None, f"{time_unit!r}; one of {', '.join(TIME_UNIT_S)}")
-    if lengths_rate_qps <= 0:
-        raise InputError("lengths_rate_qps", None, f"must be > 0; got {lengths_rate_qps}")
+    if not (math.isfinite(lengths_rate_qps) and lengths_rate_qps > 0):
+        raise InputError("--lengths-rate-qps", None, f"must be a finite number > 0; got {lengths_rate_qps}")
     if fmt in JSONL_SCHEMAS:
         read_text_head(path)
         return load_jsonl(path, JSONL_SCHEMAS[fmt], strict=strict)
@@ -93,6 +95,8 @@ def load_workload(
     keyword options go to `load_trace` (keep_failed, columns, time_unit, lengths_rate_qps).
     Unsorted input is sorted with a `warnings` warning, or an InputError when `strict`.
     """
+    if seed is not None and not 0 <= seed < MAX_SEED_EXCLUSIVE:
+        raise InputError("--seed", None, f"must be a whole number in [0, 2**63); got {seed}")
     resolved = resolve_workload(path)
     kind = fmt or sniff_format(resolved)
     if kind == "spec":

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from sim.errors import InputError
 from sim.trace import ClosedLoop, Trace
+from sim.workload.bench import closed_loop
 from sim.workload.spec_models import Transforms, WorkloadSpec
 from sim.workload.synthetic.arrivals import arrival_times_s
 from sim.workload.synthetic.generate import generate_synthetic
@@ -94,7 +95,7 @@ def _trace_workload(spec: WorkloadSpec, path: Path, seed: int, strict: bool) -> 
         )
     trace = _transform(trace, spec.transforms, seed, str(path))
     if arrival is not None and arrival.kind == "closed_loop":
-        return ClosedLoop(trace, arrival.concurrency, arrival.think_time_s)
+        return closed_loop(trace, arrival, seed)
     return trace
 
 

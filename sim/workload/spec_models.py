@@ -74,11 +74,15 @@ class ConstantArrival(_Strict):
 
 
 class ClosedLoopArrival(_Strict):
-    """`concurrency` clients; each sends its next request `think_time_s` after the last ends."""
+    """`concurrency` clients; each sends its next request a think time after the last ends: mean
+    `think_time_s`, Gamma-distributed with CV `think_time_cv` (0: fixed). `length_jitter` j
+    scales each pool request's prompt and output by a seeded uniform factor in [1-j, 1+j]."""
 
     kind: Literal["closed_loop"]
     concurrency: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
     think_time_s: float = Field(0.0, ge=0)
+    think_time_cv: float = Field(0.0, ge=0)
+    length_jitter: float = Field(0.0, ge=0, lt=1)
 
 
 Arrival = Annotated[

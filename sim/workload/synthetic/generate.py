@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.trace import ClosedLoop, Trace
+from sim.workload.bench import closed_loop
 from sim.workload.columns import ragged_offsets
 from sim.workload.spec_models import FixedDist, Synthetic
 from sim.workload.synthetic.arrivals import arrival_times_s
@@ -123,5 +124,5 @@ def generate_synthetic(
         order = order[arrival_s[order] < spec.duration_s]
     trace = trace.take(order)
     if spec.arrival.kind == "closed_loop":
-        return ClosedLoop(trace, spec.arrival.concurrency, spec.arrival.think_time_s)
+        return closed_loop(trace, spec.arrival, seed)
     return trace

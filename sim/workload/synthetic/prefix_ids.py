@@ -80,14 +80,37 @@ def request_hash_ids(
 
     lengths = n_prefix_blocks + n_session_blocks + has_partial
     offsets = ragged_offsets(lengths)
-    row = np.repeat(np.arange(n_requests), lengths)
+    n_ids = partial_base + n_requests
+    flat = np.empty(offsets[-1], dtype=np.int32 if n_ids <= np.iinfo(np.int32).max else np.int64)
+    start = 0
+    while start < n_requests:  # rows a chunk at a time: temporaries stay ~IDS_PER_CHUNK long
+        stop = int(np.searchsorted(offsets, offsets[start] + IDS_PER_CHUNK, side="right"))
+        stop = min(max(stop - 1, start + 1), n_requests)
+        rows = slice(start, stop)
+        flat[offsets[start] : offsets[stop]] = _row_ids(
+            prefixes, prefix_of[rows], session_base[session_of[rows]] - n_prefix_blocks[rows],
+            n_prefix_blocks[rows], n_session_blocks[rows], lengths[rows], partial_base + start)
+        start = stop
+    return flat, offsets
+
+
+IDS_PER_CHUNK = 1 << 20  # hash ids built per chunk of rows (~50 MB of temporaries)
+
+
+def _row_ids(prefixes: SharedPrefixes, prefix_of: np.ndarray, session_start: np.ndarray,
+             n_prefix_blocks: np.ndarray, n_session_blocks: np.ndarray, lengths: np.ndarray,
+             first_partial_id: int) -> np.ndarray:
+    """Flat ids of consecutive rows: shared-prefix block ids, then session block ids (block j of
+    the row's session is `session_start + j`, counting j from the prompt's start), then the
+    row's own id for a partly filled last block (`first_partial_id` + row)."""
+    offsets = ragged_offsets(lengths)
+    row = np.repeat(np.arange(len(lengths)), lengths)
     position = np.arange(offsets[-1]) - offsets[row]
     flat = np.empty(offsets[-1], dtype=np.int64)
     in_prefix = position < n_prefix_blocks[row]
     flat[in_prefix] = prefixes.block_ids[prefix_of[row[in_prefix]], position[in_prefix]]
     session_part = ~in_prefix & (position < (n_prefix_blocks + n_session_blocks)[row])
-    r = row[session_part]
-    flat[session_part] = session_base[session_of[r]] + position[session_part] - n_prefix_blocks[r]
+    flat[session_part] = session_start[row[session_part]] + position[session_part]
     partial = ~in_prefix & ~session_part
-    flat[partial] = partial_base + row[partial]
-    return flat, offsets
+    flat[partial] = first_partial_id + row[partial]
+    return flat

@@ -1,0 +1,77 @@
+"""`infersim calibrate engine`: fit an engine preset's CPU overhead terms to measured results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+import yaml
+
+from sim.cli.common import console, print_json, print_table
+from sim.engines.overhead import EngineOverhead
+from sim.engines.preset import load_engine
+from sim.errors import InputError
+from sim.output import write_text
+from sim.validate.bench_json import cases_from_bench_json
+from sim.validate.cases import load_cases
+from sim.validate.fit import fit_overhead, tap_case
+from sim.validate.report import summary_rows
+from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, predict
+
+
+def engine(
+    measured: list[Path] = typer.Argument(..., help="validate-format CSVs and/or `vllm bench serve` result JSONs"),
+    preset: str = typer.Option("vllm", "--engine", help="preset (name or YAML) whose overhead terms to fit"),
+    out: Path = typer.Option(..., "--out", "-o", help="write the fitted engine YAML here"),
+    split: str = typer.Option("all", "--split", help="all | fit: fit on every case, or only on split=fit rows"),
+    model: str = typer.Option(None, "--model", "-m", help="bench JSON: the model served", show_default=False),
+    hardware: str = typer.Option(None, "--hardware", "-H", help="bench JSON: the GPU", show_default=False),
+    tp: int = typer.Option(1, "--tp", min=1, help="bench JSON: tensor-parallel size"),
+    weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="bench JSON: checkpoint dtype"),
+    objective: str = typer.Option("mean", "--objective", help="mean | median |relative error| to minimise"),
+    max_sim_requests: int = typer.Option(DEFAULT_MAX_SIM_REQUESTS, "--max-sim-requests", min=1),
+    as_json: bool = typer.Option(False, "--json", help="print the before/after report as JSON"),
+) -> None:
+    """Fit per-step / per-sequence / per-token CPU costs; write a new engine YAML; report before/after error."""
+    if split not in ("all", "fit"):
+        raise typer.BadParameter("must be all or fit", param_hint="--split")
+    base = load_engine(preset)
+    cases = []
+    for path in measured:
+        if path.suffix == ".json":
+            cases += cases_from_bench_json(path, base.name if Path(preset).suffix == "" else preset, model, hardware,
+                                           tp, weight_dtype)
+        else:
+            cases += load_cases([path])
+    cases = [c for c in cases if split == "all" or c.split == "fit"]
+    tapped, skipped = [], []
+    for case in cases:
+        result = tap_case(case, preset, max_sim_requests)
+        (skipped.append((case.case_id, result)) if isinstance(result, str) else tapped.append(result))
+    if not tapped:
+        raise InputError(measured[0], None, "no case can be used for fitting: "
+                                            + "; ".join(f"{cid}: {why}" for cid, why in skipped[:3]))
+    start = EngineOverhead.from_preset(base)
+    fitted = fit_overhead(tapped, start, objective)
+    data = base.model_dump()
+    data["name"] = out.stem
+    data["overhead"].update(per_step_us=round(float(fitted.per_step_s) * 1e6, 1),
+                            per_seq_us=round(float(fitted.per_seq_s) * 1e6, 2),
+                            per_token_us=round(float(fitted.per_token_s) * 1e6, 3))
+    data["fitted_on"] = f"infersim calibrate engine --objective {objective} on {len(tapped)} case(s) from {', '.join(p.name for p in measured)}"
+    write_text(out, "# Written by `infersim calibrate engine`.\n" + yaml.safe_dump(data, sort_keys=False))
+    used = [t.case for t in tapped]
+    before = summary_rows([predict(c, preset, max_sim_requests) for c in used])[-1]["median_abs_error"]
+    after = summary_rows([predict(c, str(out), max_sim_requests) for c in used])[-1]["median_abs_error"]
+    report = {"engine": base.name, "out": str(out), "n_cases_fitted": len(tapped), "skipped": skipped,
+              "overhead_us": {k: data["overhead"][k] for k in ("per_step_us", "per_seq_us", "per_token_us")},
+              "median_abs_error_before": before, "median_abs_error_after": after}
+    if as_json:
+        print_json(report)
+        return
+    print_table(f"calibrate engine {base.name} -> {out}", ["", ""], [
+        ["cases fitted", str(len(tapped))], ["skipped", str(len(skipped))],
+        ["per step / seq / token (us)", " / ".join(str(v) for v in report["overhead_us"].values())],
+        ["median |error| before", f"{before:.1%}"], ["median |error| after", f"{after:.1%}"]])
+    for cid, why in skipped:
+        console.print(f"skipped {cid}: {why}")

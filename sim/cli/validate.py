@@ -1,0 +1,48 @@
+"""`infersim validate`: replay measured end-to-end results through the simulator, print the errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sim.cli.common import print_json, print_table
+from sim.validate.cases import load_cases
+from sim.validate.report import report_dict
+from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, predict
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:+.1%}" if value < 0 or value > 0 else "0.0%"
+
+
+def _abs_pct(value) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def validate(
+    cases: list[Path] = typer.Argument(None, help="validation CSVs (default: the bundled cases)", show_default=False),
+    engine: str = typer.Option(None, "--engine", help="use this preset (name or YAML) for every case instead of "
+                                                       "each case's own engine", show_default=False),
+    split: str = typer.Option("all", "--split", help="all | fit | score: which cases to run"),
+    max_sim_requests: int = typer.Option(DEFAULT_MAX_SIM_REQUESTS, "--max-sim-requests", min=1,
+                                         help="simulate at most this many requests of a throughput case"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Measured vs predicted for each case, error per point, median |error| per source (fit/score halves)."""
+    if split not in ("all", "fit", "score"):
+        raise typer.BadParameter("must be all, fit or score", param_hint="--split")
+    chosen = [c for c in load_cases(cases or None) if split == "all" or c.split == split]
+    preds = [predict(c, engine, max_sim_requests) for c in chosen]
+    report = report_dict(preds)
+    if as_json:
+        print_json(report)
+        return
+    rows = [[r["case_id"], r["engine"], r["metric"], f"{r['measured']:.5g}",
+             "-" if r["predicted"] is None else f"{r['predicted']:.5g}",
+             _pct(r["error"]) if r["predicted"] is not None else r["status"], r["split"]] for r in report["cases"]]
+    print_table("cases", ["case", "engine", "metric", "measured", "predicted", "error", "split"], rows)
+    rows = [[r["source"][:70], r["n_cases"], r["n_cannot_express"], _abs_pct(r["median_abs_error"]),
+             _abs_pct(r["median_abs_error_fit"]), _abs_pct(r["median_abs_error_score"])] for r in report["by_source"]]
+    print_table("median |error| per source", ["source", "cases", "cannot express", "all", "fit half", "score half"],
+                rows)

@@ -1,0 +1,56 @@
+"""Merging an engine preset into a config: explicit keys win, the preset fills the rest."""
+
+from __future__ import annotations
+
+from sim.dtypes import is_quantized
+
+PRESET_KEYS = ("policy", "max_num_seqs", "max_num_batched_tokens", "chunk_size", "block_size", "preemption_mode",
+               "radix_ordering", "gpu_memory_utilization")
+
+
+def fill_from_preset(data: dict) -> dict:
+    """`data` (config keys given explicitly) with every preset-controlled key it lacks taken from
+    the preset named by `data["engine"]`. The KV dtype default depends on the weight dtype: a
+    quantized checkpoint gets the preset's `kv.dtype_quantized_checkpoint`. Keys that do not apply
+    to the effective policy are not filled (a preset's chunk size does not leak into `continuous`)."""
+    name = data.get("engine")
+    if not name:
+        return data
+    from sim.engines.preset import load_engine
+
+    preset = load_engine(str(name))
+    filled = dict(data)
+    defaults = preset.scheduling.model_dump()
+    policy = filled.get("policy", defaults["policy"])
+    for key in PRESET_KEYS:
+        if key in filled or defaults.get(key) is None:
+            continue
+        if key == "chunk_size" and policy not in ("chunked", "radix"):
+            continue
+        filled[key] = defaults[key]
+    if "kv_dtype" not in filled:
+        weight = str(filled.get("weight_dtype", "bf16"))
+        filled["kv_dtype"] = preset.kv.dtype_quantized_checkpoint if is_quantized(weight) else preset.kv.dtype
+    return filled
+
+
+def effective_settings(cfg) -> dict | None:
+    """What the run used, for summary.json: the engine with its overhead terms after flag
+    overrides, and every knob a preset can set, as finally resolved (None without a preset)."""
+    from sim.engines.overhead import EngineOverhead
+    from sim.engines.preset import load_engine
+
+    if cfg.engine is None:
+        return None
+    knobs = {key: getattr(cfg, key) for key in PRESET_KEYS}
+    knobs.update(weight_dtype=cfg.weight_dtype, kv_dtype=cfg.kv_dtype)
+    preset = load_engine(cfg.engine)
+    over = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager)
+    return {
+        "engine": preset.name, "engine_version": f"{preset.engine} {preset.version}",
+        "allreduce_kind": cfg.allreduce_kind or preset.allreduce_kind, **knobs,
+        "cuda_graph_capture_sizes": list(over.capture_sizes), "cuda_graph_scope": over.graph_scope,
+        "overhead": {"per_step_us": over.per_step_s * 1e6, "per_seq_us": over.per_seq_s * 1e6,
+                     "per_token_us": over.per_token_s * 1e6, "overlap": over.overlap,
+                     "residue_us": over.residue_s * 1e6, "num_scheduler_steps": over.num_scheduler_steps},
+    }

@@ -1,0 +1,86 @@
+"""Prediction intervals: N seeded replays with a perturbed cost model, and what is extrapolated.
+
+`prediction_intervals` runs `n` replays of a config. Replay i draws one time scale per op class
+from the profile's uncertainty (`sim.cost.uncertainty`) with `default_rng([cfg.seed, i])`, and,
+for synthetic workloads (a spec YAML or a length-only trace, whose arrivals come from the seed),
+re-samples the workload with seed `cfg.seed + 1 + i`. The result gives p10/p50/p90 over the
+replays of every latency statistic and of the throughputs (`summary.json` `intervals`).
+`band` is the same percentile triple for any list of values (the planner can call it on the
+capacities it finds under perturbed cost models: `perturbed_cost_scales` gives the draws).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from sim.config import EngineConfig
+from sim.cost import CostModel
+from sim.cost.extrapolation import extrapolation_reasons
+from sim.cost.uncertainty import class_sigmas, draw_time_scale
+from sim.errors import InputError
+from sim.hardware import load_hardware
+from sim.model import load_model
+from sim.simulate import simulate
+from sim.summary import summarize
+from sim.trace import ClosedLoop, Trace
+
+LATENCY_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_delay_s")
+LATENCY_STATS = ("mean", "p50", "p90", "p99")
+THROUGHPUT_KEYS = ("request_throughput", "output_throughput_tok_s", "input_throughput_tok_s")
+BAND = (10, 50, 90)
+
+
+def band(values) -> dict[str, float | None]:
+    """{"p10", "p50", "p90"} of the finite values (None when there are none)."""
+    finite = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
+    if finite.size == 0:
+        return {f"p{q}": None for q in BAND}
+    return {f"p{q}": float(np.percentile(finite, q)) for q in BAND}
+
+
+def _cost_model(cfg: EngineConfig) -> CostModel:
+    return CostModel(load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.weight_dtype, cfg.kv_dtype,
+                     cfg.block_size, allreduce_kind=cfg.allreduce_kind or "nccl")  # fmt: skip
+
+
+def perturbed_cost_scales(cfg: EngineConfig, n: int) -> list[dict[str, float]]:
+    """The `n` time-scale draws `prediction_intervals` uses (from the first replica's profile)."""
+    sigmas = class_sigmas(_cost_model(cfg))
+    return [draw_time_scale(sigmas, np.random.default_rng([cfg.seed, i])) for i in range(n)]
+
+
+def check_replays(n: int) -> None:
+    if n < 2:
+        raise InputError("--uncertainty", None, f"at least 2 replays, or leave it out (got {n})")
+
+
+def prediction_intervals(cfg: EngineConfig, workload: Trace | ClosedLoop, n: int,
+                         resample: Callable[[int], Trace | ClosedLoop] | None = None) -> dict:
+    """`intervals` for summary.json from `n` perturbed replays; `resample(seed)` reloads a
+    synthetic workload with another seed (None: every replay uses `workload`)."""
+    check_replays(n)
+    summaries = []
+    for i, scale in enumerate(perturbed_cost_scales(cfg, n)):
+        replay_workload = resample(cfg.seed + 1 + i) if resample is not None else workload
+        summaries.append(summarize(simulate(cfg, replay_workload, time_scale=scale)))
+    out: dict = {"n_replays": n, "arrivals_resampled": resample is not None,
+                 "method": "p10/p50/p90 over replays; cost-model time scales drawn from the profile's uncertainty"}
+    for key in LATENCY_KEYS:
+        out[key] = {stat: band(s[key].get(stat) for s in summaries) for stat in LATENCY_STATS}
+    for key in THROUGHPUT_KEYS:
+        out[key] = band(s[key] for s in summaries)
+    return out
+
+
+def run_extrapolating(cfg: EngineConfig) -> list[str]:
+    """summary.json `extrapolating`: reasons over every replica hardware kind of the run."""
+    model = load_model(cfg.model)
+    reasons: list[str] = []
+    for hw_name in dict.fromkeys(cfg.hardware_of_replicas()):
+        cost = CostModel(model, load_hardware(hw_name), cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
+        for reason in extrapolation_reasons(cost, cfg.max_num_batched_tokens, cfg.max_num_seqs):
+            if reason not in reasons:
+                reasons.append(reason)
+    return reasons

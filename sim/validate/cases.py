@@ -1,0 +1,140 @@
+"""Validation cases: one measured end-to-end result per CSV row, with its source.
+
+The same columns serve the bundled cases (sim/validate/cases/*.csv) and a user's own
+measurements. Required columns: source, engine, model, gpu, tp, weight_dtype, workload,
+num_requests, metric, value. Optional: case_id, engine_version, kv_dtype, input_len, output_len,
+concurrency, engine_args (space-separated key=value config overrides, e.g. `policy=continuous`),
+split (fit | score: whether a preset's overhead terms were fitted on the row), note.
+
+Workloads: `fixed_batch` (num_requests identical requests of input_len/output_len sent together,
+the vLLM latency test), `infinite_rate` (num_requests fixed-length requests all queued at t=0:
+trtllm-bench, offline throughput), `sharegpt` (num_requests (prompt, output) pairs sampled with
+seed 0 from the bundled ShareGPT length statistics, all at t=0), `closed_loop` (concurrency
+clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from sim.errors import InputError
+
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+REQUIRED = ("source", "engine", "model", "gpu", "tp", "weight_dtype", "workload", "num_requests", "metric", "value")
+OPTIONAL = ("case_id", "engine_version", "kv_dtype", "input_len", "output_len", "concurrency", "engine_args", "split",
+            "note")
+WORKLOADS = ("fixed_batch", "infinite_rate", "sharegpt", "closed_loop")
+METRICS = ("mean_e2e_latency_ms", "mean_ttft_ms", "mean_tpot_ms", "request_throughput_req_s",
+           "output_throughput_tok_s")
+SPLITS = ("fit", "score", "")
+
+
+@dataclass(frozen=True)
+class Case:
+    case_id: str
+    source: str
+    engine: str
+    model: str
+    gpu: str
+    tp: int
+    weight_dtype: str
+    workload: str
+    num_requests: int
+    metric: str
+    value: float
+    engine_version: str = ""
+    kv_dtype: str = ""
+    input_len: int | None = None
+    output_len: int | None = None
+    concurrency: int | None = None
+    engine_args: dict = field(default_factory=dict)
+    split: str = ""
+    note: str = ""
+    file: str = ""
+
+
+def bundled_case_files() -> list[Path]:
+    return sorted(CASES_DIR.glob("*.csv"))
+
+
+def load_cases(paths: list[Path] | None = None) -> list[Case]:
+    """Cases from CSV files (the bundled ones when `paths` is None); InputError on a missing
+    column, an unknown workload/metric/split or a value out of range, naming file, row and field."""
+    cases: list[Case] = []
+    for path in paths if paths is not None else bundled_case_files():
+        cases += _load_file(Path(path))
+    return cases
+
+
+def _load_file(path: Path) -> list[Case]:
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(path, None, f"cannot read CSV ({exc.__class__.__name__})") from None
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise InputError(path, None, f"missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED)}")
+    unknown = [c for c in frame.columns if c not in REQUIRED + OPTIONAL]
+    if unknown:
+        raise InputError(path, None, f"unknown column(s) {', '.join(unknown)}; allowed: "
+                                     f"{', '.join(REQUIRED + OPTIONAL)}")
+    return [_row_case(path, i, row) for i, row in enumerate(frame.to_dict("records"), start=2)]
+
+
+def _int(path, line, row, key, minimum=1, required=True) -> int | None:
+    text = str(row.get(key, "")).strip()
+    if not text:
+        if required:
+            raise InputError(f"{path}:{line}", key, "required for this workload")
+        return None
+    try:
+        value = int(float(text))
+    except ValueError:
+        raise InputError(f"{path}:{line}", key, f"must be a whole number (got {text!r})") from None
+    if value < minimum:
+        raise InputError(f"{path}:{line}", key, f"must be >= {minimum} (got {value})")
+    return value
+
+
+def _choice(path, line, row, key, allowed) -> str:
+    value = str(row.get(key, "")).strip()
+    if value not in allowed:
+        raise InputError(f"{path}:{line}", key, f"must be one of {', '.join(a for a in allowed if a)} (got {value!r})")
+    return value
+
+
+def _engine_args(path, line, text: str) -> dict:
+    args = {}
+    for item in text.split():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"{path}:{line}", "engine_args", f"items are key=value (got {item!r})")
+        args[key] = value
+    return args
+
+
+def _row_case(path: Path, line: int, row: dict) -> Case:
+    workload = _choice(path, line, row, "workload", WORKLOADS)
+    metric = _choice(path, line, row, "metric", METRICS)
+    fixed_lengths = workload != "sharegpt"
+    try:
+        value = float(row["value"])
+    except ValueError:
+        raise InputError(f"{path}:{line}", "value", f"must be a number (got {row['value']!r})") from None
+    if not value > 0:
+        raise InputError(f"{path}:{line}", "value", f"must be > 0 (got {value})")
+    return Case(
+        case_id=str(row.get("case_id") or f"{path.stem}:{line}"),
+        source=row["source"].strip(), engine=row["engine"].strip(), model=row["model"].strip(),
+        gpu=row["gpu"].strip(), tp=_int(path, line, row, "tp"), weight_dtype=row["weight_dtype"].strip(),
+        workload=workload, num_requests=_int(path, line, row, "num_requests"), metric=metric, value=value,
+        engine_version=str(row.get("engine_version", "")).strip(), kv_dtype=str(row.get("kv_dtype", "")).strip(),
+        input_len=_int(path, line, row, "input_len", required=fixed_lengths),
+        output_len=_int(path, line, row, "output_len", required=fixed_lengths),
+        concurrency=_int(path, line, row, "concurrency", required=workload == "closed_loop"),
+        engine_args=_engine_args(path, line, str(row.get("engine_args", ""))),
+        split=_choice(path, line, row, "split", SPLITS), note=str(row.get("note", "")).strip(), file=str(path),
+    )
