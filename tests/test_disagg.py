@@ -28,7 +28,7 @@ ONE_STEP_GB_S = 32 / STEP_S / 1e9
 
 def _disagg_cfg(**knobs):
     base = dict(policy="chunked", prefill_replicas=1, decode_replicas=1, kv_transfer_gb_s=ONE_STEP_GB_S,
-                kv_transfer_latency_us=0.0, max_model_len=256, chunk_size=256)
+                kv_transfer_latency_us=0.0, max_model_len=256, max_num_batched_tokens=256)
     base.update(knobs)
     return EngineConfig(**base)
 
