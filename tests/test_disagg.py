@@ -197,3 +197,22 @@ def test_closed_loop_clients_hear_completions_on_decode_replicas():
     assert (arrival[3:] >= finish[:-3] + STEP_S - 1e-12).all()
     assert (frame["replica"] >= 1).all()
     assert result.disagg.coordinator.n_transfers == 12
+
+
+def test_disagg_command_prints_the_comparison_as_json():
+    import json
+
+    result = CliRunner().invoke(app, ["disagg", "--trace", "splitwise_conv", "--max-requests", "40", "--ratios",
+                                      "1:1,2:1", "--load", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["rows"]
+    assert [r["layout"] for r in rows] == ["aggregated x2", "1P:1D", "aggregated x3", "2P:1D"]
+    assert all(r["finished"] == 40 for r in rows)
+
+
+@pytest.mark.parametrize("args", [["--ratios", "1:0"], ["--ratios", "2"], ["--ratios", "a:b"], ["--load", "0"],
+                                  ["--max-requests", "0"], ["--policy", "static"]])
+def test_disagg_command_bad_input(args):
+    result = CliRunner().invoke(app, ["disagg", "--max-requests", "5", *args])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
