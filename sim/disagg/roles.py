@@ -35,7 +35,7 @@ class PrefillRole:
     def _finish_done(self, candidates: np.ndarray | list[int], end_s: float) -> int:
         n_done = super()._finish_done(candidates, end_s)
         t = self.table
-        for rid in candidates if isinstance(candidates, list) else candidates.tolist():
+        for rid in (candidates if isinstance(candidates, list) else candidates.tolist()):
             if t.status[rid] == Status.RUNNING and t.n_computed[rid] >= t.prompt_tokens[rid]:
                 self.running.remove(rid)
                 self.handing_off.add(rid)
