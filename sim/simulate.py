@@ -82,7 +82,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
             replica.sched.finished_listener = disagg.prefill[0].sched.finished_listener
     else:
         replicas, memory, blocks_per_replica = _build_replicas(cfg, model, env, table, recorder, source,
-                                                                max_model_len, cost)
+                                                                max_model_len, cost, time_scale, overhead)
         source.start(replicas)
     env.run()
     wall_time_s = time.perf_counter() - wall_time_start_s
@@ -91,7 +91,8 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
 
 
 def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_model_len: int,
-                    cost: CostModel | None) -> tuple[list[Replica], MemoryPlan, list[int]]:
+                    cost: CostModel | None, time_scale: dict[str, float] | None = None,
+                    overhead: EngineOverhead | None = None) -> tuple[list[Replica], MemoryPlan, list[int]]:
     """The replicas of an aggregated cluster (one per profile in cfg.hardware_of_replicas())."""
     replicas, memories, blocks_per_replica = [], {}, []
     for index, hw_name in enumerate(cfg.hardware_of_replicas()):
