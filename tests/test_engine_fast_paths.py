@@ -171,8 +171,11 @@ def test_canonical_jsonl_is_the_same_written_in_chunks(tmp_path, monkeypatch):
     workload = load_workload("workloads/system_prompts.yaml", seed=0)
     canonical.write_canonical_jsonl(workload, tmp_path / "one.jsonl")
     monkeypatch.setattr(canonical, "ROWS_PER_CHUNK", 7)
-    canonical.write_canonical_jsonl(workload, tmp_path / "chunks.jsonl")
-    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "chunks.jsonl").read_bytes()
+    canonical.write_canonical_jsonl(workload, tmp_path / "rows.jsonl")
+    monkeypatch.setattr(canonical, "IDS_PER_CHUNK", 50)
+    canonical.write_canonical_jsonl(workload, tmp_path / "ids.jsonl")
+    one = (tmp_path / "one.jsonl").read_bytes()
+    assert one == (tmp_path / "rows.jsonl").read_bytes() == (tmp_path / "ids.jsonl").read_bytes()
 
 
 def test_gap_compaction_keeps_itl_percentiles_and_max(splitwise, monkeypatch):
