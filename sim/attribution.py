@@ -58,6 +58,8 @@ class Attribution:
         self.high_water = np.zeros(n, dtype=np.int64)  # most tokens ever computed (recompute below it)
         self._preempted_counted_s = np.zeros(n)
         self._transfer_counted_s = np.zeros(n)
+        self._all_own_rows = table.sample_of.shape[0] == n  # no extra sample rows to leave out
+        self._decode_s = self.parts_s[_INDEX["decode"]]  # a view: the part every decode run adds to
 
     def requeue(self, rid: int) -> None:
         """The request moves to another replica (disaggregation): its next wait there is queueing."""
@@ -71,11 +73,12 @@ class Attribution:
         if rows.size == 0:
             return
         q = plan.new_tokens
-        own = rows < n
-        if not own.all():
-            rows, q = rows[own], q[own]
-            if rows.size == 0:
-                return
+        if not self._all_own_rows:
+            own = rows < n
+            if not own.all():
+                rows, q = rows[own], q[own]
+                if rows.size == 0:
+                    return
         start_s = end_s - plan.duration_s
         # work span per row = end - (its last mark, or the step start after a real wait): the
         # parts telescope exactly, and consecutive steps need no wait bookkeeping
@@ -85,34 +88,41 @@ class Attribution:
             p[_INDEX["swap"], rows] += plan.transfer_s
             span_s = span_s - plan.transfer_s
         contexts = self.table.n_computed[rows]
-        if plan.is_decode_run:
-            p[_INDEX["decode"], rows] += span_s
+        if plan.is_decode_run:  # the hot case: one token per sequence per step
+            self._decode_s[rows] += span_s
+            reached = contexts + plan.n_steps
         else:
             self._split_step(rows, q, contexts, span_s, plan.duration_s - plan.transfer_s, sched)
+            reached = contexts + q * plan.n_steps
         self.mark_s[rows] = end_s
-        self.high_water[rows] = np.maximum(self.high_water[rows], contexts + q * plan.n_steps)
+        self.high_water[rows] = np.maximum(self.high_water[rows], reached)
 
     def _account_wait(self, rows: np.ndarray, start_s: float) -> np.ndarray:
         """Split each row's time since its last step (or arrival) into waiting parts; returns where
         each row's work in this step starts. A row that ran in the step just before (its mark is
         the step start up to rounding) is the common case and costs one comparison."""
         marks = self.mark_s[rows]
-        gap = ~(np.abs(start_s - marks) <= SAME_INSTANT_S)  # NaN (never ran) counts as a gap
-        if not gap.any():
+        if (np.abs(marks - start_s) <= SAME_INSTANT_S).all():  # NaN (never ran) fails this
             return marks
+        gap = ~(np.abs(start_s - marks) <= SAME_INSTANT_S)
         work_start_s = np.where(gap, start_s, marks)
         rows = rows[gap]
         t, p = self.table, self.parts_s
         seen = self.seen[rows]
-        wait = start_s - np.where(seen, self.mark_s[rows], t.arrival_s[rows])
-        preempted = t.preempted_s[rows] - self._preempted_counted_s[rows]
-        transfer = t.kv_transfer_s[rows] - self._transfer_counted_s[rows]
-        self._preempted_counted_s[rows] = t.preempted_s[rows]
-        self._transfer_counted_s[rows] = t.kv_transfer_s[rows]
+        wait = start_s - np.where(seen, marks[gap], t.arrival_s[rows])
+        preempted_now_s, transfer_now_s = t.preempted_s[rows], t.kv_transfer_s[rows]
+        preempted = preempted_now_s - self._preempted_counted_s[rows]
+        transfer = transfer_now_s - self._transfer_counted_s[rows]
+        self._preempted_counted_s[rows] = preempted_now_s
+        self._transfer_counted_s[rows] = transfer_now_s
         rest = wait - preempted - transfer
-        queued = ~seen | self.requeued[rows]
         p[_INDEX["preempted"], rows] += preempted
         p[_INDEX["kv_transfer"], rows] += transfer
+        requeued = self.requeued[rows]
+        if seen.all() and not requeued.any():  # the common case: running requests that sat out steps
+            p[_INDEX["interference"], rows] += rest
+            return work_start_s
+        queued = ~seen | requeued
         p[_INDEX["queue"], rows] += np.where(queued, rest, 0.0)
         p[_INDEX["interference"], rows] += np.where(queued, 0.0, rest)
         self.seen[rows] = True
