@@ -56,6 +56,7 @@ class Attribution:
         self.fresh = np.ones(n, dtype=bool)  # the next wait is queueing (not started yet, or just landed)
         self.high_water = np.zeros(n, dtype=np.int64)  # prompt tokens computed so far (recompute below it)
         self._part = {name: self.parts_s[i] for i, name in enumerate(PARTS)}  # row views: 1-D fancy indexing
+        self._all_own_rows = table.sample_of.shape[0] == n  # no extra sample rows to leave out
 
     def landed(self, rid: int, now_s: float) -> None:
         """Disaggregation: the request's KV landed on a decode replica at `now_s`. The time since its
@@ -72,11 +73,12 @@ class Attribution:
         if rows.size == 0:
             return
         q = plan.new_tokens
-        own = rows < n
-        if not own.all():
-            rows, q = rows[own], q[own]
-            if rows.size == 0:
-                return
+        if not self._all_own_rows:
+            own = rows < n
+            if not own.all():
+                rows, q = rows[own], q[own]
+                if rows.size == 0:
+                    return
         start_s = end_s - plan.duration_s
         # work span per row = end - (its last mark, or the step start after a real wait): the
         # parts telescope exactly, and consecutive steps need no wait bookkeeping
@@ -96,9 +98,10 @@ class Attribution:
         work in this step starts. A row that ran in the step just before (its mark is the step
         start up to rounding) is the common case and costs one comparison."""
         marks = self.mark_s[rows]
-        gap = ~(np.abs(start_s - marks) <= SAME_INSTANT_S)  # NaN (never ran) counts as a gap
-        if not gap.any():
+        same = np.abs(marks - start_s) <= SAME_INSTANT_S  # NaN (never ran) counts as a gap
+        if same.all():
             return marks
+        gap = ~same
         work_start_s = np.where(gap, start_s, marks)
         rows, marks = rows[gap], marks[gap]
         fresh = self.fresh[rows]

@@ -16,9 +16,10 @@ from sim.summary import summarize
 @pytest.fixture(scope="module")
 def summaries() -> dict[str, dict]:
     workload = load_run_workload("splitwise_conv", rate_scale=8, max_requests=300)
-    # chunked with Sarathi's small step budget (512 tokens); vLLM V1's default 8192 bounds stalls less
-    budgets = {"chunked": {"max_num_batched_tokens": 512}}
-    return {policy: summarize(simulate(EngineConfig(policy=policy, **budgets.get(policy, {})), workload))
+    # chunked with a Sarathi-sized step budget of 512 tokens (max_num_batched_tokens; the default 8192
+    # would let whole prompts through and leave little to interleave)
+    budget = {"chunked": {"max_num_batched_tokens": 512}}
+    return {policy: summarize(simulate(EngineConfig(policy=policy, **budget.get(policy, {})), workload))
             for policy in ("static", "continuous", "chunked")}
 
 

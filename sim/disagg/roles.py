@@ -32,10 +32,10 @@ class PrefillRole:
             self.busy_until_s = now_s + plan.duration_s
         return plan
 
-    def _finish_done(self, candidates: np.ndarray | list[int], end_s: float) -> int:
+    def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
         n_done = super()._finish_done(candidates, end_s)
         t = self.table
-        for rid in (candidates if isinstance(candidates, list) else candidates.tolist()):
+        for rid in np.asarray(candidates, dtype=np.int64).tolist():  # base may pass a list (hot path)
             if t.status[rid] == Status.RUNNING and t.n_computed[rid] >= t.prompt_tokens[rid]:
                 self.running.remove(rid)
                 self.handing_off.add(rid)
