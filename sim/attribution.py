@@ -102,9 +102,10 @@ class Attribution:
         each row's work in this step starts. A row that ran in the step just before (its mark is
         the step start up to rounding) is the common case and costs one comparison."""
         marks = self.mark_s[rows]
-        if (np.abs(marks - start_s) <= SAME_INSTANT_S).all():  # NaN (never ran) fails this
+        same = np.abs(marks - start_s) <= SAME_INSTANT_S  # NaN (never ran) is never the same
+        if same.all():
             return marks
-        gap = ~(np.abs(start_s - marks) <= SAME_INSTANT_S)
+        gap = ~same
         work_start_s = np.where(gap, start_s, marks)
         rows = rows[gap]
         t, p = self.table, self.parts_s
