@@ -99,6 +99,18 @@ class EngineConfig(FeatureKnobs):
         return self
 
     @model_validator(mode="after")
+    def _no_knob_ignored(self) -> EngineConfig:
+        """A knob that would have no effect is an error, never silently ignored."""
+        if self.engine is None and (self.num_scheduler_steps is not None or self.enforce_eager is not None):
+            raise ValueError("num_scheduler_steps and enforce_eager act on an engine preset's CPU cost and CUDA "
+                             "graphs: give --engine (vllm, sglang, trtllm, lmdeploy or a preset YAML)")
+        if self.radix_ordering == "lpm" and self.policy != "radix":
+            raise ValueError("radix_ordering lpm orders by prefix match: it needs policy radix")
+        if self.batching_window_s > 0 and self.policy != "static":
+            raise ValueError("batching_window_s is the static policy's batch-forming wait: it needs policy static")
+        return self
+
+    @model_validator(mode="after")
     def _chunk_fits_budget(self) -> EngineConfig:
         if self.chunk_size is None:
             return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,18 +72,19 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
         source = ClosedLoopSource(env, workload, table, router, progress)
     else:
         source = ArrivalSource(env, table.arrival_s[: table.n_requests], router, progress)
+    parts = functools.partial(_replica_parts, time_scale=time_scale, overhead=overhead)
     disagg = None
     if cfg.is_disaggregated:  # hook: disaggregated prefill/decode (sim/disagg/)
         from sim.disagg.build import build_disaggregated
 
-        disagg = build_disaggregated(cfg, model, env, table, recorder, source, max_model_len, cost, _replica_parts)
+        disagg = build_disaggregated(cfg, model, env, table, recorder, source, max_model_len, cost, parts)
         replicas, blocks_per_replica, memory = disagg.replicas, disagg.blocks_per_replica, disagg.first_memory
         source.start(disagg.prefill)
         for replica in disagg.decode:
             replica.sched.finished_listener = disagg.prefill[0].sched.finished_listener
     else:
         replicas, memory, blocks_per_replica = _build_replicas(cfg, model, env, table, recorder, source,
-                                                                max_model_len, cost, time_scale, overhead)
+                                                                max_model_len, cost, parts)
         source.start(replicas)
     env.run()
     wall_time_s = time.perf_counter() - wall_time_start_s
@@ -91,13 +93,13 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
 
 
 def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_model_len: int,
-                    cost: CostModel | None, time_scale: dict[str, float] | None = None,
-                    overhead: EngineOverhead | None = None) -> tuple[list[Replica], MemoryPlan, list[int]]:
-    """The replicas of an aggregated cluster (one per profile in cfg.hardware_of_replicas())."""
+                    cost: CostModel | None, parts: Callable) -> tuple[list[Replica], MemoryPlan, list[int]]:
+    """The replicas of an aggregated cluster (one per profile in cfg.hardware_of_replicas());
+    `parts(cfg, model, hw_name, cost)` gives a profile's memory plan and cost model."""
     replicas, memories, blocks_per_replica = [], {}, []
     for index, hw_name in enumerate(cfg.hardware_of_replicas()):
         if hw_name not in memories:
-            memories[hw_name] = _replica_parts(cfg, model, hw_name, cost, time_scale, overhead)
+            memories[hw_name] = parts(cfg, model, hw_name, cost)
         memory, replica_cost = memories[hw_name]
         n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))

@@ -99,3 +99,16 @@ def test_think_time_jitter_breaks_lockstep_and_is_seeded():
     assert len(np.unique(jittered)) > 20
     assert (jittered == _closed_loop_arrivals(1.0)).all()
     assert not (jittered == _closed_loop_arrivals(1.0, seed=1)).all()
+
+
+@pytest.mark.parametrize(("knobs", "message"), [
+    ({"num_scheduler_steps": 4}, "give --engine"),
+    ({"enforce_eager": True}, "give --engine"),
+    ({"policy": "chunked", "radix_ordering": "lpm"}, "needs policy radix"),
+    ({"policy": "continuous", "batching_window_s": 0.5}, "needs policy static"),
+])
+def test_a_knob_that_would_do_nothing_is_refused(knobs, message):
+    with pytest.raises(ValueError, match=message):
+        EngineConfig(**knobs)
+    assert EngineConfig(engine="vllm", num_scheduler_steps=4).num_scheduler_steps == 4
+    assert EngineConfig(engine="sglang", policy="chunked").radix_ordering == "fcfs"  # the preset's lpm stays out

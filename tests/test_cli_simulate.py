@@ -79,7 +79,7 @@ def test_config_yaml_with_the_flag_keys_works_and_flags_override_it(tmp_path):
                           weight_dtype="bf16", kv_dtype="bf16", max_num_seqs=64, max_num_batched_tokens=4096,
                           block_size=32, gpu_memory_utilization=0.8, max_model_len=4096, swap_space=2,
                           num_gpu_blocks_override=3000, chunk_size=256, preemption_mode="swap",
-                          radix_ordering="lpm", batching_window_s=0.0, seed=3, record_steps=False)
+                          radix_ordering="fcfs", batching_window_s=0.0, seed=3, record_steps=False)
     from_yaml = invoke("--config", str(config), "--max-requests", "30", "--json")
     assert from_yaml.exit_code == 0, from_yaml.output
     summary = json.loads(from_yaml.stdout)

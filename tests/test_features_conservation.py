@@ -40,8 +40,10 @@ FEATURES = {
 
 
 def run_feature(monkeypatch, trace, knobs, n_blocks, chunk_size, max_num_seqs, seed=0):
+    chunked = knobs["policy"] == "chunked" or (knobs["policy"] == "radix" and knobs.get("radix_chunked", True))
+    budget = {"max_num_batched_tokens": chunk_size} if chunked else {}  # the step's token budget (vLLM V1)
     cfg = EngineConfig(num_gpu_blocks_override=n_blocks, max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE,
-                       chunk_size=chunk_size, max_num_seqs=max_num_seqs, swap_space=0.01, seed=seed, **knobs)
+                       max_num_seqs=max_num_seqs, swap_space=0.01, seed=seed, **budget, **knobs)
     problems = checked_commit(monkeypatch, check_tables=True)
     result = simulate(cfg, trace, cost=ConstantCost(swap_s_per_block=STEP_S / 8))
     return result, requests_frame(result), problems

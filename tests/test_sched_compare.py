@@ -16,7 +16,10 @@ from sim.summary import summarize
 @pytest.fixture(scope="module")
 def summaries() -> dict[str, dict]:
     workload = load_run_workload("splitwise_conv", rate_scale=8, max_requests=300)
-    return {policy: summarize(simulate(EngineConfig(policy=policy), workload))
+    # chunked with a Sarathi-sized step budget of 512 tokens (max_num_batched_tokens; the default 8192
+    # would let whole prompts through and leave little to interleave)
+    budget = {"chunked": {"max_num_batched_tokens": 512}}
+    return {policy: summarize(simulate(EngineConfig(policy=policy, **budget.get(policy, {})), workload))
             for policy in ("static", "continuous", "chunked")}
 
 

@@ -58,7 +58,8 @@ def engine(
     data["overhead"].update(per_step_us=round(float(fitted.per_step_s) * 1e6, 1),
                             per_seq_us=round(float(fitted.per_seq_s) * 1e6, 2),
                             per_token_us=round(float(fitted.per_token_s) * 1e6, 3))
-    data["fitted_on"] = f"infersim calibrate engine --objective {objective} on {len(tapped)} case(s) from {', '.join(p.name for p in measured)}"
+    sources = ", ".join(p.name for p in measured)
+    data["fitted_on"] = f"infersim calibrate engine --objective {objective} on {len(tapped)} case(s) from {sources}"
     write_text(out, "# Written by `infersim calibrate engine`.\n" + yaml.safe_dump(data, sort_keys=False))
     used = [t.case for t in tapped]
     before = summary_rows([predict(c, preset, max_sim_requests) for c in used])[-1]["median_abs_error"]

@@ -35,7 +35,7 @@ class PrefillRole:
     def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
         n_done = super()._finish_done(candidates, end_s)
         t = self.table
-        for rid in candidates.tolist():
+        for rid in np.asarray(candidates, dtype=np.int64).tolist():  # base may pass a list (hot path)
             if t.status[rid] == Status.RUNNING and t.n_computed[rid] >= t.prompt_tokens[rid]:
                 self.running.remove(rid)
                 self.handing_off.add(rid)

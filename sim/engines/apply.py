@@ -25,7 +25,8 @@ def fill_from_preset(data: dict) -> dict:
     for key in PRESET_KEYS:
         if key in filled or defaults.get(key) is None:
             continue
-        if key == "chunk_size" and policy not in ("chunked", "radix"):
+        chunked = policy in ("chunked", "radix")
+        if (key == "chunk_size" and not chunked) or (key == "radix_ordering" and policy != "radix"):
             continue
         filled[key] = defaults[key]
     if "kv_dtype" not in filled:

@@ -1,13 +1,14 @@
 """Fitting an engine's overhead terms (per step, per sequence, per token) to measured results.
 
-Every case is simulated once with the engine's overhead set to zero, recording its executed steps
-(sequences, tokens, decode-only, and the step time, which is then the GPU time alone). When all requests are queued at t=0
-(`fixed_batch`, `infinite_rate`), or identical requests come from a closed loop without think time
-(each client's next request joins at the step after its last one ends, whatever the step
-durations), the schedule does not depend on step durations, so the run time
-under any overhead terms is a closed-form sum over those steps and the fit needs no more
-simulations. The fit minimises the median (or mean) |relative error| over the cases by a coarse-to-fine grid;
-callers re-simulate with the fitted terms to report the true after-error (never the closed form).
+Every case is simulated once with the engine's overhead set to zero, recording its executed
+steps (sequences, tokens, decode-only, and the step time, which is then the GPU time alone).
+When all requests are queued at t=0 (`fixed_batch`, `infinite_rate`), or identical requests come
+from a closed loop without think time (each client's next request joins at the step after its
+last one ends, whatever the step durations), the schedule does not depend on step durations, so
+the run time under any overhead terms is a closed-form sum over those steps and the fit needs no
+more simulations. The fit minimises the mean (or median) |relative error| over the cases by a
+coarse-to-fine grid; callers re-simulate with the fitted terms to report the true after-error
+(never the closed form).
 """
 
 from __future__ import annotations
