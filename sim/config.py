@@ -60,7 +60,7 @@ class EngineConfig(FeatureKnobs):
     # engine behaviour (None: the preset's value; without a preset: off / nccl)
     num_scheduler_steps: PositiveInt | None = None  # vLLM multi-step scheduling
     enforce_eager: bool | None = None  # True: no CUDA graphs (no batch padding)
-    allreduce_kind: Literal["nccl", "custom"] | None = None
+    allreduce_kind: Literal["nccl", "custom", "auto"] | None = None
     # infersim knobs
     # chunked/radix: the largest prompt chunk ONE request takes per step (SGLang's
     # chunked_prefill_size, vLLM's long_prefill_token_threshold); None: no cap. The step's token

@@ -205,4 +205,14 @@ def test_summary_records_the_effective_engine_settings():
     assert engine["engine"] == "trtllm" and engine["kv_dtype"] == "fp8" and engine["max_num_seqs"] == 64
     assert engine["block_size"] == load_engine("trtllm").scheduling.block_size
     assert engine["overhead"]["num_scheduler_steps"] == 4 and engine["cuda_graph_capture_sizes"] == []
-    assert engine["allreduce_kind"] == "custom"
+    assert engine["allreduce_kind"] == "auto"
+
+
+def test_auto_allreduce_takes_the_faster_kind_per_message():
+    model, hw = load_model("llama-3-70b"), load_hardware("h200")
+    costs = {kind: CostModel(model, hw, tp=8, allreduce_kind=kind, step_overhead_s=0.0)
+             for kind in ("nccl", "custom", "auto")}
+    payload = np.array([4096.0, 64e6])  # a decode step's bytes vs a large prefill's
+    times = {kind: cost._allreduce_s(payload) for kind, cost in costs.items()}
+    assert times["custom"][0] < times["nccl"][0] and times["nccl"][1] < times["custom"][1]  # the crossover
+    np.testing.assert_array_equal(times["auto"], np.minimum(times["nccl"], times["custom"]))

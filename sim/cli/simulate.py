@@ -82,7 +82,7 @@ def simulate(
                                     "--num-scheduler-steps"),
     enforce_eager: bool = typer.Option(None, "--enforce-eager/--cuda-graphs", show_default=False,
                                        help="disable / keep the preset's CUDA graphs (batch padding)"),
-    allreduce_kind: str = _opt("nccl | custom [preset / nccl]", "--allreduce"),
+    allreduce_kind: str = _opt("nccl | custom | auto (per message the faster) [preset / nccl]", "--allreduce"),
     preemption_mode: str = _opt("recompute | swap [recompute]", "--preemption-mode"),
     radix_ordering: str = _opt("fcfs | lpm (longest prefix first) [fcfs]", "--radix-ordering"),
     batching_window_s: float = _opt("static: wait this long for a batch to fill [0]", "--batching-window-s"),

@@ -14,7 +14,7 @@ import numpy as np
 from sim.errors import InputError
 from sim.hardware import HardwareProfile, LinkFit
 
-ALLREDUCE_KINDS = ("nccl", "custom")
+ALLREDUCE_KINDS = ("nccl", "custom", "auto")  # auto: per message, whichever is faster (engines switch by size)
 
 
 def _nearest_tp(fits: dict[int, LinkFit], tp: int) -> LinkFit:
@@ -28,6 +28,8 @@ def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridg
     profile has no collective fits (the caller uses the ring formula)."""
     if kind not in ALLREDUCE_KINDS:
         raise InputError("allreduce_kind", kind, " | ".join(ALLREDUCE_KINDS))
+    if kind == "auto":
+        raise ValueError("auto is two fits: call allreduce_fits")
     coll = hw.collectives
     if nvlink_bridge:
         if coll is None or not coll.nvlink_bridge:
@@ -41,6 +43,15 @@ def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridg
     if not fits:
         return None
     return _nearest_tp(fits, tp)
+
+
+def allreduce_fits(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridge: bool = False) -> list[LinkFit]:
+    """The fits an all-reduce of `kind` may use: one for nccl/custom; for `auto` both, of which
+    each message takes the faster (vLLM uses its custom kernel below a size limit and NCCL above;
+    TensorRT-LLM's AUTO strategy picks per message). Empty without collective fits."""
+    kinds = ("nccl", "custom") if kind == "auto" else (kind,)
+    fits = [allreduce_fit(hw, tp, k, nvlink_bridge) for k in kinds]
+    return [f for f in fits if f is not None]
 
 
 def link_time_s(payload_bytes: np.ndarray, fit: LinkFit) -> np.ndarray:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.cost.attention_tables import attention_tables
-from sim.cost.collectives import allreduce_fit, link_time_s
+from sim.cost.collectives import allreduce_fits, link_time_s
 from sim.cost.hot import HotPath
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
@@ -117,7 +117,7 @@ class CostModel:
         self.prefill_ratio = attn.get(("prefill_attention", *head_key, None))
         self.decode_ratio = attn.get(("decode_attention", *head_key, block_size))
         self.allreduce_kind = allreduce_kind
-        self._allreduce_fit = allreduce_fit(hw, tp, allreduce_kind, nvlink_bridge)
+        self._allreduce_fits = allreduce_fits(hw, tp, allreduce_kind, nvlink_bridge)
         self._layer_table_s = np.zeros(0)
         self._lm_table_s = np.zeros(0)
         self._hot = HotPath(self)
@@ -154,8 +154,8 @@ class CostModel:
 
     def _allreduce_s(self, payload: np.ndarray) -> np.ndarray:
         """One all-reduce of `payload` bytes: the profile's fitted collective, else the ring formula."""
-        if self._allreduce_fit is not None:
-            return link_time_s(payload, self._allreduce_fit)
+        if self._allreduce_fits:
+            return np.minimum.reduce([link_time_s(payload, fit) for fit in self._allreduce_fits])
         latency = self.hw.interconnect.gpu_link_latency_us * 1e-6
         return allreduce_time_s(payload, self.tp, self.hw.gpu_link_bytes_s, latency, self.eff)
 

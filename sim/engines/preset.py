@@ -87,7 +87,7 @@ class EnginePreset(BaseModel):
     scheduling: Scheduling
     kv: KVDefaults = KVDefaults()
     cuda_graph: CudaGraph = CudaGraph()
-    allreduce_kind: Literal["nccl", "custom"] = "nccl"
+    allreduce_kind: Literal["nccl", "custom", "auto"] = "nccl"
     overhead: Overhead
     fitted_on: str = ""  # which validation cases the overhead numbers were fitted on
     sources: list[str] = Field(min_length=1)
