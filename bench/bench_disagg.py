@@ -1,7 +1,7 @@
 """Aggregated vs disaggregated prefill/decode at equal GPU count (a table; minutes of CPU).
 
 The Azure 2023 LLM inference conversation trace (bundled), Llama-3-70B on h100-sxm with TP 4 per
-replica, chunked prefill everywhere (prefill replicas with --prefill-chunk tokens per step); each
+replica, chunked prefill everywhere (the default token budget per step); each
 P:D layout next to the aggregated cluster of the same number of replicas (least_outstanding
 routing). The load grows with the cluster: --loads are multiples of the trace's own rate PER
 REPLICA, so rows compare per GPU. KV moves over NVLink while the cluster fits one 8-GPU node,
@@ -40,7 +40,6 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--loads", default="1,1.5,2")
     parser.add_argument("--ratios", default="1:1,1:2,1:3,2:1,3:1")
-    parser.add_argument("--prefill-chunk", type=int, default=4096)
     parser.add_argument("--max-requests", type=int, default=4000)
     parser.add_argument("--ttft-slo", type=float, default=2.0)
     parser.add_argument("--tpot-slo", type=float, default=0.05)
@@ -48,8 +47,7 @@ def main() -> None:
     parser.add_argument("--tp", type=int, default=4)
     args = parser.parse_args()
     base = EngineConfig(model="llama-3-70b", hardware=args.hardware, tp=args.tp, policy="chunked",
-                        slo={"ttft_s": args.ttft_slo, "tpot_s": args.tpot_slo},
-                        prefill={"chunk_size": args.prefill_chunk})
+                        slo={"ttft_s": args.ttft_slo, "tpot_s": args.tpot_slo})
     ratios = [tuple(int(x) for x in pair.split(":")) for pair in args.ratios.split(",")]
     for load in (float(x) for x in args.loads.split(",")):
         def workload_for(n_replicas: int, load=load):
@@ -60,7 +58,7 @@ def main() -> None:
         rate = len(one) / float(one.arrival_s[-1] - one.arrival_s[0])
         print(f"\nAzure conv, first {len(one)} requests at {load:g} x the trace's rate per replica "
               f"({rate:.2f} req/s per replica); llama-3-70b, {args.hardware} TP{args.tp} per replica; "
-              f"SLO TTFT <= {args.ttft_slo} s, TPOT <= {args.tpot_slo} s; prefill chunk {args.prefill_chunk}")
+              f"SLO TTFT <= {args.ttft_slo} s, TPOT <= {args.tpot_slo} s")
         results = compare_splits(base, workload_for, ratios)
         rows = [[fmt(r.row()[c]) for c in COLUMNS] for r in results]
         widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(COLUMNS)]

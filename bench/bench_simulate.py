@@ -48,14 +48,16 @@ def run_process(args: list[str], tree: Path) -> dict:
         err.seek(0)
         if proc.returncode:
             raise SystemExit(f"failed in {tree}: {' '.join(args)}\n{err.read()[-2000:]}")
-        return {"wall_s": wall_s, "peak_mib": usage.ru_maxrss / 1024, "stdout": out.read()}
+        return {"wall_s": wall_s, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024,
+                "stdout": out.read()}
 
 
 def median_run(args: list[str], tree: Path, repeats: int) -> dict:
     runs = [run_process(args, tree) for _ in range(repeats)]
     wall = statistics.median(r["wall_s"] for r in runs)
     summary = json.loads(runs[0]["stdout"]) if runs[0]["stdout"].lstrip().startswith("{") else {}
-    return {"wall_s": wall, "peak_mib": max(r["peak_mib"] for r in runs), "steps": summary.get("n_steps"),
+    return {"wall_s": wall, "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+            "peak_mib": max(r["peak_mib"] for r in runs), "steps": summary.get("n_steps"),
             "sim_s": statistics.median(json.loads(r["stdout"])["wall_time_s"] for r in runs) if summary else None}
 
 
@@ -98,9 +100,9 @@ def export_tree(ref: str, into: Path) -> Path:
 
 def fmt(cell: dict | None) -> str:
     if cell is None:
-        return f"{'-':>8} {'-':>8} {'-':>7}"
+        return f"{'-':>8} {'-':>8} {'-':>8} {'-':>7}"
     sim = f"{cell['sim_s']:.2f}" if cell["sim_s"] is not None else "-"
-    return f"{cell['wall_s']:>8.2f} {sim:>8} {cell['peak_mib']:>7.0f}"
+    return f"{cell['wall_s']:>8.2f} {cell['cpu_s']:>8.2f} {sim:>8} {cell['peak_mib']:>7.0f}"
 
 
 def main() -> None:
@@ -119,30 +121,32 @@ def main() -> None:
         for label, command, repeats in rows_to_run(args, work):
             cells = {name: median_run(command, tree, repeats) for name, tree in trees.items()}
             results.append((label, cells))
-            print(f"  {label}: " + ", ".join(f"{k} {v['wall_s']:.2f} s / {v['peak_mib']:.0f} MiB"
+            print(f"  {label}: " + ", ".join(f"{k} {v['wall_s']:.2f} s ({v['cpu_s']:.2f} cpu) / {v['peak_mib']:.0f} MiB"
                                             for k, v in cells.items()), file=sys.stderr, flush=True)
     print(f"before = git {args.before}, after = working tree; median of {args.repeats} processes (1M rows: 1); "
-          f"wall = whole process, sim = simulation only (summary wall_time_s), RSS = peak MiB of the process")
-    print(f"{'row':<34} {'before wall':>11} {'sim':>8} {'RSS':>7} | {'after wall':>10} {'sim':>8} {'RSS':>7} "
-          f"{'speedup':>7}")
+          f"wall = whole process, cpu = its user+system CPU seconds (steadier on a shared machine), sim = "
+          f"simulation wall only (summary wall_time_s), RSS = peak MiB of the process")
+    print(f"{'row':<34} {'before wall':>11} {'cpu':>8} {'sim':>8} {'RSS':>7} | {'after wall':>10} {'cpu':>8} "
+          f"{'sim':>8} {'RSS':>7} {'wall x':>7} {'cpu x':>6}")
     for label, cells in results:
         before, after = cells.get("before"), cells["after"]
-        speedup = f"{before['wall_s'] / after['wall_s']:.2f}x" if before else "-"
-        print(f"{label:<34} {fmt(before):>28} | {fmt(after):>27} {speedup:>7}")
+        wall_x = f"{before['wall_s'] / after['wall_s']:.2f}" if before else "-"
+        cpu_x = f"{before['cpu_s'] / after['cpu_s']:.2f}" if before else "-"
+        print(f"{label:<34} {fmt(before):>37} | {fmt(after):>36} {wall_x:>7} {cpu_x:>6}")
     _ratios(results)
 
 
 def _ratios(results) -> None:
-    """The issue's relative targets, from the 'after' column."""
-    wall = {label: cells["after"]["wall_s"] for label, cells in results}
+    """The issue's relative targets, from the 'after' column (process CPU seconds)."""
+    wall = {label: cells["after"]["cpu_s"] for label, cells in results}  # CPU: steadier than wall when shared
     base = wall.get("splitwise_conv 7B continuous")
     if base:
         for label in ("splitwise_conv 7B chunked", "splitwise_conv 7B radix", "splitwise_conv 70B TP4 chunked"):
             if label in wall:
-                print(f"{label} / 7B continuous: {wall[label] / base:.2f}")
+                print(f"{label} / 7B continuous (cpu): {wall[label] / base:.2f}")
     if "splitwise_conv 70B TP4 chunked" in wall and "splitwise_conv 7B chunked" in wall:
         ratio = wall["splitwise_conv 70B TP4 chunked"] / wall["splitwise_conv 7B chunked"]
-        print(f"70B TP4 chunked / 7B chunked: {ratio:.2f}")
+        print(f"70B TP4 chunked / 7B chunked (cpu): {ratio:.2f}")
 
 
 if __name__ == "__main__":

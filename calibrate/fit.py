@@ -31,7 +31,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from calibrate.fit_collectives import fit_collectives
-from calibrate.fit_tables import gemm_table_entries
+from calibrate.fit_tables import attention_ratio_entries, gemm_table_entries
 from calibrate.measurements import COLLECTIVE_OPS, GEMM_OPS
 from calibrate.predict import predict_times_s
 from sim.errors import InputError
@@ -58,6 +58,7 @@ class FitResult:
     classes: list[ClassFit] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     tables: list[dict] = field(default_factory=list)  # calibration.tables.gemm entries
+    attention_tables: list[dict] = field(default_factory=list)  # calibration.tables.attention entries
     collective_residuals: dict = field(default_factory=dict)
 
 
@@ -227,6 +228,10 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True)
         result.collective_residuals = fit_collectives(collective_rows.reset_index(drop=True))[1]
     if tables:
         result.tables = gemm_table_entries(frame)
-        if result.tables:
-            result.hardware = result.hardware.model_copy(update={"calibration": {"tables": {"gemm": result.tables}}})
+        result.attention_tables = attention_ratio_entries(frame, result.hardware)
+        stored = {"gemm": result.tables} if result.tables else {}
+        if result.attention_tables:
+            stored["attention"] = result.attention_tables
+        if stored:
+            result.hardware = result.hardware.model_copy(update={"calibration": {"tables": stored}})
     return result

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calibrate.measurements import GEMM_OPS
+from calibrate.measurements import ATTENTION_OPS, GEMM_OPS
+from sim.cost.attention_tables import ratio_entry
 from sim.cost.tables import table_entry
 from sim.dtypes import bytes_per_element
 from sim.errors import InputError
@@ -54,3 +55,28 @@ def holdout_relative_errors(entries: list[dict]) -> dict[str, list[float]]:
         predicted = np.interp(m[held], m[keep], t[keep])
         out.setdefault(entry["op"], []).extend((np.exp(predicted - t[held]) - 1.0).tolist())
     return out
+
+
+def attention_ratio_entries(frame: pd.DataFrame, smooth_hw) -> list[dict]:
+    """`calibration.tables.attention` entries: per op kind, head shape (and block size for decode),
+    the median measured / smooth-model ratio at each axis value (pairs or KV tokens)."""
+    from calibrate.predict import attention_axis, smooth_attention_s
+    from sim.dtypes import peak_key
+
+    entries = []
+    for kind in ATTENTION_OPS:
+        rows = frame[frame["op"] == kind].reset_index(drop=True)
+        if rows.empty:
+            continue
+        keys = ["n_heads", "n_kv_heads", "head_dim", "dtype"] + (["block_size"] if kind == "decode_attention" else [])
+        for key, group in rows.groupby(keys, sort=True):
+            group = group.reset_index(drop=True)
+            dtype = str(group["dtype"].iloc[0])
+            el_bytes = bytes_per_element(dtype, "dtype")
+            smooth = smooth_attention_s(group, smooth_hw, el_bytes, smooth_hw.peak_flops(peak_key(dtype, "dtype")))
+            ratios = pd.Series(group["time_s"].astype("float64").to_numpy() / smooth, index=attention_axis(group))
+            medians = ratios.groupby(level=0).median().sort_index()
+            block = int(key[4]) if kind == "decode_attention" else None
+            entries.append(ratio_entry(kind, int(key[0]), int(key[1]), int(key[2]), el_bytes, block,
+                                       medians.index.to_numpy(), medians.to_numpy()))  # fmt: skip
+    return entries

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.tables import gemm_tables
@@ -48,10 +49,19 @@ def _gemm(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -
 
 
 def answered_by(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
-    """Per row: "table" where a measured table answers it (GEMM shapes in the profile's tables),
-    else "smooth" (the roofline model)."""
+    """Per row: "table" where a measured table answers it (a GEMM shape or attention head shape in
+    the profile's tables), else "smooth" (the roofline model)."""
     tables = gemm_tables(hw.calibration, hw.name)
     out = np.full(len(frame), "smooth", dtype=object)
+    attn = attention_tables(hw.calibration, hw.name)
+    for kind in ("prefill_attention", "decode_attention") if attn else ():
+        for i in np.flatnonzero((frame["op"] == kind).to_numpy()):
+            row = frame.iloc[i]
+            block = int(row["block_size"]) if kind == "decode_attention" else None
+            key = (kind, int(row["n_heads"]), int(row["n_kv_heads"]), int(row["head_dim"]),
+                   bytes_per_element(str(row["dtype"]), "dtype"), block)  # fmt: skip
+            if key in attn:
+                out[i] = "table"
     if not tables:
         return out
     sizes = np.array([bytes_per_element(d, "dtype") for d in frame["dtype"].astype(str)])
@@ -72,18 +82,41 @@ def _attention(rows, hw, el_bytes, peak, pairs, kv_tokens, e_memory) -> np.ndarr
     return time_s
 
 
-def _decode(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+def attention_axis(rows: pd.DataFrame) -> np.ndarray:
+    """The attention tables' axis per row: causal pairs (prefill) or KV tokens read (decode)."""
     batch, context = _float(rows, "batch_size"), _float(rows, "context_tokens")
+    if (rows["op"] == "prefill_attention").all():
+        return batch * context * context / 2.0
     block = _float(rows, "block_size")
-    pairs = batch * (context - 0.5)
-    kv_tokens = batch * np.ceil(context / block) * block
+    return batch * np.ceil(context / block) * block
+
+
+def smooth_attention_s(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    """The smooth model's attention time per row (one op kind per call)."""
+    batch, context = _float(rows, "batch_size"), _float(rows, "context_tokens")
+    if (rows["op"] == "prefill_attention").all():
+        return _attention(rows, hw, el_bytes, peak, batch * context * context / 2.0, batch * context,
+                          hw.efficiency.memory)  # fmt: skip
+    block = _float(rows, "block_size")
     e_memory = np.array([hw.efficiency.paged_efficiency(int(b)) for b in block])
-    return _attention(rows, hw, el_bytes, peak, pairs, kv_tokens, e_memory)
+    return _attention(rows, hw, el_bytes, peak, batch * (context - 0.5), attention_axis(rows), e_memory)
 
 
-def _prefill(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
-    batch, seq = _float(rows, "batch_size"), _float(rows, "context_tokens")
-    return _attention(rows, hw, el_bytes, peak, batch * seq * seq / 2.0, batch * seq, hw.efficiency.memory)
+def _attention_with_tables(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
+    time_s = smooth_attention_s(rows, hw, el_bytes, peak)
+    tables = attention_tables(hw.calibration, hw.name)
+    if not tables:
+        return time_s
+    axis = attention_axis(rows)
+    kind = str(rows["op"].iloc[0])
+    heads = rows[["n_heads", "n_kv_heads", "head_dim"]].astype("int64").to_numpy()
+    blocks = rows["block_size"].astype("Float64").fillna(0).to_numpy(dtype=float)
+    for i in range(len(rows)):
+        block = int(blocks[i]) if kind == "decode_attention" else None
+        table = tables.get((kind, *map(int, heads[i]), el_bytes, block))
+        if table is not None:
+            time_s[i] *= float(table.factor(axis[i]))
+    return time_s
 
 
 def _allreduce(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
@@ -107,7 +140,8 @@ def _send_recv(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: flo
     return link_time_s(_float(rows, "payload_bytes"), fit)
 
 
-_PREDICT = {"decode_attention": _decode, "prefill_attention": _prefill, "allreduce": _allreduce,
+_PREDICT = {"decode_attention": _attention_with_tables, "prefill_attention": _attention_with_tables,
+            "allreduce": _allreduce,
             "send_recv": _send_recv}
 
 

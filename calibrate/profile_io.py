@@ -88,6 +88,8 @@ def _sources(fit: FitResult, base: HardwareProfile) -> dict[str, str]:
         out[c.name] = f"measured-fit ({c.n_rows} rows)"
     if fit.tables:
         out["gemm_tables"] = f"measured ({len(fit.tables)} shapes)"
+    if fit.attention_tables:
+        out["attention_tables"] = f"measured ({len(fit.attention_tables)} head shapes / block sizes)"
     return out
 
 
@@ -117,8 +119,8 @@ def calibrated_profile_data(
         },
         "collective_residuals": fit.collective_residuals,
     })  # fmt: skip
-    if fit.tables:
-        data["calibration"]["tables"] = {"gemm": fit.tables}
+    if fit.tables or fit.attention_tables:
+        data["calibration"]["tables"] = (fit.hardware.calibration or {}).get("tables", {})
     if frame is not None:
         data["uncertainty"] = uncertainty_from_residuals(class_relative_errors(frame, fit), base.uncertainty)
     data["sources"] = _sources(fit, base)

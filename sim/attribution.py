@@ -53,77 +53,76 @@ class Attribution:
         self.table = table
         self.parts_s = np.zeros((len(PARTS), n))
         self.mark_s = np.full(n, np.nan)  # end of the last step the request was in (NaN: none yet)
-        self.seen = np.zeros(n, dtype=bool)
-        self.requeued = np.zeros(n, dtype=bool)  # handed to a new replica: waiting there is queueing
-        self.high_water = np.zeros(n, dtype=np.int64)  # most tokens ever computed (recompute below it)
-        self._preempted_counted_s = np.zeros(n)
-        self._transfer_counted_s = np.zeros(n)
+        self.fresh = np.ones(n, dtype=bool)  # the next wait is queueing (not started yet, or just landed)
+        self.high_water = np.zeros(n, dtype=np.int64)  # prompt tokens computed so far (recompute below it)
+        self._part = {name: self.parts_s[i] for i, name in enumerate(PARTS)}  # row views: 1-D fancy indexing
+        self._all_own_rows = table.sample_of.shape[0] == n  # no extra sample rows to leave out
 
-    def requeue(self, rid: int) -> None:
-        """The request moves to another replica (disaggregation): its next wait there is queueing."""
-        if rid < self.seen.shape[0]:
-            self.requeued[rid] = True
+    def landed(self, rid: int, now_s: float) -> None:
+        """Disaggregation: the request's KV landed on a decode replica at `now_s`. The time since its
+        prefill step is kv_transfer; its wait there until its first decode step is queueing."""
+        if rid < self.fresh.shape[0]:
+            self.parts_s[_INDEX["kv_transfer"], rid] += now_s - self.mark_s[rid]
+            self.mark_s[rid] = now_s
+            self.fresh[rid] = True
 
     def on_plan(self, plan: StepPlan, end_s: float, sched: Scheduler) -> None:
         """Account a plan about to be committed at `end_s` (call BEFORE the commit mutates tokens)."""
         rows = plan.req_ids
-        n = self.seen.shape[0]
+        n = self.fresh.shape[0]
         if rows.size == 0:
             return
         q = plan.new_tokens
-        own = rows < n
-        if not own.all():
-            rows, q = rows[own], q[own]
-            if rows.size == 0:
-                return
+        if not self._all_own_rows:
+            own = rows < n
+            if not own.all():
+                rows, q = rows[own], q[own]
+                if rows.size == 0:
+                    return
         start_s = end_s - plan.duration_s
         # work span per row = end - (its last mark, or the step start after a real wait): the
         # parts telescope exactly, and consecutive steps need no wait bookkeeping
         span_s = end_s - self._account_wait(rows, start_s)
-        p = self.parts_s
         if plan.transfer_s:
-            p[_INDEX["swap"], rows] += plan.transfer_s
+            self._part["swap"][rows] += plan.transfer_s
             span_s = span_s - plan.transfer_s
-        contexts = self.table.n_computed[rows]
         if plan.is_decode_run:
-            p[_INDEX["decode"], rows] += span_s
+            self._part["decode"][rows] += span_s
         else:
-            self._split_step(rows, q, contexts, span_s, plan.duration_s - plan.transfer_s, sched)
+            self._split_step(rows, q, span_s, plan.duration_s - plan.transfer_s, sched)
         self.mark_s[rows] = end_s
-        self.high_water[rows] = np.maximum(self.high_water[rows], contexts + q * plan.n_steps)
 
     def _account_wait(self, rows: np.ndarray, start_s: float) -> np.ndarray:
-        """Split each row's time since its last step (or arrival) into waiting parts; returns where
-        each row's work in this step starts. A row that ran in the step just before (its mark is
-        the step start up to rounding) is the common case and costs one comparison."""
+        """Book each row's time since its last mark (or arrival) as queue (fresh rows) or
+        interference (preempted time is moved out of it in `columns`); returns where each row's
+        work in this step starts. A row that ran in the step just before (its mark is the step
+        start up to rounding) is the common case and costs one comparison."""
         marks = self.mark_s[rows]
-        gap = ~(np.abs(start_s - marks) <= SAME_INSTANT_S)  # NaN (never ran) counts as a gap
-        if not gap.any():
+        same = np.abs(marks - start_s) <= SAME_INSTANT_S  # NaN (never ran) counts as a gap
+        if same.all():
             return marks
+        gap = ~same
         work_start_s = np.where(gap, start_s, marks)
-        rows = rows[gap]
-        t, p = self.table, self.parts_s
-        seen = self.seen[rows]
-        wait = start_s - np.where(seen, self.mark_s[rows], t.arrival_s[rows])
-        preempted = t.preempted_s[rows] - self._preempted_counted_s[rows]
-        transfer = t.kv_transfer_s[rows] - self._transfer_counted_s[rows]
-        self._preempted_counted_s[rows] = t.preempted_s[rows]
-        self._transfer_counted_s[rows] = t.kv_transfer_s[rows]
-        rest = wait - preempted - transfer
-        queued = ~seen | self.requeued[rows]
-        p[_INDEX["preempted"], rows] += preempted
-        p[_INDEX["kv_transfer"], rows] += transfer
-        p[_INDEX["queue"], rows] += np.where(queued, rest, 0.0)
-        p[_INDEX["interference"], rows] += np.where(queued, 0.0, rest)
-        self.seen[rows] = True
-        self.requeued[rows] = False
+        rows, marks = rows[gap], marks[gap]
+        fresh = self.fresh[rows]
+        if not fresh.any():
+            self._part["interference"][rows] += start_s - marks
+            return work_start_s
+        unseen = np.isnan(marks)
+        if unseen.any():
+            marks = np.where(unseen, self.table.arrival_s[rows], marks)
+        wait = start_s - marks
+        self._part["queue"][rows[fresh]] += wait[fresh]
+        self._part["interference"][rows[~fresh]] += wait[~fresh]
+        self.fresh[rows] = False
         return work_start_s
 
-    def _split_step(self, rows, q, contexts, span_s: np.ndarray, step_s: float, sched: Scheduler) -> None:
-        p = self.parts_s
-        prefilling = np.flatnonzero((q != 1) | (contexts < self.table.prompt_tokens[rows]))
+    def _split_step(self, rows, q, span_s: np.ndarray, step_s: float, sched: Scheduler) -> None:
+        t, part = self.table, self._part
+        contexts = t.n_computed[rows]
+        prefilling = np.flatnonzero((q != 1) | (contexts < t.prompt_tokens[rows]))
         if prefilling.size == 0:
-            p[_INDEX["decode"], rows] += span_s
+            part["decode"][rows] += span_s
             return
         dec_s = 0.0
         if prefilling.size < rows.size:
@@ -131,25 +130,38 @@ class Attribution:
             decoding[prefilling] = False
             dec_rows = rows[decoding]
             dec_s = min(sched.decode_only_time_s(contexts[decoding]), step_s)
-            p[_INDEX["decode"], dec_rows] += dec_s
-            p[_INDEX["interference"], dec_rows] += span_s[decoding] - dec_s
+            part["decode"][dec_rows] += dec_s
+            part["interference"][dec_rows] += span_s[decoding] - dec_s
         # prefilling sequences are few per step: plain Python
         pre_q = q[prefilling].tolist()
         share_s = (step_s - dec_s) / sum(pre_q)
         for i, n_new in zip(prefilling.tolist(), pre_q):
-            row = int(rows[i])
+            row, computed = int(rows[i]), int(contexts[i])
             own_s = share_s * n_new
-            redo = min(max(int(self.high_water[row] - contexts[i]), 0), n_new)
+            done_before = int(self.high_water[row])
+            if not np.isnan(t.first_token_s[row]):  # recomputing after a preemption: all but the last token
+                done_before = max(done_before, int(t.n_tokens[row]) - 1)
+            redo = min(max(done_before - computed, 0), n_new)
             redo_s = own_s * redo / n_new
-            p[_INDEX["recompute"], row] += redo_s
-            p[_INDEX["prefill"], row] += own_s - redo_s
-            p[_INDEX["interference"], row] += span_s[i] - own_s
+            part["recompute"][row] += redo_s
+            part["prefill"][row] += own_s - redo_s
+            part["interference"][row] += span_s[i] - own_s
+            self.high_water[row] = max(done_before, computed + n_new)
 
     def columns(self, finished: np.ndarray, request_finish_s: np.ndarray) -> dict[str, np.ndarray]:
         """`attr_<part>_s` columns for the requests frame: NaN where the request did not finish.
-        `request_finish_s` is each request's end over all its samples (the frame's finish_s)."""
+        `request_finish_s` is each request's end over all its samples (the frame's finish_s).
+        Preempted time (the table's `preempted_s`) was booked as waiting: it is taken out of
+        interference (a preempted request had run before), and out of queue for any rest (one
+        preempted on a decode replica before its first step there)."""
         parts = self.parts_s.copy()
-        own_finish_s = self.table.finish_s[: parts.shape[1]]
+        n = parts.shape[1]
+        preempted = self.table.preempted_s[:n]
+        from_interference = np.minimum(preempted, parts[_INDEX["interference"]])
+        parts[_INDEX["interference"]] -= from_interference
+        parts[_INDEX["queue"]] -= preempted - from_interference
+        parts[_INDEX["preempted"]] = preempted
+        own_finish_s = self.table.finish_s[:n]
         parts[_INDEX["samples"]] = np.where(finished, request_finish_s - own_finish_s, 0.0)
         parts[:, ~finished] = np.nan
         return {f"attr_{name}_s": parts[i] for i, name in enumerate(PARTS)}

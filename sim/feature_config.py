@@ -25,7 +25,7 @@ class GroupKnobs(StrictModel):
 
 
 class FeatureKnobs(StrictModel):
-    # per-request latency attribution (sim/attribution.py); costs ~20-40% of a run's wall time
+    # per-request latency attribution (sim/attribution.py); costs ~20-40% of a run's wall time (measured, noisy 2-core machine)
     latency_attribution: bool = True
     # speculative decoding (sim/spec_decode.py): off while spec_tokens == 0
     spec_tokens: int = Field(0, ge=0, le=16)  # k proposed tokens per step

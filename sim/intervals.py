@@ -84,3 +84,11 @@ def run_extrapolating(cfg: EngineConfig) -> list[str]:
             if reason not in reasons:
                 reasons.append(reason)
     return reasons
+
+
+def band_over_draws(cfg: EngineConfig, n: int, evaluate: Callable[[dict[str, float]], float]) -> dict:
+    """p10/p50/p90 of `evaluate(time_scale)` over the same `n` draws `prediction_intervals` uses.
+    For the planner: `evaluate` = the highest rate meeting the SLOs when every simulation of the
+    search runs `simulate(cfg, workload, time_scale=time_scale)`; the result is its capacity band."""
+    check_replays(n)
+    return band(evaluate(scale) for scale in perturbed_cost_scales(cfg, n)) | {"n_draws": n}

@@ -72,8 +72,8 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
         source = ClosedLoopSource(env, workload, table, router, progress)
     else:
         source = ArrivalSource(env, table.arrival_s[: table.n_requests], router, progress)
-    disagg = None
     parts = functools.partial(_replica_parts, time_scale=time_scale, overhead=overhead)
+    disagg = None
     if cfg.is_disaggregated:  # hook: disaggregated prefill/decode (sim/disagg/)
         from sim.disagg.build import build_disaggregated
 
@@ -93,7 +93,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
 
 
 def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_model_len: int,
-                    cost: CostModel | None, parts) -> tuple[list[Replica], MemoryPlan, list[int]]:
+                    cost: CostModel | None, parts: Callable) -> tuple[list[Replica], MemoryPlan, list[int]]:
     """The replicas of an aggregated cluster (one per profile in cfg.hardware_of_replicas());
     `parts(cfg, model, hw_name, cost)` gives a profile's memory plan and cost model."""
     replicas, memories, blocks_per_replica = [], {}, []

@@ -15,7 +15,8 @@ KV: a sequence's table grows by the tokens it keeps. Blocks for the accepted tok
 when the step is planned; when they are short the sequence keeps only its own token (as if every
 proposal were rejected). The k - accepted rejected slots a real engine reserves for the length
 of one step are not modelled. Inter-token gaps are one per step and sequence (tokens that arrive
-together share one gap), as serving benchmarks measure chunks of streamed output.
+together share one gap), as serving benchmarks measure chunks of streamed output. A draft
+model's own weights and KV cache are not taken out of the target's memory plan.
 """
 
 from __future__ import annotations

@@ -93,3 +93,34 @@ def test_cost_model_uses_the_table_for_its_shape_only():
 def test_malformed_tables_name_the_field(entry, field):
     with pytest.raises(InputError, match=field):
         gemm_tables({"tables": {"gemm": [entry]}}, "p.yaml")
+
+
+def _with_attention_ratios():
+    from sim.cost.attention_tables import ratio_entry
+
+    base = load_hardware("h100-sxm")
+    prefill = ratio_entry("prefill_attention", 32, 32, 128, 2, None, [1e4, 1e6, 1e8], [1.5, 0.8, 1.2])
+    decode = ratio_entry("decode_attention", 32, 32, 128, 2, 16, [1e3, 1e5], [2.0, 1.25])
+    return base.model_copy(update={"calibration": {"tables": {"attention": [prefill, decode]}}})
+
+
+def test_attention_ratio_tables_scale_the_smooth_model_in_breakdown_and_hot_path():
+    model = load_model("llama-2-7b")  # TP 1: 32 q heads, 32 kv heads, head dim 128
+    plain = CostModel(model, load_hardware("h100-sxm"))
+    tabled = CostModel(model, _with_attention_ratios())
+    q, c = np.array([1000]), np.array([0])  # pairs = 1000 * 500 = 5e5
+    get = lambda cost, name, q, c: next(o.time_s for o in cost.breakdown(q, c).ops if o.name == name)  # noqa: E731
+    expected = np.exp(np.interp(np.log(5e5), np.log([1e4, 1e6, 1e8]), np.log([1.5, 0.8, 1.2])))
+    assert get(tabled, "prefill_attention", q, c) == pytest.approx(expected * get(plain, "prefill_attention", q, c))
+    # outside the measured range the edge ratio holds: the smooth model scaled to meet the table
+    q1, c1 = np.array([1] * 4), np.array([99_999] * 4)  # 4 x 100,000 KV tokens > 1e5
+    assert get(tabled, "decode_attention", q1, c1) == pytest.approx(1.25 * get(plain, "decode_attention", q1, c1))
+    mixed_q, mixed_c = np.array([700, 1, 1]), np.array([100, 3000, 50])
+    assert tabled.step_time_s(mixed_q, mixed_c, 3) == pytest.approx(tabled.breakdown(mixed_q, mixed_c).time_s,
+                                                                    rel=1e-9)  # fmt: skip
+    contexts = np.array([100, 2000, 517])
+    run = tabled.decode_run_times_s(contexts, 5)
+    singles = [tabled.step_time_s(np.ones(3, dtype=np.int64), contexts + s, 3) for s in range(5)]
+    assert np.allclose(run, singles, rtol=1e-9)
+    other_block = CostModel(model, _with_attention_ratios(), block_size=32)
+    assert other_block.decode_ratio is None and other_block.prefill_ratio is not None

@@ -4,6 +4,7 @@ cache, decode runs equal single steps, determinism, and bad input -> one line, e
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import STEP_S, ConstantCost, make_trace
 from test_engine_decode_runs import assert_frames_match, assert_summaries_match, by_replica, run_both
@@ -27,7 +28,7 @@ ONE_STEP_GB_S = 32 / STEP_S / 1e9
 
 def _disagg_cfg(**knobs):
     base = dict(policy="chunked", prefill_replicas=1, decode_replicas=1, kv_transfer_gb_s=ONE_STEP_GB_S,
-                kv_transfer_latency_us=0.0, max_model_len=256, chunk_size=256)
+                kv_transfer_latency_us=0.0, max_model_len=256, max_num_batched_tokens=256)
     base.update(knobs)
     return EngineConfig(**base)
 
@@ -181,3 +182,37 @@ def test_compare_splits_pairs_each_layout_with_aggregated_at_equal_gpus():
         assert row["finished"] == 60
         assert row["goodput_per_gpu"] == pytest.approx(row["goodput_req_s"] / r.n_gpus)
     assert results[1].row()["kv_transfer_p99_s"] > 0 and results[0].row()["kv_transfer_p99_s"] is None
+
+
+def test_closed_loop_clients_hear_completions_on_decode_replicas():
+    from sim.trace import ClosedLoop
+
+    pool = make_trace([(0.0, 32 + i, 3 + i % 4) for i in range(12)])
+    result = simulate(_disagg_cfg(decode_replicas=2), ClosedLoop(pool, concurrency=3, think_time_s=STEP_S),
+                      cost=ConstantCost())
+    frame = requests_frame(result)
+    assert (frame["status"] == "FINISHED").all()
+    # 3 clients: the k-th send (k >= 3) follows the (k-3)-th completion by at least the think time
+    arrival, finish = np.sort(frame["arrival_s"].to_numpy()), np.sort(frame["finish_s"].to_numpy())
+    assert (arrival[3:] >= finish[:-3] + STEP_S - 1e-12).all()
+    assert (frame["replica"] >= 1).all()
+    assert result.disagg.coordinator.n_transfers == 12
+
+
+def test_disagg_command_prints_the_comparison_as_json():
+    import json
+
+    result = CliRunner().invoke(app, ["disagg", "--trace", "splitwise_conv", "--max-requests", "40", "--ratios",
+                                      "1:1,2:1", "--load", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["rows"]
+    assert [r["layout"] for r in rows] == ["aggregated x2", "1P:1D", "aggregated x3", "2P:1D"]
+    assert all(r["finished"] == 40 for r in rows)
+
+
+@pytest.mark.parametrize("args", [["--ratios", "1:0"], ["--ratios", "2"], ["--ratios", "a:b"], ["--load", "0"],
+                                  ["--max-requests", "0"], ["--policy", "static"]])
+def test_disagg_command_bad_input(args):
+    result = CliRunner().invoke(app, ["disagg", "--max-requests", "5", *args])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output

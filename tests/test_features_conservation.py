@@ -40,8 +40,8 @@ FEATURES = {
 
 
 def run_feature(monkeypatch, trace, knobs, n_blocks, chunk_size, max_num_seqs, seed=0):
-    # the step budget of chunked/radix (chunk_size was that budget before max_num_batched_tokens took over)
-    budget = {"max_num_batched_tokens": chunk_size} if knobs.get("policy") in ("chunked", "radix") else {}
+    chunked = knobs["policy"] == "chunked" or (knobs["policy"] == "radix" and knobs.get("radix_chunked", True))
+    budget = {"max_num_batched_tokens": chunk_size} if chunked else {}  # the step's token budget (vLLM V1)
     cfg = EngineConfig(num_gpu_blocks_override=n_blocks, max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE,
                        max_num_seqs=max_num_seqs, swap_space=0.01, seed=seed, **budget, **knobs)
     problems = checked_commit(monkeypatch, check_tables=True)

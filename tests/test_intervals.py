@@ -114,3 +114,13 @@ def test_simulate_uncertainty_cli(tmp_path):
     assert summary["extrapolating"]
     bad = CliRunner().invoke(app, args[:-2] + ["1"])
     assert bad.exit_code == 2 and "--uncertainty" in bad.stderr
+
+
+def test_band_over_draws_for_the_planner():
+    from sim.intervals import band_over_draws, perturbed_cost_scales
+
+    cfg = EngineConfig(model="llama-2-7b", hardware="h100-sxm", seed=2)
+    draws = perturbed_cost_scales(cfg, 5)
+    result = band_over_draws(cfg, 5, lambda scale: 10.0 / scale["gemm"])  # a capacity that falls as GEMMs slow
+    assert result == band([10.0 / d["gemm"] for d in draws]) | {"n_draws": 5}
+    assert result["p10"] < result["p50"] < result["p90"]

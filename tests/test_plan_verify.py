@@ -172,3 +172,19 @@ def test_verify_search_finds_the_fewest_passing_replicas(monkeypatch, threshold,
     assert verify.verified_replicas(runs) == threshold
     assert len(calls) == len(set(calls)) <= 4 + abs(threshold - estimate)
     assert threshold - 1 in calls or threshold == 1  # the answer is the fewest: one less was seen failing
+
+
+@pytest.mark.parametrize(("engine", "start", "flags"), [
+    ("vllm", "vllm serve meta-llama/Meta-Llama-3-70B --tensor-parallel-size 4", ("--max-num-seqs 256",)),
+    ("sglang", "python -m sglang.launch_server --model-path meta-llama/Meta-Llama-3-70B --tp-size 4",
+     ("--max-running-requests", "--page-size")),
+    ("trtllm", "trtllm-serve meta-llama/Meta-Llama-3-70B --tp_size 4", ("--max_batch_size", "--max_num_tokens")),
+    ("lmdeploy", "lmdeploy serve api_server meta-llama/Meta-Llama-3-70B --backend turbomind --tp 4",
+     ("--max-batch-size",)),
+])
+def test_launch_command_follows_the_engine_preset(engine, start, flags):
+    from sim.planner.launch import launch_command
+
+    launch = launch_command(EngineConfig(model="llama-3-70b", tp=4, engine=engine), 3)
+    assert launch["engine"] == engine and launch["replicas"] == 3 and "derived from the simulation" in launch["label"]
+    assert launch["command"].startswith(start) and all(flag in launch["command"] for flag in flags)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from sim.cli import calibrate_engine, engines, foundation, plan, simulate, sweep, validate
+from sim.cli import calibrate_engine, disagg, engines, foundation, plan, simulate, sweep, validate
 from sim.cli.calibrate import calibrate_app
 from sim.cli.common import new_app
 from sim.cli.workload import workload_app
@@ -36,6 +36,7 @@ app.command()(plan.plan)
 app.command()(sweep.sweep)
 app.command()(engines.engines)
 app.command()(validate.validate)
+app.command()(disagg.disagg)
 calibrate_app.command("engine")(calibrate_engine.engine)
 app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
 app.add_typer(calibrate_app, name="calibrate", help="Time kernels, fit the cost model, report residuals.")

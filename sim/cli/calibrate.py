@@ -166,6 +166,8 @@ def report_command(
 
     if plot is not None and plot.suffix.lower() != ".png":
         raise InputError("--plot", str(plot), "a path ending in .png")
+    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
+        raise InputError("--plot", str(plot), "a PNG file path in an existing folder")
     hw = _load_profile(profile)
     files = _read_files(measurements)
     frame = validate_measurements(pd.concat([f for _, f in files], ignore_index=True), "measurements")

@@ -45,6 +45,9 @@ def plan(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="replay the whole workload through the cluster"),
     max_verify_runs: int = typer.Option(6, "--max-verify-runs", help="whole-workload runs per verified candidate"),
     config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
+    engine: str = typer.Option(None, "--engine", show_default=False,
+                               help="engine preset (vllm | sglang | trtllm | lmdeploy | YAML): its knobs and CPU "
+                                    "cost, and its launch command"),
     seed: int = typer.Option(None, "--seed", show_default=False,
                              help="random seed [the config's, else the workload spec's, else 0]"),
     backend: str = typer.Option("local", "--backend", help="local (processes) | ray"),
@@ -73,7 +76,8 @@ def plan(
         if value < 1:
             raise InputError(flag, None, f"must be at least 1; got {value}")
     slo_spec = parse_slo(slo or [], goodput)
-    base = resolve_seed(load_config(config, {"model": model, "seed": seed}), workload, workload_format)
+    overrides = {"model": model, "seed": seed, "engine": engine}
+    base = resolve_seed(load_config(config, overrides), workload, workload_format)
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
     knob_grid = parse_knob_search(search or [])
     if max_verify_runs < 1:

@@ -34,6 +34,7 @@ class HotPath:
         self.kv_token_bytes = cost.kv_bytes_per_token_layer_gpu
         self.io_token_bytes = 2.0 * qh_d * cost.act_bytes_el  # q in, output out
         self.kv_bw = cost.bandwidth * cost._paged_eff  # prefill and decode both read paged KV
+        self.prefill_ratio, self.decode_ratio = cost.prefill_ratio, cost.decode_ratio  # measured tables or None
 
     def _blend(self, t_compute: float, t_memory: float) -> float:
         top = max(t_memory, t_compute)
@@ -67,9 +68,13 @@ class HotPath:
             qp = q[prefill]
             pairs_p = float((qp * (c[prefill] + 0.5 * qp)).sum())
             prefill_s = self._attention_s(pairs_p, float(kv_tokens[prefill].sum()), float(qp.sum()), self.kv_bw)
+            if self.prefill_ratio is not None:
+                prefill_s *= float(self.prefill_ratio.factor(pairs_p))
             pairs_d = float(c[decode].sum()) + 0.5 * n_decode
             kv_d = float(kv_tokens[decode].sum())
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
+        if self.decode_ratio is not None and n_decode:
+            decode_s *= float(self.decode_ratio.factor(kv_d))
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 
@@ -91,7 +96,11 @@ class HotPath:
                 kv_p += -(-(c + q) // size) * size
                 tokens_p += q
         prefill_s = self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw) if tokens_p else 0.0
+        if self.prefill_ratio is not None and tokens_p:
+            prefill_s *= float(self.prefill_ratio.factor(pairs_p))
         decode_s = self._attention_s(float(context_d) + 0.5 * n_decode, float(kv_d), n_decode, self.kv_bw)
+        if self.decode_ratio is not None and n_decode:
+            decode_s *= float(self.decode_ratio.factor(float(kv_d)))
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 
@@ -122,8 +131,10 @@ class HotPath:
             ratio += 1.0
             ratio **= 1.0 / self.p
             attention = np.multiply(top, ratio, out=top)
-        fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
         attention += self.launch_s
+        if self.decode_ratio is not None:  # a measured decode-attention table scales the smooth model
+            attention *= self.decode_ratio.factor(kv_tokens)
+        fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
         attention *= self.n_layers
         attention += fixed_s
         return attention, kv_tokens

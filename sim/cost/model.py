@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fits, link_time_s
 from sim.cost.hot import HotPath
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
@@ -110,6 +111,11 @@ class CostModel:
         self.attn_peak_flops /= self.time_scale["attention"]
         self._paged_eff = self.eff.paged_efficiency(block_size) / self.time_scale["attention"]
         self.tables = gemm_tables(hw.calibration, hw.name)
+        attn = attention_tables(hw.calibration, hw.name)
+        head_key = (self.q_heads_gpu, self.kv_heads_gpu, model.head_dim, int(self.kv_bytes_el))
+        # measured/smooth ratio tables of this head shape (None: the smooth model alone answers)
+        self.prefill_ratio = attn.get(("prefill_attention", *head_key, None))
+        self.decode_ratio = attn.get(("decode_attention", *head_key, block_size))
         self.allreduce_kind = allreduce_kind
         self._allreduce_fits = allreduce_fits(hw, tp, allreduce_kind, nvlink_bridge)
         self._layer_table_s = np.zeros(0)
@@ -219,6 +225,10 @@ class CostModel:
             time, t_c, t_m = op_time_s(
                 flops, bytes_, self.attn_peak_flops, self.eff.attention_compute, self.bandwidth, e_mem, self.eff
             )
+            ratio = self.prefill_ratio if name == "prefill_attention" else self.decode_ratio
+            if ratio is not None:
+                time = time * ratio.factor(np.asarray(pairs, dtype=np.float64) if name == "prefill_attention"
+                                           else np.asarray(kv_tokens, dtype=np.float64))
             out.append((name, np.where(n_tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m)))
         return out
 

@@ -93,7 +93,7 @@ class Coordinator:
         prefill_sched.release_handed_off(rid)
         self.table.kv_transfer_s[rid] += self.env.now - since_s
         if self.attribution is not None:
-            self.attribution.requeue(rid)
+            self.attribution.landed(rid, self.env.now)
         self._incoming[decode_sched.replica] -= 1
         decode_sched.accept_transfer(rid)
         self._replicas[prefill_sched.replica].wake()

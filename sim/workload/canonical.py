@@ -12,12 +12,15 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from sim.trace import ClosedLoop, Trace
 
 CANONICAL_EXTRAS = ("session_id", "turn")
 
 
 ROWS_PER_CHUNK = 65_536  # rows turned into Python values at a time (bounds the writer's memory)
+IDS_PER_CHUNK = 1 << 20  # and at most this many hash ids (a Python int each while a chunk is written)
 
 
 def _line_parts(trace: Trace, rows: slice) -> list[tuple[str, list]]:
@@ -54,6 +57,17 @@ def _write_rows(handle, trace: Trace, start: int, stop: int) -> None:
     handle.write("".join(lines))
 
 
+def _chunk_end(trace: Trace, start: int) -> int:
+    """End of the chunk of rows starting at `start`: ROWS_PER_CHUNK rows, fewer when their hash
+    ids would exceed IDS_PER_CHUNK (at least one row)."""
+    stop = min(start + ROWS_PER_CHUNK, len(trace))
+    if trace.has_hash_ids:
+        offsets = trace.hash_offsets
+        within = int(np.searchsorted(offsets, offsets[start] + IDS_PER_CHUNK, side="right")) - 1
+        stop = min(stop, max(within, start + 1))
+    return stop
+
+
 def write_canonical_jsonl(workload: Trace | ClosedLoop, path: str | Path) -> int:
     """Write `workload` (a ClosedLoop writes its request pool) to `path` via a temporary
     file renamed into place, so a failure never leaves a half-written file. Rows are
@@ -64,8 +78,11 @@ def write_canonical_jsonl(workload: Trace | ClosedLoop, path: str | Path) -> int
     descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            for start in range(0, len(trace), ROWS_PER_CHUNK):
-                _write_rows(handle, trace, start, min(start + ROWS_PER_CHUNK, len(trace)))
+            start = 0
+            while start < len(trace):
+                stop = _chunk_end(trace, start)
+                _write_rows(handle, trace, start, stop)
+                start = stop
         os.replace(temp_name, path)
     except BaseException:
         os.unlink(temp_name)

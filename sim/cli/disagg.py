@@ -1,0 +1,70 @@
+"""`infersim disagg`: aggregated vs disaggregated prefill/decode layouts at equal GPU count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sim.cli.common import print_json, print_table
+from sim.config import load_config
+from sim.disagg.compare import compare_splits
+from sim.errors import InputError
+from sim.run import load_run_workload
+
+COLUMNS = ("layout", "gpus", "finished", "ttft_p99_s", "tpot_p99_s", "slo_met", "goodput_req_s", "goodput_per_gpu",
+           "kv_transfer_p99_s")
+
+
+def parse_ratios(text: str) -> list[tuple[int, int]]:
+    """`1:1,1:2,2:1` -> [(1, 1), (1, 2), (2, 1)]; each side a positive integer."""
+    ratios = []
+    for item in text.split(","):
+        p, sep, d = item.strip().partition(":")
+        if not sep or not p.isdigit() or not d.isdigit() or int(p) < 1 or int(d) < 1:
+            raise InputError("--ratios", item, "use P:D pairs of positive integers, comma-separated (1:1,1:2)")
+        ratios.append((int(p), int(d)))
+    return ratios
+
+
+def disagg(
+    trace: str = typer.Option("AzureLLMInferenceTrace_conv", "--trace", "-t", help="trace or bundled name"),
+    config: Path = typer.Option(None, "--config", "-c", help="config YAML (model, hardware, tp, policy, groups)"),
+    model: str = typer.Option(None, "--model", "-m", help="model [llama-3-8b]"),
+    hardware: str = typer.Option(None, "--hardware", "-H", help="profile [h100-sxm]"),
+    tp: int = typer.Option(None, "--tp", help="TP per replica [1]"),
+    policy: str = typer.Option("chunked", "--policy", "-p", help="continuous | chunked | radix"),
+    ratios: str = typer.Option("1:1,1:2,1:3", "--ratios", help="P:D layouts to try"),
+    load: float = typer.Option(1.0, "--load", help="the trace's own rate x this, PER REPLICA (load grows with "
+                                                   "the cluster, so rows compare per GPU)"),
+    max_requests: int = typer.Option(2000, "--max-requests", help="replay only the first N requests"),
+    ttft_slo: float = typer.Option(2.0, "--ttft-slo", help="TTFT SLO, seconds"),
+    tpot_slo: float = typer.Option(0.1, "--tpot-slo", help="TPOT SLO, seconds"),
+    as_json: bool = typer.Option(False, "--json", help="print the rows as JSON"),
+) -> None:
+    """Aggregated vs P:D disaggregated clusters of equal GPU count: TTFT/TPOT p99, goodput per GPU."""
+    if load <= 0:
+        raise InputError("--load", None, "must be > 0")
+    if max_requests < 1:
+        raise InputError("--max-requests", None, "must be >= 1")
+    layouts = parse_ratios(ratios)
+    overrides = {"model": model, "hardware": hardware, "tp": tp, "policy": policy,
+                 "slo": {"ttft_s": ttft_slo, "tpot_s": tpot_slo}}
+    base = load_config(config, overrides)
+
+    def workload_for(n_replicas: int):
+        return load_run_workload(trace, rate_scale=load * n_replicas, max_requests=max_requests, seed=base.seed)
+
+    rows = [r.row() for r in compare_splits(base, workload_for, layouts)]
+    if as_json:
+        print_json({"rows": rows})
+        return
+    print_table(f"{base.model} on {base.hardware} TP{base.tp} per replica, {policy}; load {load:g} x trace rate per "
+                f"replica; SLO TTFT <= {ttft_slo} s, TPOT <= {tpot_slo} s", list(COLUMNS),
+                [[_cell(row[c]) for c in COLUMNS] for row in rows])
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,191 @@
+"""The hot loop's fast paths must give exactly what the general paths give, bit for bit.
+
+- Steps of few sequences are costed and committed in plain Python (`SCALAR_MAX_SEQS`,
+  `SCALAR_COMMIT_MAX_SEQS`); forcing every step through numpy (thresholds 0) or through Python
+  (thresholds huge) must not change a single bit of the requests frame, the steps table or the
+  summary, for every policy and the preemption paths.
+- Decode-run block arithmetic (residue counts) against brute force.
+- Memory-bounded chunking (synthetic hash ids, Trace.take, canonical JSONL) against one chunk.
+- Gap compaction keeps the ITL percentiles and maximum exactly and the mean to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import sim.cost.hot as hot
+import sim.metrics as metrics
+import sim.sched.base as sched_base
+import sim.trace as trace_mod
+import sim.workload.canonical as canonical
+import sim.workload.synthetic.prefix_ids as prefix_ids
+from sim.config import EngineConfig
+from sim.cost import CostModel
+from sim.hardware import load_hardware
+from sim.kv.blocks import BlockManager
+from sim.model import load_model
+from sim.run import load_run_workload
+from sim.simulate import simulate
+from sim.summary import requests_frame, summarize
+from sim.workload import load_workload
+
+
+@pytest.fixture(scope="module")
+def splitwise():
+    return load_run_workload("splitwise_conv", rate_scale=4, max_requests=300)
+
+
+@pytest.fixture(scope="module")
+def mooncake():
+    return load_run_workload("mooncake_conversation", rate_scale=0.25, max_requests=80)
+
+
+def outputs(cfg: EngineConfig, workload):
+    result = simulate(cfg.model_copy(update={"record_steps": True}), workload)
+    summary = summarize(result)
+    summary.pop("wall_time_s")
+    return requests_frame(result), result.recorder.steps_frame(), summary
+
+
+def set_thresholds(monkeypatch, n_seqs: int) -> None:
+    monkeypatch.setattr(hot, "SCALAR_MAX_SEQS", n_seqs)
+    monkeypatch.setattr(sched_base, "SCALAR_MAX_SEQS", n_seqs)
+    monkeypatch.setattr(sched_base, "SCALAR_COMMIT_MAX_SEQS", n_seqs)
+
+
+def assert_identical(left, right) -> None:
+    (frame, steps, summary), (frame_2, steps_2, summary_2) = left, right
+    for a, b in ((frame, frame_2), (steps, steps_2)):
+        assert list(a.columns) == list(b.columns) and len(a) == len(b)
+        for column in a.columns:
+            x, y = a[column].to_numpy(), b[column].to_numpy()
+            if x.dtype.kind == "f":
+                assert np.array_equal(x, y, equal_nan=True), column  # bit for bit, not approx
+            else:
+                assert a[column].equals(b[column]), column
+    assert summary == summary_2
+
+
+CASES = [
+    ("continuous", {}),
+    ("continuous", {"num_gpu_blocks_override": 600}),
+    ("continuous", {"num_gpu_blocks_override": 600, "preemption_mode": "swap"}),
+    ("chunked", {"num_gpu_blocks_override": 600, "chunk_size": 256}),
+    ("static", {"max_num_seqs": 8}),
+    ("continuous", {"replicas": 2, "router": "least_outstanding", "num_gpu_blocks_override": 400}),
+]
+
+
+@pytest.mark.parametrize(("policy", "knobs"), CASES)
+def test_scalar_and_array_paths_agree_bit_for_bit(splitwise, monkeypatch, policy, knobs):
+    cfg = EngineConfig(policy=policy, **knobs)
+    default = outputs(cfg, splitwise)
+    set_thresholds(monkeypatch, 0)
+    arrays_only = outputs(cfg, splitwise)
+    set_thresholds(monkeypatch, 1_000_000)
+    scalars_only = outputs(cfg, splitwise)
+    assert_identical(default, arrays_only)
+    assert_identical(default, scalars_only)
+    assert default[2]["n_finished"] + default[2]["n_rejected"] == 300
+
+
+def test_radix_scalar_and_array_paths_agree(mooncake, monkeypatch):
+    cfg = EngineConfig(policy="radix", max_model_len=131072, num_gpu_blocks_override=4000, preemption_mode="swap")
+    default = outputs(cfg, mooncake)
+    set_thresholds(monkeypatch, 0)
+    assert_identical(default, outputs(cfg, mooncake))
+    assert default[2]["prefix_hit_rate"] > 0
+
+
+def test_step_time_scalar_equals_array_formula():
+    cost = CostModel(load_model("llama-3-8b"), load_hardware("h100-sxm"))
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 12))
+        q = rng.choice([0, 1, 1, 1, int(rng.integers(2, 3000))], size=n).astype(np.int64)
+        c = rng.integers(0, 9000, size=n).astype(np.int64)
+        n_sampled = int(rng.integers(0, n + 1))
+        scalar = cost._hot.step_time_s_scalar(q.tolist(), c.tolist(), n_sampled)
+        hot_path = cost._hot
+        saved, hot.SCALAR_MAX_SEQS = hot.SCALAR_MAX_SEQS, 0
+        try:
+            array = hot_path.step_time_s(q, c, n_sampled)
+        finally:
+            hot.SCALAR_MAX_SEQS = saved
+        assert scalar == array
+        assert math.isclose(scalar, cost.breakdown(q, c, n_sampled).time_s, rel_tol=1e-9)
+
+
+def test_block_counts_from_residues_match_brute_force():
+    rng = np.random.default_rng(3)
+    for size in (1, 4, 16):
+        for _ in range(50):
+            contexts = rng.integers(0, 200, size=int(rng.integers(1, 20))).astype(np.int64)
+            counts, held = hot.residue_counts(contexts, size)
+            assert held == int((-(-contexts // size)).sum())
+            for k in (1, 2, size, size + 1, 3 * size + 2):
+                brute = int((-(-(contexts + k) // size) - (-(-contexts // size))).sum())
+                assert hot.blocks_for_steps(counts.tolist(), contexts.shape[0], k) == brute
+                per_step = hot.whole_block_tokens_per_step(contexts, k, size)
+                expected = [(-(-(contexts + s + 1) // size) * size).sum() for s in range(k)]
+                assert per_step.tolist() == expected
+
+
+def test_grow_by_hands_out_the_same_blocks_as_grow_many():
+    a, b = BlockManager(100, 4), BlockManager(100, 4)
+    for manager in (a, b):
+        for rid, tokens in ((0, 5), (1, 8), (2, 1)):
+            manager.grow(rid, tokens)
+        manager.free_request(1)
+    a.grow_many([0, 2, 3], [9, 9, 2])
+    b.grow_by([0, 2, 3], [1, 2, 1])
+    assert [a.table(r) for r in range(4)] == [b.table(r) for r in range(4)]
+    a.grow_many([0, 3], [13, 5])
+    b.grow_by([0, 3], 1)
+    assert [a.table(r) for r in range(4)] == [b.table(r) for r in range(4)]
+
+
+def test_synthetic_hash_ids_are_the_same_in_small_chunks(monkeypatch):
+    whole = load_workload("workloads/multiturn_chat.yaml", seed=0)
+    monkeypatch.setattr(prefix_ids, "IDS_PER_CHUNK", 97)
+    chunked = load_workload("workloads/multiturn_chat.yaml", seed=0)
+    assert np.array_equal(whole.hash_ids_flat, chunked.hash_ids_flat)
+    assert np.array_equal(whole.hash_offsets, chunked.hash_offsets)
+    assert whole.hash_ids_flat.dtype == np.int32  # compact when the ids fit
+
+
+def test_take_in_chunks_and_contiguous_cuts_match_row_by_row(monkeypatch):
+    workload = load_workload("workloads/system_prompts.yaml", seed=0)
+    monkeypatch.setattr(trace_mod, "TAKE_IDS_PER_CHUNK", 50)
+    index = np.random.default_rng(1).permutation(len(workload))[:400]
+    for rows in (index, np.arange(25, 700)):
+        taken = workload.take(rows)
+        assert all(np.array_equal(taken.hash_ids(i), workload.hash_ids(r)) for i, r in enumerate(rows.tolist()))
+        assert taken.hash_offsets[0] == 0 and taken.hash_offsets[-1] == taken.hash_ids_flat.shape[0]
+
+
+def test_canonical_jsonl_is_the_same_written_in_chunks(tmp_path, monkeypatch):
+    workload = load_workload("workloads/system_prompts.yaml", seed=0)
+    canonical.write_canonical_jsonl(workload, tmp_path / "one.jsonl")
+    monkeypatch.setattr(canonical, "ROWS_PER_CHUNK", 7)
+    canonical.write_canonical_jsonl(workload, tmp_path / "rows.jsonl")
+    monkeypatch.setattr(canonical, "IDS_PER_CHUNK", 50)
+    canonical.write_canonical_jsonl(workload, tmp_path / "ids.jsonl")
+    one = (tmp_path / "one.jsonl").read_bytes()
+    assert one == (tmp_path / "rows.jsonl").read_bytes() == (tmp_path / "ids.jsonl").read_bytes()
+
+
+def test_gap_compaction_keeps_itl_percentiles_and_max(splitwise, monkeypatch):
+    cfg = EngineConfig(policy="continuous")
+    plain_result = simulate(cfg, splitwise)
+    plain = summarize(plain_result)["itl_s"]
+    monkeypatch.setattr(metrics, "GAP_COMPACT_AT", 64)
+    result = simulate(cfg, splitwise)
+    compacted = summarize(result)["itl_s"]
+    assert result.recorder.gap_values.size < 0.5 * plain_result.recorder.gap_values.size  # it really merged
+    for stat in ("p50", "p90", "p99", "max"):
+        assert compacted[stat] == plain[stat], stat
+    assert compacted["mean"] == pytest.approx(plain["mean"], rel=1e-12)
