@@ -156,10 +156,15 @@ def apply(path: Path, update: dict, today: str) -> dict:
     if update["terms"]:
         eff["paged_attention_memory"] = paged_from_rule(eff["memory"])
     data["efficiency"] = eff
+    # fitted end to end elsewhere (issue 11: FP4 GEMM ceiling); this writer keeps it and its source line
+    kept_sources = {k: v for k, v in (data.get("sources") or {}).items()
+                    if k == "gemm_compute_max_by_dtype" and k in eff}
     for key in ("collectives", "uncertainty", "sources"):
         data.pop(key, None)
         if update.get(key):
             data[key] = update[key]
+    if kept_sources:
+        data["sources"] = {**data.get("sources", {}), **kept_sources}
     prov = data["provenance"]
     if MARK_BEGIN in prov:
         prov = prov[: prov.index(MARK_BEGIN)] + prov[prov.index(MARK_END) + len(MARK_END):].lstrip("\n")

@@ -63,6 +63,30 @@ class Efficiency(StrictModel):
     elementwise_memory: float | None = Field(default=None, gt=0, le=1)
     # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
     elementwise_fixed_us: float | None = Field(default=None, ge=0)
+    # GEMM compute efficiency ceiling per weight dtype, replacing gemm_compute_max for GEMMs whose
+    # weights are in that dtype (e.g. {fp4: 0.4}: FP4 tensor-core kernels reach a smaller share of
+    # their higher peak than bf16 ones). None / a dtype not listed: gemm_compute_max.
+    gemm_compute_max_by_dtype: dict[str, float] | None = None
+
+    @field_validator("gemm_compute_max_by_dtype")
+    @classmethod
+    def _known_dtypes(cls, table: dict[str, float] | None) -> dict[str, float] | None:
+        """Keys are weight dtypes infersim knows; values in (0, 1]."""
+        from sim.dtypes import dtype_names
+
+        for dtype, value in (table or {}).items():
+            if dtype not in dtype_names():
+                raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(dtype_names())}")
+            if not 0 < value <= 1 or value != value:
+                raise ValueError(f"efficiency {value} for {dtype} must be in (0, 1]")
+        return table
+
+    def for_weight_dtype(self, weight_dtype: str) -> Efficiency:
+        """These terms with gemm_compute_max replaced by that dtype's entry, if it has one."""
+        by_dtype = self.gemm_compute_max_by_dtype or {}
+        if weight_dtype not in by_dtype:
+            return self
+        return self.model_copy(update={"gemm_compute_max": by_dtype[weight_dtype]})
 
     @field_validator("paged_attention_memory")
     @classmethod

@@ -145,3 +145,45 @@ def test_paged_efficiency_interpolates_between_calibrated_sizes():
         assert min(table[low], table[high]) <= mid <= max(table[low], table[high])
     assert eff.paged_efficiency(1) == pytest.approx(table[sizes[0]])  # clamps below the table
     assert eff.paged_efficiency(4096) == pytest.approx(table[sizes[-1]])  # and above it
+
+
+def _fp4_ceiling(value):
+    def mutate(data):
+        data["compute"]["dense_fp4_tflops"] = 4 * data["compute"]["dense_bf16_tflops"]
+        data["efficiency"]["gemm_compute_max_by_dtype"] = {"fp4": value}
+    return mutate
+
+
+def test_gemm_ceiling_by_dtype_replaces_gemm_compute_max_for_that_dtype_only(tmp_path):
+    hw = load_hardware(write_profile(tmp_path, _fp4_ceiling(0.3)))
+    assert hw.efficiency.for_weight_dtype("fp4").gemm_compute_max == 0.3
+    assert hw.efficiency.for_weight_dtype("bf16") is hw.efficiency
+    assert hw.efficiency.for_weight_dtype("fp8").gemm_compute_max == hw.efficiency.gemm_compute_max
+
+
+def test_gemm_ceiling_by_dtype_slows_compute_bound_gemms_of_that_dtype(tmp_path):
+    from sim.cost import CostModel
+    from sim.model import load_model
+
+    model = load_model("llama-3-8b")
+    plain = load_hardware(write_profile(tmp_path, _fp4_ceiling(1.0)))
+    lowered_path = tmp_path / "lowered"
+    lowered_path.mkdir()
+    lowered = load_hardware(write_profile(lowered_path, _fp4_ceiling(0.3)))
+    prefill = ([4096], [0])
+    t_plain = CostModel(model, plain, weight_dtype="fp4").breakdown(*prefill, n_sampled=1)
+    t_lowered = CostModel(model, lowered, weight_dtype="fp4").breakdown(*prefill, n_sampled=1)
+    gemm = {op.name: op.time_s for op in t_plain.ops if op.name.endswith("proj")}
+    gemm_lowered = {op.name: op.time_s for op in t_lowered.ops if op.name.endswith("proj")}
+    assert gemm and all(gemm_lowered[name] > 2 * gemm[name] for name in gemm)  # compute-bound: ~1/0.3 slower
+    bf16 = [CostModel(model, hw).breakdown(*prefill, n_sampled=1).time_s for hw in (plain, lowered)]
+    assert bf16[0] == bf16[1]
+
+
+@pytest.mark.parametrize(("table", "message"), [({"fp5": 0.4}, "unknown dtype"), ({"fp4": 1.5}, "must be in")])
+def test_bad_gemm_ceiling_by_dtype_is_one_line(tmp_path, table, message):
+    path = write_profile(tmp_path, lambda data: data["efficiency"].update(gemm_compute_max_by_dtype=table))
+    with pytest.raises(InputError, match=message) as info:
+        load_hardware(path)
+    assert info.value.field == "efficiency.gemm_compute_max_by_dtype"
+    assert "\n" not in info.value.line()

@@ -91,7 +91,7 @@ class CostModel:
         work itself (`sim.engines.overhead.EngineCost`)."""
         model.check_tp(tp)
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
-        self.eff = hw.efficiency
+        self.eff = hw.efficiency.for_weight_dtype(weight_dtype)  # GEMM ceiling of this weight dtype
         self.weight_bytes_el = bytes_per_element(weight_dtype, "--weight-dtype")
         self.kv_bytes_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
         self.act_bytes_el = bytes_per_element(act_dtype, "--act-dtype")
