@@ -146,6 +146,9 @@ def test_group_knobs_apply_to_their_group():
     assert d["n_gpus"] == 6 and d["prefill_tp"] == 4 and d["decode_hardware"] == "h200"
     assert d["link_kind"] == "network"  # two kinds of GPU: not one NVLink domain
     assert summary["n_finished"] == 40
+    # the cluster's replicas, not the base config's one (QA: summary said replicas 1, one hardware)
+    assert summary["replicas"] == 2 and summary["replica_hardware"] == ["h100-sxm", "h200"]
+    assert len(summary["num_gpu_blocks_per_replica"]) == summary["replicas"]
 
 
 @pytest.mark.parametrize("args", [
