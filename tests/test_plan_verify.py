@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.config import EngineConfig
 from sim.planner.burst import densest_window, search_slice
-from sim.planner.knobs import pareto_frontier
+from sim.planner.knobs import best_per_hardware_tp, pareto_frontier
 from sim.planner.launch import vllm_command
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
@@ -188,3 +188,18 @@ def test_launch_command_follows_the_engine_preset(engine, start, flags):
     launch = launch_command(EngineConfig(model="llama-3-70b", tp=4, engine=engine), 3)
     assert launch["engine"] == engine and launch["replicas"] == 3 and "derived from the simulation" in launch["label"]
     assert launch["command"].startswith(start) and all(flag in launch["command"] for flag in flags)
+
+
+
+def test_equal_cost_candidates_rank_by_headroom():
+    """QA: two knob settings needing the same replicas tied on cost and were ordered by the knobs'
+    text ('256' before '64'), so the recommendation contradicted the best-knobs table."""
+    from sim.planner.plan import _row_order
+
+    def row(seqs, qps):
+        return {"cost_per_hour_usd": 2.69, "gpus": 1, "hardware": "h100-sxm", "tp": 1, "policy": "chunked",
+                "knobs": {"max_num_seqs": seqs}, "max_qps_per_replica": qps}
+
+    rows = sorted([row(256, 8.72), row(64, 9.93)], key=_row_order)
+    assert [r["knobs"]["max_num_seqs"] for r in rows] == [64, 256]
+    assert best_per_hardware_tp(rows)[0]["knobs"] == rows[0]["knobs"]
