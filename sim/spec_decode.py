@@ -122,8 +122,13 @@ def make_spec_decoder(cfg: EngineConfig, cost: CostModel, replica: int) -> SpecD
     draft = None
     if cfg.spec_method == "draft":
         from sim.cost import CostModel as RooflineCost
+        from sim.errors import InputError
         from sim.model import load_model
 
-        draft = RooflineCost(load_model(cfg.spec_draft_model), cost.hw, cost.tp, cfg.weight_dtype, cfg.kv_dtype,
-                             cfg.block_size)
+        try:
+            draft_model = load_model(cfg.spec_draft_model)
+        except InputError as error:  # name the flag the user set, not --model
+            where = "--spec-draft-model" if error.where == "--model" else error.where
+            raise InputError(where, error.field, error.allowed) from None
+        draft = RooflineCost(draft_model, cost.hw, cost.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
     return SpecDecoder(cfg, cost, draft, replica)

@@ -114,3 +114,11 @@ def test_bad_spec_knobs_one_line_exit_2(args):
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1
     assert "Traceback" not in result.output
+
+
+def test_unknown_draft_model_names_its_own_flag():
+    """QA: an unknown --spec-draft-model was reported as a bad --model."""
+    result = CliRunner().invoke(app, ["simulate", "--max-requests", "5", "--spec-tokens", "2", "--spec-method",
+                                      "draft", "--spec-draft-model", "no-such-model"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: --spec-draft-model: unknown model 'no-such-model'")
