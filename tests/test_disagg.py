@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from sim.attribution import PARTS
 from sim.cli import app
 from sim.config import EngineConfig
+from sim.disagg.build import group_config
 from sim.disagg.link import resolve_link
 from sim.disagg.roles import PrefillRole
 from sim.hardware import load_hardware
@@ -149,6 +150,22 @@ def test_group_knobs_apply_to_their_group():
     # the cluster's replicas, not the base config's one (QA: summary said replicas 1, one hardware)
     assert summary["replicas"] == 2 and summary["replica_hardware"] == ["h100-sxm", "h200"]
     assert len(summary["num_gpu_blocks_per_replica"]) == summary["replicas"]
+
+
+def test_group_policy_drops_preset_knobs_it_does_not_take():
+    """QA: --engine sglang (radix, lpm ordering, chunk_size) with --prefill-policy continuous failed
+    on the preset's radix-only knobs, which the continuous group never asked for."""
+    result = CliRunner().invoke(app, ["simulate", "--engine", "sglang", "--prefill-replicas", "1",
+                                      "--decode-replicas", "1", "--prefill-policy", "continuous",
+                                      "--max-requests", "20", "--out", "/dev/null/never"])
+    assert "radix_ordering" not in result.output
+    cfg = EngineConfig(policy="radix", radix_ordering="lpm", chunk_size=4096, cpu_cache_gib=1.0, prefill_replicas=1,
+                       decode_replicas=1, prefill={"policy": "continuous"})
+    prefill, decode = group_config(cfg, "prefill"), group_config(cfg, "decode")
+    assert (prefill.policy, prefill.radix_ordering, prefill.chunk_size, prefill.cpu_cache_gib) == \
+        ("continuous", "fcfs", None, 0.0)
+    assert (decode.policy, decode.radix_ordering, decode.chunk_size, decode.cpu_cache_gib) == \
+        ("radix", "lpm", 4096, 1.0)
 
 
 @pytest.mark.parametrize("args", [

@@ -45,7 +45,13 @@ def group_config(cfg, role: str):
     from sim.config import EngineConfig
 
     data = cfg.model_dump()
-    data.update(getattr(cfg, role).model_dump(exclude_none=True))
+    own = getattr(cfg, role).model_dump(exclude_none=True)
+    data.update(own)
+    if "policy" in own:  # run-wide knobs (e.g. from an engine preset) that the group's own policy does not take
+        if own["policy"] != "radix":
+            data.update(radix_ordering="fcfs", cpu_cache_gib=0.0)
+        if own["policy"] not in ("chunked", "radix") and "chunk_size" not in own:
+            data["chunk_size"] = None
     data.update(replicas=1, replica_hardware=None)
     if role == "prefill":
         data["spec_tokens"] = 0  # a prefill replica never decodes
