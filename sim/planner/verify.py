@@ -34,7 +34,7 @@ class VerifyTask:
 
 def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO) -> dict:
     """One whole-workload run on `replicas` replicas; the plan.json record of it."""
-    cluster = EngineConfig.model_validate({**cfg.model_dump(), "replicas": replicas})
+    cluster = EngineConfig.model_validate({**cfg.model_dump(), "replicas": replicas, "latency_attribution": False})
     result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"))
     frame = requests_frame(result)
     report = slo_report(frame, slo, result.sim_duration_s)
