@@ -185,7 +185,8 @@ def _rate(text: str) -> float:
 def print_summary(summary: dict) -> None:
     """The readable end-of-run table (times in ms)."""
     disagg = summary.get("disaggregation")
-    cluster = (f"{summary['replicas']} x {summary['tp']} x {summary['hardware']}" if not disagg else
+    kinds = list(dict.fromkeys(summary.get("replica_hardware") or [summary["hardware"]]))  # a mixed cluster: each kind
+    cluster = (f"{summary['replicas']} x {summary['tp']} x {'+'.join(kinds)}" if not disagg else
                f"{disagg['prefill_replicas']}P x {disagg['prefill_tp']} x {disagg['prefill_hardware']} + "
                f"{disagg['decode_replicas']}D x {disagg['decode_tp']} x {disagg['decode_hardware']}")
     head = (f"{summary['policy']} | {summary['model']} on {cluster} | "
