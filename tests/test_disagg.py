@@ -16,6 +16,7 @@ from sim.config import EngineConfig
 from sim.disagg.build import group_config
 from sim.disagg.link import resolve_link
 from sim.disagg.roles import PrefillRole
+from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.run import load_run_workload
 from sim.simulate import simulate
@@ -166,6 +167,18 @@ def test_group_policy_drops_preset_knobs_it_does_not_take():
         ("continuous", "fcfs", None, 0.0)
     assert (decode.policy, decode.radix_ordering, decode.chunk_size, decode.cpu_cache_gib) == \
         ("radix", "lpm", 4096, 1.0)
+
+
+def test_inherited_chunk_cap_fits_the_groups_budget_and_group_errors_name_the_group():
+    """QA: engine sglang (chunk_size 8192) with `decode: {policy: chunked, max_num_batched_tokens: 2048}`
+    failed with 'EngineConfig: ... chunk_size must not exceed max_num_batched_tokens'."""
+    cfg = EngineConfig(policy="radix", chunk_size=8192, prefill_replicas=1, decode_replicas=1,
+                       decode={"policy": "chunked", "max_num_batched_tokens": 2048})
+    assert group_config(cfg, "decode").chunk_size == 2048 and group_config(cfg, "prefill").chunk_size == 8192
+    own = EngineConfig(policy="chunked", prefill_replicas=1, decode_replicas=1,
+                       decode={"chunk_size": 4096, "max_num_batched_tokens": 2048})
+    with pytest.raises(InputError, match=r"^decode group .*chunk_size must not exceed max_num_batched_tokens"):
+        group_config(own, "decode")
 
 
 @pytest.mark.parametrize("args", [

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import ValidationError
 
 from sim.disagg.coordinator import Coordinator, DecodeHorizon
 from sim.disagg.link import resolve_link
@@ -52,10 +53,17 @@ def group_config(cfg, role: str):
             data.update(radix_ordering="fcfs", cpu_cache_gib=0.0)
         if own["policy"] not in ("chunked", "radix") and "chunk_size" not in own:
             data["chunk_size"] = None
+    if "chunk_size" not in own and data["chunk_size"] is not None:  # an inherited cap fits the group's own budget
+        data["chunk_size"] = min(data["chunk_size"], data["max_num_batched_tokens"])
     data.update(replicas=1, replica_hardware=None)
     if role == "prefill":
         data["spec_tokens"] = 0  # a prefill replica never decodes
-    return EngineConfig.model_validate(data)
+    try:
+        return EngineConfig.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise InputError(f"{role} group (--{role}-* / `{role}:`)", None,
+                         first["msg"].removeprefix("Value error, ")) from None
 
 
 def check_disagg_config(cfg, table) -> None:
