@@ -191,6 +191,30 @@ def test_launch_command_follows_the_engine_preset(engine, start, flags):
 
 
 
+def test_sglang_launch_takes_the_chunk_size_and_the_step_budget():
+    """QA: the SGLang command gave --chunked-prefill-size the step budget (16384) instead of the
+    preset's per-request chunk (8192, SGLang's chunked_prefill_size)."""
+    from sim.planner.launch import launch_command
+
+    cfg = EngineConfig(model="llama-3-8b", engine="sglang")
+    assert (cfg.chunk_size, cfg.max_num_batched_tokens) == (8192, 16384)
+    command = launch_command(cfg, 1)["command"]
+    assert "--chunked-prefill-size 8192" in command and "--max-prefill-tokens 16384" in command
+
+
+def test_plan_with_a_radix_preset_also_sizes_its_other_policies():
+    """QA: plan --engine sglang --policy chunked,radix failed: the preset's lpm ordering (radix only)
+    went into the chunked candidate."""
+    from sim.planner.candidates import build_candidates
+
+    base = EngineConfig(model="llama-3-8b", engine="sglang")
+    runnable, _ = build_candidates(base, ["h100-sxm"], [1], ["continuous", "chunked", "radix"],
+                                   [{"max_num_batched_tokens": 4096}])
+    by_policy = {c.cfg.policy: c.cfg for c in runnable}
+    assert by_policy["radix"].radix_ordering == "lpm" and by_policy["chunked"].radix_ordering == "fcfs"
+    assert by_policy["continuous"].chunk_size is None and by_policy["chunked"].chunk_size == 4096
+
+
 def test_equal_cost_candidates_rank_by_headroom():
     """QA: two knob settings needing the same replicas tied on cost and were ordered by the knobs'
     text ('256' before '64'), so the recommendation contradicted the best-knobs table."""

@@ -13,6 +13,7 @@ from sim.disagg.coordinator import Coordinator, DecodeHorizon
 from sim.disagg.link import resolve_link
 from sim.disagg.roles import DecodeRole, PrefillRole
 from sim.engine import Replica
+from sim.engines.apply import fit_inherited_to_policy
 from sim.errors import InputError
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
@@ -45,16 +46,9 @@ def group_config(cfg, role: str):
     """The run's config with the group's own knobs (hardware, TP, policy, budgets) on top."""
     from sim.config import EngineConfig
 
-    data = cfg.model_dump()
     own = getattr(cfg, role).model_dump(exclude_none=True)
-    data.update(own)
-    if "policy" in own:  # run-wide knobs (e.g. from an engine preset) that the group's own policy does not take
-        if own["policy"] != "radix":
-            data.update(radix_ordering="fcfs", cpu_cache_gib=0.0)
-        if own["policy"] not in ("chunked", "radix") and "chunk_size" not in own:
-            data["chunk_size"] = None
-    if "chunk_size" not in own and data["chunk_size"] is not None:  # an inherited cap fits the group's own budget
-        data["chunk_size"] = min(data["chunk_size"], data["max_num_batched_tokens"])
+    # run-wide knobs (e.g. from an engine preset) that the group's own policy or budget does not take
+    data = fit_inherited_to_policy({**cfg.model_dump(), **own}, own)
     data.update(replicas=1, replica_hardware=None)
     if role == "prefill":
         data["spec_tokens"] = 0  # a prefill replica never decodes

@@ -35,6 +35,23 @@ def fill_from_preset(data: dict) -> dict:
     return filled
 
 
+def fit_inherited_to_policy(data: dict, own: dict) -> dict:
+    """`data` (a whole config, e.g. a run's config with one candidate's or group's `own` keys on top)
+    without the inherited knobs that `own`'s policy does not take: a radix-only ordering or host tier
+    on another policy, a chunk size on a policy without chunks; an inherited chunk size is capped at
+    the token budget. Keys in `own` stay as given (the config then judges them)."""
+    data = dict(data)
+    if "policy" in own and own["policy"] != "radix":
+        data.update({key: value for key, value in (("radix_ordering", "fcfs"), ("cpu_cache_gib", 0.0))
+                     if key not in own})
+    if "chunk_size" not in own and data.get("chunk_size") is not None:
+        if data.get("policy") not in ("chunked", "radix"):
+            data["chunk_size"] = None
+        elif data.get("max_num_batched_tokens") is not None:
+            data["chunk_size"] = min(data["chunk_size"], data["max_num_batched_tokens"])
+    return data
+
+
 def effective_settings(cfg) -> dict | None:
     """What the run used, for summary.json: the engine with its overhead terms after flag
     overrides, and every knob a preset can set, as finally resolved (None without a preset)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.config import POLICIES, EngineConfig
+from sim.engines.apply import fit_inherited_to_policy
 from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.memory import plan_memory
@@ -72,8 +73,9 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
         for tp in tps:
             for policy in policies:
                 for knobs in settings:
-                    cfg = validate(EngineConfig, {**base.model_dump(), **knobs, "hardware": name, "tp": tp,
-                                                  "policy": policy, "replicas": 1}, "--search")
+                    own = {**knobs, "hardware": name, "tp": tp, "policy": policy, "replicas": 1}
+                    cfg = validate(EngineConfig, fit_inherited_to_policy({**base.model_dump(), **own}, own),
+                                   "--search")
                     reason = _why_not(model, hw, tp, cfg)
                     if reason is not None:
                         skipped.append(Skipped(name, tp, policy, reason))
