@@ -39,6 +39,15 @@ def test_an_explicit_flag_overrides_the_preset(tmp_path):
     assert load_config(path, {"policy": "continuous"}).chunk_size is None  # not leaked into continuous
 
 
+def test_a_smaller_explicit_budget_caps_the_presets_chunk():
+    """QA: --engine sglang --max-num-batched-tokens 2048 failed on the preset's chunk_size 8192, a
+    knob the user never gave; an explicit chunk larger than the budget is still refused."""
+    assert load_config(None, {"engine": "sglang", "max_num_batched_tokens": 2048}).chunk_size == 2048
+    assert load_config(None, {"engine": "sglang", "max_num_batched_tokens": 32768}).chunk_size == 8192
+    with pytest.raises(InputError, match="chunk_size must not exceed"):
+        load_config(None, {"engine": "sglang", "max_num_batched_tokens": 2048, "chunk_size": 4096})
+
+
 def test_quantized_checkpoint_takes_the_presets_kv_default():
     assert EngineConfig(engine="trtllm", weight_dtype="fp8").kv_dtype == "fp8"
     assert EngineConfig(engine="trtllm", weight_dtype="bf16").kv_dtype == "bf16"

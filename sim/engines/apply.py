@@ -12,7 +12,8 @@ def fill_from_preset(data: dict) -> dict:
     """`data` (config keys given explicitly) with every preset-controlled key it lacks taken from
     the preset named by `data["engine"]`. The KV dtype default depends on the weight dtype: a
     quantized checkpoint gets the preset's `kv.dtype_quantized_checkpoint`. Keys that do not apply
-    to the effective policy are not filled (a preset's chunk size does not leak into `continuous`)."""
+    to the effective policy are not filled (a preset's chunk size does not leak into `continuous`), and
+    the preset's chunk size is capped at an explicit, smaller step budget."""
     name = data.get("engine")
     if not name:
         return data
@@ -29,6 +30,8 @@ def fill_from_preset(data: dict) -> dict:
         if (key == "chunk_size" and not chunked) or (key == "radix_ordering" and policy != "radix"):
             continue
         filled[key] = defaults[key]
+        if key == "chunk_size" and filled.get("max_num_batched_tokens") is not None:  # the chunk fits the budget
+            filled[key] = min(filled[key], int(filled["max_num_batched_tokens"]))
     if "kv_dtype" not in filled:
         weight = str(filled.get("weight_dtype", "bf16"))
         filled["kv_dtype"] = preset.kv.dtype_quantized_checkpoint if is_quantized(weight) else preset.kv.dtype
