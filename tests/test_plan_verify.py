@@ -215,6 +215,22 @@ def test_plan_with_a_radix_preset_also_sizes_its_other_policies():
     assert by_policy["continuous"].chunk_size is None and by_policy["chunked"].chunk_size == 4096
 
 
+def test_plan_refuses_a_disaggregated_base(tmp_path):
+    """QA: a --config with prefill_replicas/decode_replicas was planned as one 1-GPU "replica" (the 3
+    GPUs of a 1P:2D cluster priced as one)."""
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    path = tmp_path / "pd.yaml"
+    path.write_text("prefill_replicas: 1\ndecode_replicas: 2\n")
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-3-8b", "--slo", "ttft_p99=1", "--hardware",
+                                      "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", "5",
+                                      "--config", str(path), "--max-requests", "50", "--no-verify"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: --config: prefill_replicas/decode_replicas: plan sizes")
+
+
 def test_equal_cost_candidates_rank_by_headroom():
     """QA: two knob settings needing the same replicas tied on cost and were ordered by the knobs'
     text ('256' before '64'), so the recommendation contradicted the best-knobs table."""

@@ -63,6 +63,9 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
     why. Unknown hardware, model or policy names, or a knob value the config rejects, raise
     InputError (a typo, not a skip)."""
     settings = knob_settings or [{}]
+    if base.prefill_replicas is not None or base.decode_replicas is not None:
+        raise InputError("--config", "prefill_replicas/decode_replicas", "plan sizes aggregated replicas (its GPU "
+                         "count and cost would miss the P:D groups); compare layouts with `infersim disagg`")
     for policy in policies:
         if policy not in POLICIES:
             raise InputError("--policy", policy, f"unknown policy; allowed: {', '.join(POLICIES)}")
