@@ -225,3 +225,13 @@ def test_auto_allreduce_takes_the_faster_kind_per_message():
     times = {kind: cost._allreduce_s(payload) for kind, cost in costs.items()}
     assert times["custom"][0] < times["nccl"][0] and times["nccl"][1] < times["custom"][1]  # the crossover
     np.testing.assert_array_equal(times["auto"], np.minimum(times["nccl"], times["custom"]))
+
+
+def test_a_bad_allreduce_value_names_the_allreduce_flag():
+    """QA: `--allreduce bogus` was reported as a bad `--allreduce-kind`, a flag that does not exist."""
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    result = CliRunner().invoke(app, ["simulate", "--max-requests", "5", "--allreduce", "bogus"])
+    assert result.exit_code == 2 and result.output.startswith("error: --allreduce: ")
