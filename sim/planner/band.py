@@ -23,6 +23,7 @@ import math
 from sim.config import EngineConfig
 from sim.intervals import band, check_replays, perturbed_cost_scales
 from sim.planner.burst import SearchSlice, search_slice
+from sim.planner.candidates import build_candidates
 from sim.planner.evaluate import evaluate_rate
 from sim.planner.search import search_max_rate
 from sim.planner.slo import PlanSLO
@@ -35,9 +36,10 @@ METHOD = ("p10/p50/p90 over cost-model draws (per-op-class time scales from the 
 
 
 def recommended_config(base: EngineConfig, recommended: dict) -> EngineConfig:
-    """One replica of the recommended candidate (as sim.planner.candidates built it)."""
-    fields = {"hardware": recommended["hardware"], "tp": recommended["tp"], "policy": recommended["policy"]}
-    return EngineConfig.model_validate({**base.model_dump(), **recommended["knobs"], **fields, "replicas": 1})
+    """One replica of the recommended candidate, built by sim.planner.candidates as the plan built it."""
+    runnable, _ = build_candidates(base, [recommended["hardware"]], [recommended["tp"]], [recommended["policy"]],
+                                   [dict(recommended["knobs"])])
+    return runnable[0].cfg
 
 
 def draw_outcome(cfg: EngineConfig, scale: dict[str, float], piece: SearchSlice, slo: PlanSLO, search: dict,
