@@ -32,10 +32,12 @@ class VerifyTask:
     first_guess: int | None = None
 
 
-def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO) -> dict:
-    """One whole-workload run on `replicas` replicas; the plan.json record of it."""
+def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO,
+                     time_scale: dict[str, float] | None = None) -> dict:
+    """One whole-workload run on `replicas` replicas; the plan.json record of it. `time_scale`: a
+    perturbed cost model (planner.band)."""
     cluster = EngineConfig.model_validate({**cfg.model_dump(), "replicas": replicas, "latency_attribution": False})
-    result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"))
+    result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"), time_scale=time_scale)
     frame = requests_frame(result)
     report = slo_report(frame, slo, result.sim_duration_s)
     finished = frame[frame["status"] == "FINISHED"]
