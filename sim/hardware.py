@@ -90,11 +90,15 @@ class Efficiency(StrictModel):
         return table
 
     def for_weight_dtype(self, weight_dtype: str) -> Efficiency:
-        """These terms with gemm_compute_max replaced by that dtype's entry, if it has one."""
+        """These terms with gemm_compute_max replaced by that dtype's entry, if it has one; per-op
+        ceilings (gemm_compute_max_by_op) scale by the same ratio (entry / gemm_compute_max)."""
         by_dtype = self.gemm_compute_max_by_dtype or {}
         if weight_dtype not in by_dtype:
             return self
-        return self.model_copy(update={"gemm_compute_max": by_dtype[weight_dtype]})
+        ratio = by_dtype[weight_dtype] / self.gemm_compute_max
+        by_op = {op: min(1.0, value * ratio) for op, value in (self.gemm_compute_max_by_op or {}).items()}
+        return self.model_copy(update={"gemm_compute_max": by_dtype[weight_dtype],
+                                       "gemm_compute_max_by_op": by_op or self.gemm_compute_max_by_op})
 
     @field_validator("paged_attention_memory")
     @classmethod

@@ -187,3 +187,14 @@ def test_bad_gemm_ceiling_by_dtype_is_one_line(tmp_path, table, message):
         load_hardware(path)
     assert info.value.field == "efficiency.gemm_compute_max_by_dtype"
     assert "\n" not in info.value.line()
+
+
+def test_gemm_ceiling_by_dtype_scales_per_op_ceilings(tmp_path):
+    def mutate(data):
+        _fp4_ceiling(0.36)(data)
+        data["efficiency"]["gemm_compute_max"] = 0.72
+        data["efficiency"]["gemm_compute_max_by_op"] = {"down_proj": 0.6}
+
+    eff = load_hardware(write_profile(tmp_path, mutate)).efficiency.for_weight_dtype("fp4")
+    assert eff.gemm_compute_max == 0.36
+    assert eff.gemm_compute_max_by_op == {"down_proj": pytest.approx(0.3)}
