@@ -181,3 +181,46 @@ def test_cli_prints_and_writes_the_comparison(trace_csv, tmp_path, result):
     written = json.loads((out / "plan.json").read_text())["disaggregated"]
     assert written["cheapest"] == result["disaggregated"]["cheapest"]
     assert [s["gpus"] for s in written["splits"]] == [s["gpus"] for s in result["disaggregated"]["splits"]]
+
+
+def canned_run(cfg, task, k, passes):
+    gpus, cost = split_gpus_and_cost(cfg, k * task.n_prefill, k * task.n_decode)
+    return {"k": k, "prefill_replicas": k * task.n_prefill, "decode_replicas": k * task.n_decode, "gpus": gpus,
+            "cost_per_hour_usd": cost, "passes": passes, "attainment": {"ttft_p99": 1.0 if passes else 0.5},
+            "within_all_slos": 1.0 if passes else 0.5, "p99_ms": {"ttft": 1.0, "tpot": 1.0, "e2e": 1.0}}
+
+
+@pytest.mark.parametrize(("passing", "cheapest", "verdict"), [
+    ({"2P:1D": 1}, "aggregated", "aggregated is cheapest ($8.07/hour; 2P:1D cost the same); 1P:1D met the SLOs"),
+    ({"2P:1D": 1, "1P:1D": 1}, "1P:1D", "1P:1D x1 is cheapest: $5.38/hour, $2.69/hour less than aggregated"),
+    ({"1P:1D": 2}, "aggregated", "aggregated is cheapest ($8.07/hour); 2P:1D met the SLOs at no k tried"),
+])
+def test_the_cheapest_layout_by_hand(passing, cheapest, verdict):
+    """3 aggregated H100s ($8.07/h at $2.69) vs canned runs of 2P:1D and 1P:1D: the costs sum per group
+    (2 + 1 GPUs in another order than 3 x 1: a tie still goes to aggregated)."""
+    assert H100_USD_PER_GPU_HOUR == 2.69  # the profile's price the verdicts below are written in
+    cfg = EngineConfig(model="llama-3-8b", policy="chunked")
+    recommended = {"replicas": 3, "gpus": 3, "cost_per_hour_usd": 3 * H100_USD_PER_GPU_HOUR,
+                   "verified_run": {"passes": True, "attainment": {"ttft_p99": 1.0}, "within_all_slos": 1.0,
+                                    "p99_ms": {"ttft": 1.0, "tpot": 1.0, "e2e": 1.0}}}
+    starts = {}
+
+    def fake_run_tasks(fn, task_args):
+        runs = []
+        for task, *_ in task_args:
+            starts[task.label] = task.first_k
+            k_pass = passing.get(task.label)
+            runs.append([canned_run(cfg, task, k, k_pass is not None and k >= k_pass)
+                         for k in range(1, (k_pass or 2) + 1)])
+        return runs
+
+    section = compare_layouts(recommended, cfg, [(2, 1), (1, 1)], None, TARGET_QPS, SLO, 4, fake_run_tasks)
+    assert starts == {"2P:1D": 1, "1P:1D": 2}  # about as many replicas as the aggregated 3
+    assert section["cheapest"] == cheapest and section["verdict"].startswith(verdict)
+    rows = {row["ratio"]: row for row in section["splits"]}
+    for label, row in rows.items():
+        assert row["verified"] == (label in passing)
+        assert row["k"] == passing.get(label, 2)  # the smallest passing k, else the largest tried
+        assert row["gpus"] == row["k"] * {"2P:1D": 3, "1P:1D": 2}[label]
+        assert row["cost_per_hour_usd"] == pytest.approx(row["gpus"] * 2.69)
+

@@ -124,17 +124,24 @@ def compare_layouts(recommended: dict, cfg: EngineConfig, ratios: list[tuple[int
     splits = [split_row(task, runs) for task, runs in zip(tasks, all_runs, strict=True)]
     for row in splits:
         row["cost_vs_aggregated_usd"] = row["cost_per_hour_usd"] - aggregated["cost_per_hour_usd"]
-    cheapest = min([aggregated, *[r for r in splits if r["verified"]]], key=lambda r: r["cost_per_hour_usd"])
+    cheapest = min([aggregated, *[r for r in splits if r["verified"]]], key=_cost_key)  # ties: the first
     return {"compared": True, "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy,
             "decode_router": cfg.decode_router, "max_runs_per_ratio": max_runs, "aggregated": aggregated,
             "splits": splits, "cheapest": cheapest["ratio"], "verdict": _verdict(aggregated, splits, cheapest)}
+
+
+def _cost_key(row: dict) -> float:
+    """$/hour to a millionth of a dollar: layouts summing the same prices in another order cost the same."""
+    return round(row["cost_per_hour_usd"], 6)
 
 
 def _verdict(aggregated: dict, splits: list[dict], cheapest: dict) -> str:
     failed = [r["ratio"] for r in splits if not r["verified"]]
     tail = f"; {', '.join(failed)} met the SLOs at no k tried" if failed else ""
     if cheapest is aggregated:
-        return f"aggregated is cheapest (${aggregated['cost_per_hour_usd']:.2f}/hour){tail}"
+        ties = [r["ratio"] for r in splits if r["verified"] and _cost_key(r) == _cost_key(aggregated)]
+        tie = f"; {', '.join(ties)} cost the same" if ties else ""
+        return f"aggregated is cheapest (${aggregated['cost_per_hour_usd']:.2f}/hour{tie}){tail}"
     saving = aggregated["cost_per_hour_usd"] - cheapest["cost_per_hour_usd"]
     return (f"{cheapest['ratio']} x{cheapest['k']} is cheapest: ${cheapest['cost_per_hour_usd']:.2f}/hour, "
             f"${saving:.2f}/hour less than aggregated{tail}")
