@@ -122,6 +122,9 @@ class EngineConfig(FeatureKnobs):
         return self
 
 
+FLAG_NAMES = {"allreduce_kind": "--allreduce"}  # config keys whose flag is not --key-with-dashes
+
+
 def load_config(path: Path | None, overrides: dict) -> EngineConfig:
     """Config from a YAML file (optional) with CLI overrides on top (None values ignored)."""
     data = read_mapping(path) if path is not None else {}
@@ -132,6 +135,7 @@ def load_config(path: Path | None, overrides: dict) -> EngineConfig:
     except InputError as error:
         top = (error.field or "").split(".")[0]
         if top in flags:  # the bad value came from a flag: name the flag
-            raise InputError(f"--{top.replace('_', '-')}", error.field if "." in (error.field or "") else None,
+            flag = FLAG_NAMES.get(top, f"--{top.replace('_', '-')}")
+            raise InputError(flag, error.field if "." in (error.field or "") else None,
                              error.allowed) from None
         raise

@@ -64,4 +64,7 @@ def feature_summary(result: SimResult, frame: pd.DataFrame) -> dict:
     disagg = getattr(result, "disagg", None)
     if disagg is not None:
         out["disaggregation"] = disagg.summary()
+        # the whole cluster (P prefill then D decode replicas), not the one-replica base config
+        out["replicas"] = len(result.replicas)
+        out["replica_hardware"] = [replica.sched.cfg.hardware for replica in result.replicas]
     return out

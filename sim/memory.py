@@ -62,9 +62,12 @@ def plan_memory(
     kv_dtype: str = "bf16",
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 256,
+    draft: ModelSpec | None = None,
 ) -> MemoryPlan:
     """Blocks per replica = floor((HBM * util - runtime reserve - weights/GPU - activations) /
-    (block_size * KV bytes per token per GPU)). Refuses a config whose weights do not fit."""
+    (block_size * KV bytes per token per GPU)). Refuses a config whose weights do not fit.
+    A speculative-decoding `draft` model (same TP and dtypes) adds its weights to the weights and
+    its KV per token to every block (its cache follows the target's block tables)."""
     if not 0 < gpu_memory_utilization <= 1:
         raise InputError("--gpu-memory-utilization", None, "must be in (0, 1]")
     if block_size < 1:
@@ -77,10 +80,16 @@ def plan_memory(
     usable = int(hw.hbm_bytes * gpu_memory_utilization)
     kv_budget = usable - runtime - weight_bytes - activations
     kv_token_gpu = math.ceil(2 * model.n_layers * model.kv_heads_per_gpu(tp) * model.head_dim * kv_el)
+    if draft is not None:
+        draft_el = bytes_per_element(weight_dtype, "--weight-dtype")
+        weight_bytes += math.ceil(weight_elements_per_gpu(draft, tp) * draft_el)
+        kv_token_gpu += math.ceil(2 * draft.n_layers * draft.kv_heads_per_gpu(tp) * draft.head_dim * kv_el)
+        kv_budget = usable - runtime - weight_bytes - activations
     if kv_budget < block_size * kv_token_gpu:
         need_gib = (weight_bytes + activations + runtime) / GIB
         raise InputError(
-            f"--model {model.name} on --hardware {hw.name} --tp {tp}", None,
+            f"--model {model.name}{'' if draft is None else f' (+ draft {draft.name})'} on --hardware {hw.name} "
+            f"--tp {tp}", None,
             f"does not fit: weights+activations+runtime need {need_gib:.1f} GiB per GPU of "
             f"{usable / GIB:.1f} GiB usable (raise --tp or --gpu-memory-utilization, or use a smaller dtype)",
         )

@@ -23,7 +23,7 @@ from sim.model import load_model
 from sim.request import RequestTable
 from sim.router import make_router
 from sim.sched.registry import make_scheduler
-from sim.spec_decode import make_spec_decoder
+from sim.spec_decode import draft_model_of, make_spec_decoder
 from sim.trace import ClosedLoop, Trace
 
 
@@ -119,7 +119,7 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     engine's own CPU time and CUDA-graph padding around it. `time_scale` scales op classes."""
     hw = load_hardware(hw_name)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
-                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
+                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg))
     if cfg.engine is None:
         if cost is None:
             cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,

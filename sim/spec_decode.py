@@ -115,15 +115,28 @@ class SpecDecoder:
         return {"spec_steps": self.n_steps, "spec_proposed": self.n_proposed, "spec_accepted": self.n_accepted}
 
 
+def draft_model_of(cfg: EngineConfig):
+    """The draft's ModelSpec under `spec_method: draft` with spec_tokens > 0, else None."""
+    if not cfg.spec_tokens or cfg.spec_method != "draft":
+        return None
+    from sim.errors import InputError
+    from sim.model import load_model
+
+    try:
+        return load_model(cfg.spec_draft_model)
+    except InputError as error:  # name the flag the user set, not --model
+        where = "--spec-draft-model" if error.where == "--model" else error.where
+        raise InputError(where, error.field, error.allowed) from None
+
+
 def make_spec_decoder(cfg: EngineConfig, cost: CostModel, replica: int) -> SpecDecoder | None:
     """The replica's SpecDecoder, or None when speculative decoding is off."""
     if not cfg.spec_tokens:
         return None
     draft = None
-    if cfg.spec_method == "draft":
+    draft_model = draft_model_of(cfg)
+    if draft_model is not None:
         from sim.cost import CostModel as RooflineCost
-        from sim.model import load_model
 
-        draft = RooflineCost(load_model(cfg.spec_draft_model), cost.hw, cost.tp, cfg.weight_dtype, cfg.kv_dtype,
-                             cfg.block_size)
+        draft = RooflineCost(draft_model, cost.hw, cost.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
     return SpecDecoder(cfg, cost, draft, replica)

@@ -13,8 +13,10 @@ from typer.testing import CliRunner
 from sim.attribution import PARTS
 from sim.cli import app
 from sim.config import EngineConfig
+from sim.disagg.build import group_config
 from sim.disagg.link import resolve_link
 from sim.disagg.roles import PrefillRole
+from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.run import load_run_workload
 from sim.simulate import simulate
@@ -146,6 +148,37 @@ def test_group_knobs_apply_to_their_group():
     assert d["n_gpus"] == 6 and d["prefill_tp"] == 4 and d["decode_hardware"] == "h200"
     assert d["link_kind"] == "network"  # two kinds of GPU: not one NVLink domain
     assert summary["n_finished"] == 40
+    # the cluster's replicas, not the base config's one (QA: summary said replicas 1, one hardware)
+    assert summary["replicas"] == 2 and summary["replica_hardware"] == ["h100-sxm", "h200"]
+    assert len(summary["num_gpu_blocks_per_replica"]) == summary["replicas"]
+
+
+def test_group_policy_drops_preset_knobs_it_does_not_take():
+    """QA: --engine sglang (radix, lpm ordering, chunk_size) with --prefill-policy continuous failed
+    on the preset's radix-only knobs, which the continuous group never asked for."""
+    result = CliRunner().invoke(app, ["simulate", "--engine", "sglang", "--prefill-replicas", "1",
+                                      "--decode-replicas", "1", "--prefill-policy", "continuous",
+                                      "--max-requests", "20", "--out", "/dev/null/never"])
+    assert "radix_ordering" not in result.output
+    cfg = EngineConfig(policy="radix", radix_ordering="lpm", chunk_size=4096, cpu_cache_gib=1.0, prefill_replicas=1,
+                       decode_replicas=1, prefill={"policy": "continuous"})
+    prefill, decode = group_config(cfg, "prefill"), group_config(cfg, "decode")
+    assert (prefill.policy, prefill.radix_ordering, prefill.chunk_size, prefill.cpu_cache_gib) == \
+        ("continuous", "fcfs", None, 0.0)
+    assert (decode.policy, decode.radix_ordering, decode.chunk_size, decode.cpu_cache_gib) == \
+        ("radix", "lpm", 4096, 1.0)
+
+
+def test_inherited_chunk_cap_fits_the_groups_budget_and_group_errors_name_the_group():
+    """QA: engine sglang (chunk_size 8192) with `decode: {policy: chunked, max_num_batched_tokens: 2048}`
+    failed with 'EngineConfig: ... chunk_size must not exceed max_num_batched_tokens'."""
+    cfg = EngineConfig(policy="radix", chunk_size=8192, prefill_replicas=1, decode_replicas=1,
+                       decode={"policy": "chunked", "max_num_batched_tokens": 2048})
+    assert group_config(cfg, "decode").chunk_size == 2048 and group_config(cfg, "prefill").chunk_size == 8192
+    own = EngineConfig(policy="chunked", prefill_replicas=1, decode_replicas=1,
+                       decode={"chunk_size": 4096, "max_num_batched_tokens": 2048})
+    with pytest.raises(InputError, match=r"^decode group .*chunk_size must not exceed max_num_batched_tokens"):
+        group_config(own, "decode")
 
 
 @pytest.mark.parametrize("args", [

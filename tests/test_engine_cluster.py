@@ -29,3 +29,12 @@ def test_replica_hardware_must_match_the_replica_count():
                                       "--replica-hardware", "h100-sxm,l40s"])
     assert result.exit_code == 2
     assert "one profile per replica" in result.output and "Traceback" not in result.output
+
+
+
+def test_mixed_cluster_header_names_every_hardware_kind(tmp_path):
+    """QA: the run header of a mixed cluster named only the base --hardware ("2 x 1 x h100-sxm")."""
+    result = CliRunner().invoke(app, ["simulate", "--max-requests", "10", "--replica-hardware", "h100-sxm,h200",
+                                      "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "h100-sxm+h200" in result.output

@@ -39,6 +39,15 @@ def test_an_explicit_flag_overrides_the_preset(tmp_path):
     assert load_config(path, {"policy": "continuous"}).chunk_size is None  # not leaked into continuous
 
 
+def test_a_smaller_explicit_budget_caps_the_presets_chunk():
+    """QA: --engine sglang --max-num-batched-tokens 2048 failed on the preset's chunk_size 8192, a
+    knob the user never gave; an explicit chunk larger than the budget is still refused."""
+    assert load_config(None, {"engine": "sglang", "max_num_batched_tokens": 2048}).chunk_size == 2048
+    assert load_config(None, {"engine": "sglang", "max_num_batched_tokens": 32768}).chunk_size == 8192
+    with pytest.raises(InputError, match="chunk_size must not exceed"):
+        load_config(None, {"engine": "sglang", "max_num_batched_tokens": 2048, "chunk_size": 4096})
+
+
 def test_quantized_checkpoint_takes_the_presets_kv_default():
     assert EngineConfig(engine="trtllm", weight_dtype="fp8").kv_dtype == "fp8"
     assert EngineConfig(engine="trtllm", weight_dtype="bf16").kv_dtype == "bf16"
@@ -216,3 +225,13 @@ def test_auto_allreduce_takes_the_faster_kind_per_message():
     times = {kind: cost._allreduce_s(payload) for kind, cost in costs.items()}
     assert times["custom"][0] < times["nccl"][0] and times["nccl"][1] < times["custom"][1]  # the crossover
     np.testing.assert_array_equal(times["auto"], np.minimum(times["nccl"], times["custom"]))
+
+
+def test_a_bad_allreduce_value_names_the_allreduce_flag():
+    """QA: `--allreduce bogus` was reported as a bad `--allreduce-kind`, a flag that does not exist."""
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    result = CliRunner().invoke(app, ["simulate", "--max-requests", "5", "--allreduce", "bogus"])
+    assert result.exit_code == 2 and result.output.startswith("error: --allreduce: ")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.config import EngineConfig
 from sim.planner.burst import densest_window, search_slice
-from sim.planner.knobs import pareto_frontier
+from sim.planner.knobs import best_per_hardware_tp, pareto_frontier
 from sim.planner.launch import vllm_command
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
@@ -188,3 +188,58 @@ def test_launch_command_follows_the_engine_preset(engine, start, flags):
     launch = launch_command(EngineConfig(model="llama-3-70b", tp=4, engine=engine), 3)
     assert launch["engine"] == engine and launch["replicas"] == 3 and "derived from the simulation" in launch["label"]
     assert launch["command"].startswith(start) and all(flag in launch["command"] for flag in flags)
+
+
+
+def test_sglang_launch_takes_the_chunk_size_and_the_step_budget():
+    """QA: the SGLang command gave --chunked-prefill-size the step budget (16384) instead of the
+    preset's per-request chunk (8192, SGLang's chunked_prefill_size)."""
+    from sim.planner.launch import launch_command
+
+    cfg = EngineConfig(model="llama-3-8b", engine="sglang")
+    assert (cfg.chunk_size, cfg.max_num_batched_tokens) == (8192, 16384)
+    command = launch_command(cfg, 1)["command"]
+    assert "--chunked-prefill-size 8192" in command and "--max-prefill-tokens 16384" in command
+
+
+def test_plan_with_a_radix_preset_also_sizes_its_other_policies():
+    """QA: plan --engine sglang --policy chunked,radix failed: the preset's lpm ordering (radix only)
+    went into the chunked candidate."""
+    from sim.planner.candidates import build_candidates
+
+    base = EngineConfig(model="llama-3-8b", engine="sglang")
+    runnable, _ = build_candidates(base, ["h100-sxm"], [1], ["continuous", "chunked", "radix"],
+                                   [{"max_num_batched_tokens": 4096}])
+    by_policy = {c.cfg.policy: c.cfg for c in runnable}
+    assert by_policy["radix"].radix_ordering == "lpm" and by_policy["chunked"].radix_ordering == "fcfs"
+    assert by_policy["continuous"].chunk_size is None and by_policy["chunked"].chunk_size == 4096
+
+
+def test_plan_refuses_a_disaggregated_base(tmp_path):
+    """QA: a --config with prefill_replicas/decode_replicas was planned as one 1-GPU "replica" (the 3
+    GPUs of a 1P:2D cluster priced as one)."""
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    path = tmp_path / "pd.yaml"
+    path.write_text("prefill_replicas: 1\ndecode_replicas: 2\n")
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-3-8b", "--slo", "ttft_p99=1", "--hardware",
+                                      "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", "5",
+                                      "--config", str(path), "--max-requests", "50", "--no-verify"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: --config: prefill_replicas/decode_replicas: plan sizes")
+
+
+def test_equal_cost_candidates_rank_by_headroom():
+    """QA: two knob settings needing the same replicas tied on cost and were ordered by the knobs'
+    text ('256' before '64'), so the recommendation contradicted the best-knobs table."""
+    from sim.planner.plan import _row_order
+
+    def row(seqs, qps):
+        return {"cost_per_hour_usd": 2.69, "gpus": 1, "hardware": "h100-sxm", "tp": 1, "policy": "chunked",
+                "knobs": {"max_num_seqs": seqs}, "max_qps_per_replica": qps}
+
+    rows = sorted([row(256, 8.72), row(64, 9.93)], key=_row_order)
+    assert [r["knobs"]["max_num_seqs"] for r in rows] == [64, 256]
+    assert best_per_hardware_tp(rows)[0]["knobs"] == rows[0]["knobs"]

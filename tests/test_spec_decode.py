@@ -114,3 +114,28 @@ def test_bad_spec_knobs_one_line_exit_2(args):
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1
     assert "Traceback" not in result.output
+
+
+def test_unknown_draft_model_names_its_own_flag():
+    """QA: an unknown --spec-draft-model was reported as a bad --model."""
+    result = CliRunner().invoke(app, ["simulate", "--max-requests", "5", "--spec-tokens", "2", "--spec-method",
+                                      "draft", "--spec-draft-model", "no-such-model"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: --spec-draft-model: unknown model 'no-such-model'")
+
+
+def test_a_draft_model_takes_gpu_memory():
+    """QA: --spec-method draft left the KV blocks as without a draft, and a 70B draft next to an 8B
+    target "fit" one H100. The draft's weights and per-token KV now come out of the KV budget."""
+    from sim.hardware import load_hardware
+    from sim.memory import plan_memory
+    from sim.model import load_model
+
+    target, draft, hw = load_model("llama-3-70b"), load_model("llama-3-8b"), load_hardware("h100-sxm")
+    alone, with_draft = plan_memory(target, hw, 4), plan_memory(target, hw, 4, draft=draft)
+    assert with_draft.weight_bytes_per_gpu > alone.weight_bytes_per_gpu
+    assert with_draft.kv_bytes_per_token_per_gpu > alone.kv_bytes_per_token_per_gpu
+    assert with_draft.num_gpu_blocks < alone.num_gpu_blocks
+    result = CliRunner().invoke(app, ["simulate", "--max-requests", "5", "--spec-tokens", "2", "--spec-method",
+                                      "draft", "--spec-draft-model", "llama-3-70b"])
+    assert result.exit_code == 2 and "(+ draft llama-3-70b)" in result.output and "does not fit" in result.output

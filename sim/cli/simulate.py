@@ -184,8 +184,13 @@ def _rate(text: str) -> float:
 
 def print_summary(summary: dict) -> None:
     """The readable end-of-run table (times in ms)."""
-    head = (f"{summary['policy']} | {summary['model']} on {summary['replicas']} x {summary['tp']} x "
-            f"{summary['hardware']} | {summary['n_finished']}/{summary['n_requests']} finished, "
+    disagg = summary.get("disaggregation")
+    kinds = list(dict.fromkeys(summary.get("replica_hardware") or [summary["hardware"]]))  # a mixed cluster: each kind
+    cluster = (f"{summary['replicas']} x {summary['tp']} x {'+'.join(kinds)}" if not disagg else
+               f"{disagg['prefill_replicas']}P x {disagg['prefill_tp']} x {disagg['prefill_hardware']} + "
+               f"{disagg['decode_replicas']}D x {disagg['decode_tp']} x {disagg['decode_hardware']}")
+    head = (f"{summary['policy']} | {summary['model']} on {cluster} | "
+            f"{summary['n_finished']}/{summary['n_requests']} finished, "
             f"{summary['n_rejected']} rejected | {summary['sim_duration_s']:.1f} s simulated in "
             f"{summary['wall_time_s']:.2f} s")
     rows = []

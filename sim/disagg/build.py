@@ -7,11 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import ValidationError
 
 from sim.disagg.coordinator import Coordinator, DecodeHorizon
 from sim.disagg.link import resolve_link
 from sim.disagg.roles import DecodeRole, PrefillRole
 from sim.engine import Replica
+from sim.engines.apply import fit_inherited_to_policy
 from sim.errors import InputError
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
@@ -44,12 +46,18 @@ def group_config(cfg, role: str):
     """The run's config with the group's own knobs (hardware, TP, policy, budgets) on top."""
     from sim.config import EngineConfig
 
-    data = cfg.model_dump()
-    data.update(getattr(cfg, role).model_dump(exclude_none=True))
+    own = getattr(cfg, role).model_dump(exclude_none=True)
+    # run-wide knobs (e.g. from an engine preset) that the group's own policy or budget does not take
+    data = fit_inherited_to_policy({**cfg.model_dump(), **own}, own)
     data.update(replicas=1, replica_hardware=None)
     if role == "prefill":
         data["spec_tokens"] = 0  # a prefill replica never decodes
-    return EngineConfig.model_validate(data)
+    try:
+        return EngineConfig.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise InputError(f"{role} group (--{role}-* / `{role}:`)", None,
+                         first["msg"].removeprefix("Value error, ")) from None
 
 
 def check_disagg_config(cfg, table) -> None:

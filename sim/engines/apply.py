@@ -12,7 +12,8 @@ def fill_from_preset(data: dict) -> dict:
     """`data` (config keys given explicitly) with every preset-controlled key it lacks taken from
     the preset named by `data["engine"]`. The KV dtype default depends on the weight dtype: a
     quantized checkpoint gets the preset's `kv.dtype_quantized_checkpoint`. Keys that do not apply
-    to the effective policy are not filled (a preset's chunk size does not leak into `continuous`)."""
+    to the effective policy are not filled (a preset's chunk size does not leak into `continuous`), and
+    the preset's chunk size is capped at an explicit, smaller step budget."""
     name = data.get("engine")
     if not name:
         return data
@@ -29,10 +30,29 @@ def fill_from_preset(data: dict) -> dict:
         if (key == "chunk_size" and not chunked) or (key == "radix_ordering" and policy != "radix"):
             continue
         filled[key] = defaults[key]
+        if key == "chunk_size" and filled.get("max_num_batched_tokens") is not None:  # the chunk fits the budget
+            filled[key] = min(filled[key], int(filled["max_num_batched_tokens"]))
     if "kv_dtype" not in filled:
         weight = str(filled.get("weight_dtype", "bf16"))
         filled["kv_dtype"] = preset.kv.dtype_quantized_checkpoint if is_quantized(weight) else preset.kv.dtype
     return filled
+
+
+def fit_inherited_to_policy(data: dict, own: dict) -> dict:
+    """`data` (a whole config, e.g. a run's config with one candidate's or group's `own` keys on top)
+    without the inherited knobs that `own`'s policy does not take: a radix-only ordering or host tier
+    on another policy, a chunk size on a policy without chunks; an inherited chunk size is capped at
+    the token budget. Keys in `own` stay as given (the config then judges them)."""
+    data = dict(data)
+    if "policy" in own and own["policy"] != "radix":
+        data.update({key: value for key, value in (("radix_ordering", "fcfs"), ("cpu_cache_gib", 0.0))
+                     if key not in own})
+    if "chunk_size" not in own and data.get("chunk_size") is not None:
+        if data.get("policy") not in ("chunked", "radix"):
+            data["chunk_size"] = None
+        elif data.get("max_num_batched_tokens") is not None:
+            data["chunk_size"] = min(data["chunk_size"], data["max_num_batched_tokens"])
+    return data
 
 
 def effective_settings(cfg) -> dict | None:

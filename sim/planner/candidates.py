@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.config import POLICIES, EngineConfig
+from sim.engines.apply import fit_inherited_to_policy
 from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.memory import plan_memory
@@ -62,6 +63,9 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
     why. Unknown hardware, model or policy names, or a knob value the config rejects, raise
     InputError (a typo, not a skip)."""
     settings = knob_settings or [{}]
+    if base.prefill_replicas is not None or base.decode_replicas is not None:
+        raise InputError("--config", "prefill_replicas/decode_replicas", "plan sizes aggregated replicas (its GPU "
+                         "count and cost would miss the P:D groups); compare layouts with `infersim disagg`")
     for policy in policies:
         if policy not in POLICIES:
             raise InputError("--policy", policy, f"unknown policy; allowed: {', '.join(POLICIES)}")
@@ -72,8 +76,9 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
         for tp in tps:
             for policy in policies:
                 for knobs in settings:
-                    cfg = validate(EngineConfig, {**base.model_dump(), **knobs, "hardware": name, "tp": tp,
-                                                  "policy": policy, "replicas": 1}, "--search")
+                    own = {**knobs, "hardware": name, "tp": tp, "policy": policy, "replicas": 1}
+                    cfg = validate(EngineConfig, fit_inherited_to_policy({**base.model_dump(), **own}, own),
+                                   "--search")
                     reason = _why_not(model, hw, tp, cfg)
                     if reason is not None:
                         skipped.append(Skipped(name, tp, policy, reason))

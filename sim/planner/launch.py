@@ -40,7 +40,9 @@ def sglang_command(cfg: EngineConfig) -> str:
     """`python -m sglang.launch_server --model-path <model> --tp-size ...` for one replica."""
     args = ["python", "-m", "sglang.launch_server", "--model-path", _hf_name(cfg), "--tp-size", str(cfg.tp),
             "--max-running-requests", str(cfg.max_num_seqs),
-            "--chunked-prefill-size", str(cfg.max_num_batched_tokens if cfg.policy in ("chunked", "radix") else -1),
+            "--chunked-prefill-size", str((cfg.chunk_size or cfg.max_num_batched_tokens)
+                                          if cfg.policy in ("chunked", "radix") else -1),
+            "--max-prefill-tokens", str(cfg.max_num_batched_tokens),
             "--page-size", str(cfg.block_size), "--mem-fraction-static", f"{cfg.gpu_memory_utilization:g}"]
     if cfg.max_model_len is not None:
         args += ["--context-length", str(cfg.max_model_len)]

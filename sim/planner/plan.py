@@ -114,7 +114,9 @@ def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_outpu
 
 
 def _row_order(row: dict) -> tuple:
-    return (row["cost_per_hour_usd"], row["gpus"], row["hardware"], row["tp"], row["policy"], str(row["knobs"]))
+    """Cheapest first; at equal cost the most headroom (highest rate per replica), then by name."""
+    return (row["cost_per_hour_usd"], row["gpus"], -row["max_qps_per_replica"], row["hardware"], row["tp"],
+            row["policy"], str(row["knobs"]))
 
 
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],

@@ -92,7 +92,8 @@ def _mark_operating_point(ax, plan: dict, best: dict, key: str) -> None:
     run = best.get("verified_run")
     if run is not None and run["slo"].get(key, {}).get("value_s") is not None:
         ax.plot([rate], [run["slo"][key]["value_s"] * 1e3], marker="*", markersize=13, color="black", linestyle="none",
-                label=f"{best['replicas']} replicas, whole workload at {plan['target_qps']:g} req/s")
+                label=f"{best['replicas']} replica{'s' * (best['replicas'] != 1)}, whole workload at "
+                      f"{plan['target_qps']:g} req/s")
 
 
 def _title(key: str) -> str:
