@@ -34,7 +34,8 @@ from sim.hardware import load_hardware
 
 OPS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
 STARTING_GUESS = {"gemm_compute_max": 0.72, "gemm_half_tokens": 24, "memory": 0.85, "roofline_blend": 8.0,
-                  "kernel_launch_us": 3.0, "gemm_tile_tokens": None}  # fmt: skip
+                  "kernel_launch_us": 3.0, "gemm_tile_tokens": None, "gemm_compute_max_by_op": None,
+                  "gemm_half_output_elems": None}  # fmt: skip
 NETWORK = {"h100_dgx": "h100-sxm", "h100_pairwise_nvlink": "h100-pcie", "a100_dgx": "a100-80g-sxm",
            "a100_pairwise_nvlink": "a100-80g-pcie"}  # fmt: skip
 

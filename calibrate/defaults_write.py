@@ -56,7 +56,8 @@ def _pairwise(setup: str) -> tuple[dict, dict]:
 
 
 def _round(terms: dict) -> dict:
-    return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in terms.items()}
+    return {k: (float(f"{v:.4g}") if isinstance(v, float) else _round(v) if isinstance(v, dict) else v)
+            for k, v in terms.items()}
 
 
 def measured_updates(fits: dict) -> dict[str, dict]:

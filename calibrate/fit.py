@@ -6,8 +6,9 @@ kernels, e.g. a cuBLAS heuristic's bad pick, do not drag it), solved in this ord
 
 | class | rows | terms fitted |
 |---|---|---|
-| gemm | qkv_proj, o_proj, gate_up_proj, down_proj, lm_head | gemm_compute_max, gemm_half_tokens, memory, |
-|  |  | roofline_blend, kernel_launch_us; gemm_tile_tokens picked from (none, 64, 128) |
+| gemm | qkv_proj, o_proj, gate_up_proj, down_proj, lm_head | gemm_compute_max_by_op (one ceiling per op |
+|  |  | class measured), gemm_half_tokens, gemm_half_output_elems, memory, roofline_blend, |
+|  |  | kernel_launch_us; gemm_tile_tokens picked from (none, 64, 128) |
 | prefill_attention | prefill_attention | attention_compute |
 | decode_attention | decode_attention | paged_attention_memory[B] for each block size B measured |
 | collectives | allreduce, send_recv | `collectives`: latency + payload / bandwidth per (op, TP) |
@@ -100,19 +101,31 @@ def _mape(rows: pd.DataFrame, hw: HardwareProfile) -> float:
     return float(np.mean(np.abs(_relative_residuals(rows, hw))))
 
 
+PER_OP = "gemm_compute_max_by_op."
+OUTPUT_HALF_START = 1e5  # start of gemm_half_output_elems when the base profile has none
+
+
 def _get(hw: HardwareProfile, key: str) -> float:
+    eff = hw.efficiency
     if key == "gpu_link_latency_us":
         return hw.interconnect.gpu_link_latency_us
     if key.startswith("paged_attention_memory."):
-        return hw.efficiency.paged_efficiency(int(key.split(".")[1]))
-    return getattr(hw.efficiency, key)
+        return eff.paged_efficiency(int(key.split(".")[1]))
+    if key.startswith(PER_OP):
+        return (eff.gemm_compute_max_by_op or {}).get(key[len(PER_OP):], eff.gemm_compute_max)
+    if key == "gemm_half_output_elems" and eff.gemm_half_output_elems is None:
+        return OUTPUT_HALF_START
+    return getattr(eff, key)
 
 
 def _apply(hw: HardwareProfile, values: dict) -> HardwareProfile:
     paged = {int(k.split(".")[1]): v for k, v in values.items() if k.startswith("paged_attention_memory.")}
-    plain = {k: v for k, v in values.items() if not k.startswith("paged_attention_memory.")}
+    per_op = {k[len(PER_OP):]: v for k, v in values.items() if k.startswith(PER_OP)}
+    plain = {k: v for k, v in values.items() if not k.startswith(("paged_attention_memory.", PER_OP))}
     if paged:
         plain["paged_attention_memory"] = dict(hw.efficiency.paged_attention_memory) | paged
+    if per_op:
+        plain["gemm_compute_max_by_op"] = dict(hw.efficiency.gemm_compute_max_by_op or {}) | per_op
     return with_terms(hw, plain)
 
 
@@ -148,20 +161,27 @@ def _solve(rows: pd.DataFrame, hw: HardwareProfile, terms: list[_Term], fixed: d
 
 _EFF = dict(log=True, low=MIN_EFFICIENCY, high=1.0)
 GEMM_TERMS = [
-    _Term("gemm_compute_max", **_EFF),
     _Term("gemm_half_tokens", log=False, low=0.0, high=1e5),
+    _Term("gemm_half_output_elems", log=True, low=1.0, high=1e9),
     _Term("memory", **_EFF),
     _Term("roofline_blend", log=False, low=1.0, high=64.0),
     _Term("kernel_launch_us", log=False, low=0.0, high=1e5),
 ]
+GEMM_KEYS = ["gemm_compute_max", "gemm_compute_max_by_op"] + [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]
 
 
 def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
-    """GEMM terms; the tile size is picked by the lowest loss over `TILE_CANDIDATES`."""
-    fits = [_solve(rows, hw, GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
+    """GEMM terms: a compute ceiling per op class present in `rows` (gemm_compute_max_by_op),
+    the shared ramp / occupancy / memory / blend / launch terms; the tile size is picked by the
+    lowest loss over `TILE_CANDIDATES`. gemm_compute_max (for classes without their own ceiling,
+    e.g. MoE experts) becomes the mean of the fitted ceilings."""
+    ceilings = [_Term(PER_OP + op, **_EFF) for op in GEMM_OPS if (rows["op"] == op).any()]
+    fits = [_solve(rows, hw, ceilings + GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
     best, _ = min(fits, key=lambda fit: fit[1])
-    keys = [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]
-    return best, {key: getattr(best.efficiency, key) for key in keys}
+    by_op = best.efficiency.gemm_compute_max_by_op or {}
+    if by_op:
+        best = with_terms(best, {"gemm_compute_max": float(np.mean(list(by_op.values())))})
+    return best, {key: getattr(best.efficiency, key) for key in GEMM_KEYS}
 
 
 def _fit_prefill(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
@@ -194,7 +214,7 @@ def _fit_collectives(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareP
 
 
 CLASSES = (
-    ("gemm", GEMM_OPS, _fit_gemm, [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]),
+    ("gemm", GEMM_OPS, _fit_gemm, GEMM_KEYS),
     ("prefill_attention", ("prefill_attention",), _fit_prefill, ["attention_compute"]),
     ("decode_attention", ("decode_attention",), _fit_decode, ["paged_attention_memory"]),
     ("collectives", COLLECTIVE_OPS, _fit_collectives, ["collectives"]),

@@ -30,19 +30,20 @@ def _float(rows: pd.DataFrame, column: str) -> np.ndarray:
     return rows[column].astype("float64").to_numpy()
 
 
-def _smooth_gemm_s(m, n_out, k_in, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
-    return gemm_time_s(m, n_out, k_in, el_bytes, el_bytes, peak, hw.hbm_bandwidth_bytes_s, hw.efficiency)[0]
+def _smooth_gemm_s(m, n_out, k_in, hw: HardwareProfile, el_bytes: int, peak: float, op: str) -> np.ndarray:
+    return gemm_time_s(m, n_out, k_in, el_bytes, el_bytes, peak, hw.hbm_bandwidth_bytes_s, hw.efficiency, op)[0]
 
 
 def _gemm(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -> np.ndarray:
     m, n_out, k_in = _float(rows, "m_tokens"), _float(rows, "n_out"), _float(rows, "k_in")
-    time_s = _smooth_gemm_s(m, n_out, k_in, hw, el_bytes, peak)
+    op = str(rows["op"].iloc[0])  # predict_times_s passes one op at a time
+    time_s = _smooth_gemm_s(m, n_out, k_in, hw, el_bytes, peak, op)
     tables = gemm_tables(hw.calibration, hw.name)
     for key, table in tables.items():
         mask = (n_out == key[0]) & (k_in == key[1]) & (el_bytes == key[2])
         if mask.any():
             def smooth(x, n=key[0], k=key[1]):
-                return _smooth_gemm_s(x, n, k, hw, el_bytes, peak)
+                return _smooth_gemm_s(x, n, k, hw, el_bytes, peak, op)
 
             time_s[mask] = table.time_at_s(m[mask], smooth)
     return time_s

@@ -59,6 +59,14 @@ class Efficiency(StrictModel):
     # Tile quantization of GEMM M in the compute term (M rounded up to a multiple of this);
     # None (the default) leaves M as is. Calibration may set it (see sim/cost/roofline.py).
     gemm_tile_tokens: PositiveInt | None = None
+    # Compute-efficiency ceiling per GEMM op class (qkv_proj, o_proj, gate_up_proj, down_proj, lm_head),
+    # replacing gemm_compute_max for that class (its N:K aspect and fused kernels); None or a class
+    # not listed: gemm_compute_max. See sim/cost/roofline.py `gemm_compute_efficiency`.
+    gemm_compute_max_by_op: dict[str, float] | None = None
+    # Output elements (M * N per GPU) added to the compute ramp's half point: half-M =
+    # gemm_half_tokens + this / N (a narrow output has few tiles per row to fill the SMs).
+    # None (the default): half-M = gemm_half_tokens.
+    gemm_half_output_elems: float | None = Field(default=None, ge=0)
     # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
     elementwise_memory: float | None = Field(default=None, gt=0, le=1)
     # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
@@ -75,6 +83,18 @@ class Efficiency(StrictModel):
                 raise ValueError(f"block size {size} must be a power of two")
             if not 0 < value <= 1 or value != value:
                 raise ValueError(f"efficiency {value} at block size {size} must be in (0, 1]")
+        return table
+
+    @field_validator("gemm_compute_max_by_op")
+    @classmethod
+    def _per_op_ceilings(cls, table: dict[str, float] | None) -> dict[str, float] | None:
+        """Keys are GEMM op classes; values efficiencies in (0, 1]."""
+        allowed = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
+        for op, value in (table or {}).items():
+            if op not in allowed:
+                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(allowed)}")
+            if not 0 < value <= 1 or value != value:
+                raise ValueError(f"efficiency {value} of {op} must be in (0, 1]")
         return table
 
     def paged_efficiency(self, block_size: int) -> float:

@@ -13,7 +13,7 @@ from calibrate.measurements import COLUMNS, validate_measurements
 from calibrate.predict import predict_times_s
 from calibrate.report import mape_summary, residual_rows
 from calibrate.vidur_import import bundled_vidur_path, read_measurement_file
-from sim.cost.roofline import gemm_time_s
+from sim.cost.roofline import gemm_compute_efficiency, gemm_time_s
 from sim.hardware import load_hardware
 
 MLP = {
@@ -166,3 +166,33 @@ def test_tile_quantization_only_rounds_m_up():
     on_tile = m % 128 == 0
     assert np.allclose(tiled_s[on_tile], plain_s[on_tile], rtol=1e-12)
     assert np.all(tiled_s[~on_tile] > plain_s[~on_tile])
+
+
+@pytest.mark.parametrize("op", ["qkv_proj", "down_proj", None])
+def test_occupancy_and_per_op_ceiling_only_slow_a_gemm(op):
+    """The output term only moves the ramp's half point up (half-M += half_output_elems / N), so
+    switching it on never makes a GEMM faster; it slows narrow outputs (few tiles per row) more than
+    wide ones. An op class reaches its own ceiling, an unnamed GEMM (op None) the shared one."""
+    hw = load_hardware("h100-sxm")
+    assert hw.efficiency.gemm_half_output_elems is not None and hw.efficiency.gemm_compute_max_by_op
+    off = with_terms(hw, {"gemm_half_output_elems": None}).efficiency
+    m = np.array([1.0, 64, 256, 1024, 4096])
+    args = (2, 2, hw.peak_flops("dense_bf16_tflops"), hw.hbm_bandwidth_bytes_s)
+    small_on = gemm_time_s(m, 1024, 4096, *args, hw.efficiency, op)[0]
+    small_off = gemm_time_s(m, 1024, 4096, *args, off, op)[0]
+    big_on = gemm_time_s(m, 28672, 4096, *args, hw.efficiency, op)[0]
+    big_off = gemm_time_s(m, 28672, 4096, *args, off, op)[0]
+    assert np.all(small_on >= small_off) and np.all(big_on >= big_off)
+    assert (small_on / small_off)[-1] > (big_on / big_off)[-1] > 1.0
+    assert np.all(np.diff(small_on) > 0) and np.all(np.diff(big_on) > 0)  # still rises with M
+    ceiling = hw.efficiency.gemm_compute_max_by_op.get(op, hw.efficiency.gemm_compute_max) if op else \
+        hw.efficiency.gemm_compute_max
+    eff = gemm_compute_efficiency(np.array([1e9]), hw.efficiency, 1e9, op)
+    assert eff[0] == pytest.approx(ceiling, rel=1e-6)
+
+
+def test_per_op_ceiling_rejects_unknown_class_and_bad_values():
+    hw = load_hardware("h100-sxm")
+    for bad in ({"mlp": 0.7}, {"qkv_proj": 1.2}, {"o_proj": 0.0}):
+        with pytest.raises(ValueError, match="gemm_compute_max_by_op"):
+            with_terms(hw, {"gemm_compute_max_by_op": bad})

@@ -13,11 +13,13 @@ from rich.table import Table
 from sim.cli.common import StageProgress, console, print_json
 from sim.config import load_config
 from sim.errors import InputError
+from sim.intervals import check_replays
 from sim.output import atomic_run_dir, write_json
+from sim.planner.band import band_line, capacity_band
 from sim.planner.candidates import parse_list, parse_tps
 from sim.planner.disagg import parse_pd_ratios
 from sim.planner.knobs import parse_knob_search
-from sim.planner.plan import SearchSettings, make_plan
+from sim.planner.plan import SearchSettings, make_plan, run_on
 from sim.planner.plots import write_plots
 from sim.planner.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS, parse_slo
 from sim.run import DEFAULT_TRACE, resolve_seed
@@ -61,6 +63,9 @@ def plan(
     top: int = typer.Option(10, "--top", help="candidates shown in the table"),
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
+    uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
+                                    help="N >= 2: rerun the recommended cluster under N perturbed cost models and "
+                                         "report p10/p50/p90 of its capacity (plan.json recommended.uncertainty)"),
 ) -> None:
     """Size a cluster for the workload's real traffic, verify it on the whole workload, recommend the cheapest.
 
@@ -88,6 +93,8 @@ def plan(
     pd_ratios = None if disagg is None else parse_pd_ratios(disagg)
     if pd_ratios and not verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
+    if uncertainty is not None:
+        check_replays(uncertainty)
     if max_verify_runs < 1:
         raise InputError("--max-verify-runs", None, f"must be at least 1; got {max_verify_runs}")
     runner = make_backend(backend, max(1, workers) if workers is not None else None, address)
@@ -98,8 +105,13 @@ def plan(
 
     def run_search() -> dict:
         with StageProgress(enabled=not as_json) as progress:
-            return make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
-                             backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios)
+            result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
+                               backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios)
+            if uncertainty is not None and result["recommended"] is not None:
+                result["recommended"]["uncertainty"] = capacity_band(
+                    result, base, trace, slo_spec, settings, uncertainty,
+                    lambda fn, args: run_on(runner, fn, args, progress, "cost-model draws"))
+            return result
 
     if out is None:
         result = run_search()
@@ -147,6 +159,8 @@ def print_plan(result: dict, top: int) -> None:
         console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} tp{best['tp']} "
                       f"{best['policy']}{_knobs(best['knobs'], ' ')} = {best['gpus']} GPUs, "
                       f"${best['cost_per_hour_usd']:.2f}/hour{check}")
+        if "uncertainty" in best:
+            console.print(band_line(best["uncertainty"]))
         launch = result["launch"]
         console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
     if result.get("disaggregated"):

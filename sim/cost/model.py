@@ -136,16 +136,16 @@ class CostModel:
             shapes += [("gate_up_proj", mlp_up, m.hidden_size), ("down_proj", m.hidden_size, m.intermediate_size // t)]
         return shapes
 
-    def _gemm(self, tokens: np.ndarray, n_out: int, k_in: int):
-        """(time, flops, bytes) of one GEMM: its measured table when the profile has this shape,
-        else the smooth roofline; scaled by the `gemm` time scale."""
+    def _gemm(self, tokens: np.ndarray, n_out: int, k_in: int, op: str | None = None):
+        """(time, flops, bytes) of one GEMM of op class `op`: its measured table when the profile has
+        this shape, else the smooth roofline; scaled by the `gemm` time scale."""
 
         def smooth_s(m):
             return gemm_time_s(m, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops,
-                               self.bandwidth, self.eff)[0]  # fmt: skip
+                               self.bandwidth, self.eff, op)[0]  # fmt: skip
 
         time, flops, bytes_ = gemm_time_s(
-            tokens, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops, self.bandwidth, self.eff
+            tokens, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops, self.bandwidth, self.eff, op
         )
         table = self.tables.get((int(n_out), int(k_in), int(self.weight_bytes_el)))
         if table is not None:
@@ -164,7 +164,7 @@ class CostModel:
         tokens = np.asarray(n_tokens, dtype=np.float64)
         ops = []
         for name, n_out, k_in in self._gemm_shapes():
-            time, flops, bytes_ = self._gemm(tokens, n_out, k_in)
+            time, flops, bytes_ = self._gemm(tokens, n_out, k_in, name)
             t_c = flops / self.peak_flops
             ops.append((name, time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth)))
         if self.model.moe is not None:
@@ -235,7 +235,7 @@ class CostModel:
     def _lm_head_op(self, n_sampled: np.ndarray):
         m = self.model
         sampled = np.asarray(n_sampled, dtype=np.float64)
-        time, flops, bytes_ = self._gemm(sampled, m.vocab_size // self.tp, m.hidden_size)
+        time, flops, bytes_ = self._gemm(sampled, m.vocab_size // self.tp, m.hidden_size, "lm_head")
         t_c = flops / self.peak_flops
         return ("lm_head", time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth))
 

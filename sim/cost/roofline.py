@@ -26,10 +26,24 @@ def blend(t_compute_s: np.ndarray, t_memory_s: np.ndarray, p: float) -> np.ndarr
     return top * (ratio_c**p + ratio_m**p) ** (1.0 / p)
 
 
-def gemm_compute_efficiency(m_tokens: np.ndarray, eff: Efficiency) -> np.ndarray:
-    """Share of peak a GEMM with M rows reaches: rises with M, saturating at gemm_compute_max."""
+def gemm_compute_efficiency(m_tokens: np.ndarray, eff: Efficiency, n_out: np.ndarray | float | None = None,
+                            op: str | None = None) -> np.ndarray:
+    """Share of peak a GEMM with M rows and N outputs per row reaches, rising with M to its ceiling:
+
+        ceiling(op) * M / (M + half_M),   half_M = gemm_half_tokens + gemm_half_output_elems / N
+
+    ceiling(op): `gemm_compute_max_by_op[op]` (the op class's own: its N:K aspect, fused kernels),
+    else gemm_compute_max. half_M: the rows at which half the ceiling is reached; a narrow output
+    (small N, e.g. a TP-8 shard) has fewer output tiles per row to spread over the SMs, so it needs
+    more rows (the second term, when the profile sets gemm_half_output_elems and N is given).
+    The compute time, FLOPs / (peak * efficiency), is proportional to M + half_M: it rises with M,
+    and the efficiency never exceeds the ceiling (<= 1)."""
     m = np.asarray(m_tokens, dtype=np.float64)
-    return eff.gemm_compute_max * m / (m + eff.gemm_half_tokens)
+    ceiling = (eff.gemm_compute_max_by_op or {}).get(op, eff.gemm_compute_max) if op else eff.gemm_compute_max
+    half_m = eff.gemm_half_tokens
+    if eff.gemm_half_output_elems is not None and n_out is not None:
+        half_m = half_m + eff.gemm_half_output_elems / np.asarray(n_out, dtype=np.float64)
+    return ceiling * m / (m + half_m)
 
 
 def op_time_s(
@@ -67,8 +81,10 @@ def gemm_time_s(
     peak_flops: float,
     bandwidth_bytes_s: float,
     eff: Efficiency,
+    op: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(time_s, flops, bytes) of an [M,K] x [K,N] GEMM: weights read once, activations in and out.
+    """(time_s, flops, bytes) of an [M,K] x [K,N] GEMM of op class `op` (None: no class): weights
+    read once, activations in and out.
 
     The compute term runs over `gemm_compute_tokens` rows (>= M), so the time stays at or above
     the roofline of the real FLOPs; the FLOPs returned are the real ones."""
@@ -77,7 +93,8 @@ def gemm_time_s(
     padded_m = gemm_compute_tokens(m, eff)
     compute_flops = 2.0 * padded_m * n_out * k_in
     bytes_ = k_in * n_out * weight_bytes_per_el + m * (k_in + n_out) * act_bytes_per_el
-    e_c = np.where(m > 0, gemm_compute_efficiency(np.maximum(padded_m, 1), eff), 1.0)  # small-M cost counted once
+    # small-M cost counted once
+    e_c = np.where(m > 0, gemm_compute_efficiency(np.maximum(padded_m, 1), eff, n_out, op), 1.0)
     time, _, _ = op_time_s(compute_flops, bytes_, peak_flops, e_c, bandwidth_bytes_s, eff.memory, eff)
     return np.where(m > 0, time, 0.0), flops, bytes_
 

@@ -38,11 +38,14 @@ class RatePoint:
         return asdict(self)
 
 
-def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: PlanSLO) -> RatePoint:
+def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: PlanSLO,
+                  time_scale: dict[str, float] | None = None) -> RatePoint:
     """Simulate the slice re-timed for a workload mean of `rate_qps` on one replica of `cfg`; its
     first `n_warmup` requests (in arrival order) warm the replica up and are not measured.
-    Deterministic for a given cfg.seed. Latency attribution is off: the verdict needs only latencies."""
-    frame = requests_frame(simulate(cfg.model_copy(update={"latency_attribution": False}), piece.at_rate(rate_qps)))
+    Deterministic for a given cfg.seed. Latency attribution is off: the verdict needs only latencies.
+    `time_scale`: a perturbed cost model (planner.band)."""
+    frame = requests_frame(simulate(cfg.model_copy(update={"latency_attribution": False}), piece.at_rate(rate_qps),
+                                    time_scale=time_scale))
     return judge(frame.iloc[piece.n_warmup:], rate_qps, slo)
 
 

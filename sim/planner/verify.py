@@ -33,17 +33,21 @@ class VerifyTask:
     first_guess: int | None = None
 
 
-def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO) -> dict:
-    """One whole-workload run on `replicas` replicas; the plan.json record of it."""
+def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO,
+                     time_scale: dict[str, float] | None = None) -> dict:
+    """One whole-workload run on `replicas` replicas; the plan.json record of it. `time_scale`: a
+    perturbed cost model (planner.band)."""
     cluster = EngineConfig.model_validate({**cfg.model_dump(), "replicas": replicas, "latency_attribution": False})
     return {"replicas": replicas, "gpus": replicas * cfg.tp, "router": cfg.router,
-            **judged_run(cluster, trace, target_qps, slo)}
+            **judged_run(cluster, trace, target_qps, slo, time_scale)}
 
 
-def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: PlanSLO) -> dict:
+def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: PlanSLO,
+               time_scale: dict[str, float] | None = None) -> dict:
     """The whole workload at `target_qps` through `cluster` (any layout, aggregated or disaggregated),
-    every request judged by `sim.slo.slo_report`: passes, attainment per SLO, P99s, counts."""
-    result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"))
+    every request judged by `sim.slo.slo_report`: passes, attainment per SLO, P99s, counts.
+    `time_scale`: a perturbed cost model (planner.band)."""
+    result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"), time_scale=time_scale)
     frame = requests_frame(result)
     report = slo_report(frame, slo, result.sim_duration_s)
     finished = frame[frame["status"] == "FINISHED"]
