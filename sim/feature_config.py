@@ -25,7 +25,8 @@ class GroupKnobs(StrictModel):
 
 
 class FeatureKnobs(StrictModel):
-    # per-request latency attribution (sim/attribution.py); costs ~20-40% of a run's wall time (measured, noisy 2-core machine)
+    # per-request latency attribution (sim/attribution.py); ~0.5 CPU-s of a ~3 CPU-s full Splitwise replay
+    # (bench/bench_simulate.py); planner runs switch it off
     latency_attribution: bool = True
     # speculative decoding (sim/spec_decode.py): off while spec_tokens == 0
     spec_tokens: int = Field(0, ge=0, le=16)  # k proposed tokens per step

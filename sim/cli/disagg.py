@@ -10,21 +10,11 @@ from sim.cli.common import print_json, print_table
 from sim.config import load_config
 from sim.disagg.compare import compare_splits
 from sim.errors import InputError
+from sim.planner.disagg import parse_pd_ratios
 from sim.run import load_run_workload
 
 COLUMNS = ("layout", "gpus", "finished", "ttft_p99_s", "tpot_p99_s", "slo_met", "goodput_req_s", "goodput_per_gpu",
            "kv_transfer_p99_s")
-
-
-def parse_ratios(text: str) -> list[tuple[int, int]]:
-    """`1:1,1:2,2:1` -> [(1, 1), (1, 2), (2, 1)]; each side a positive integer."""
-    ratios = []
-    for item in text.split(","):
-        p, sep, d = item.strip().partition(":")
-        if not sep or not p.isdigit() or not d.isdigit() or int(p) < 1 or int(d) < 1:
-            raise InputError("--ratios", item, "use P:D pairs of positive integers, comma-separated (1:1,1:2)")
-        ratios.append((int(p), int(d)))
-    return ratios
 
 
 def disagg(
@@ -47,7 +37,7 @@ def disagg(
         raise InputError("--load", None, "must be > 0")
     if max_requests < 1:
         raise InputError("--max-requests", None, "must be >= 1")
-    layouts = parse_ratios(ratios)
+    layouts = parse_pd_ratios(ratios, "--ratios")
     overrides = {"model": model, "hardware": hardware, "tp": tp, "policy": policy,
                  "slo": {"ttft_s": ttft_slo, "tpot_s": tpot_slo}}
     base = load_config(config, overrides)

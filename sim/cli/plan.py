@@ -17,6 +17,7 @@ from sim.intervals import check_replays
 from sim.output import atomic_run_dir, write_json
 from sim.planner.band import band_line, capacity_band
 from sim.planner.candidates import parse_list, parse_tps
+from sim.planner.disagg import parse_pd_ratios
 from sim.planner.knobs import parse_knob_search
 from sim.planner.plan import SearchSettings, make_plan, run_on
 from sim.planner.plots import write_plots
@@ -46,6 +47,10 @@ def plan(
     sizing: str = typer.Option("busiest", "--sizing", help="busiest (its densest N requests) | head (its first N)"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="replay the whole workload through the cluster"),
     max_verify_runs: int = typer.Option(6, "--max-verify-runs", help="whole-workload runs per verified candidate"),
+    disagg: str = typer.Option(None, "--disagg", show_default=False,
+                               help="P:D ratios, e.g. 1:1,1:2,2:1: also verify the recommendation as disaggregated "
+                                    "prefill/decode clusters (k*P + k*D replicas, smallest k that meets the SLOs; "
+                                    "at most --max-verify-runs runs per ratio) and compare GPUs and cost"),
     config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
     engine: str = typer.Option(None, "--engine", show_default=False,
                                help="engine preset (vllm | sglang | trtllm | lmdeploy | YAML): its knobs and CPU "
@@ -85,6 +90,9 @@ def plan(
     base = resolve_seed(load_config(config, overrides), workload, workload_format)
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
     knob_grid = parse_knob_search(search or [])
+    pd_ratios = None if disagg is None else parse_pd_ratios(disagg)
+    if pd_ratios and not verify:
+        raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     if uncertainty is not None:
         check_replays(uncertainty)
     if max_verify_runs < 1:
@@ -98,7 +106,7 @@ def plan(
     def run_search() -> dict:
         with StageProgress(enabled=not as_json) as progress:
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
-                               backend=runner, knob_grid=knob_grid, progress=progress)
+                               backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios)
             if uncertainty is not None and result["recommended"] is not None:
                 result["recommended"]["uncertainty"] = capacity_band(
                     result, base, trace, slo_spec, settings, uncertainty,
@@ -155,6 +163,8 @@ def print_plan(result: dict, top: int) -> None:
             console.print(band_line(best["uncertainty"]))
         launch = result["launch"]
         console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
+    if result.get("disaggregated"):
+        print_disaggregated(result["disaggregated"], result["slo"])
     if result.get("best_per_hardware_tp"):
         _print_rows("best engine knobs per hardware x TP", ("hardware", "tp", "policy", "knobs", "qps/rep"),
                     [[r["hardware"], r["tp"], r["policy"], _knobs(r["knobs"]), f"{r['max_qps_per_replica']:.3g}"]
@@ -174,6 +184,27 @@ def print_plan(result: dict, top: int) -> None:
     for (hardware, tp, reason), policies in policies_of.items():
         console.print(f"skipped: {hardware} tp{tp} {','.join(dict.fromkeys(policies))}: {reason}", style="dim",
                       soft_wrap=True)
+
+
+def print_disaggregated(section: dict, slo: dict) -> None:
+    """The recommendation next to its P:D layouts: replicas, GPUs, $/hour, attainment per SLO, P99s."""
+    if not section["compared"]:
+        console.print(f"disaggregated: not compared: {section['reason']}")
+        return
+    keys = list(section["aggregated"]["attainment"])
+    rows = []
+    for row in [section["aggregated"], *section["splits"]]:
+        layout = (str(row["replicas"]) if row["ratio"] == "aggregated" else
+                  f"{row['prefill_replicas']}P + {row['decode_replicas']}D (k={row['k']})")
+        met = "yes" if row["verified"] else f"FAILS at k={row['k']}"
+        rows.append([row["ratio"], layout, row["gpus"], f"{row['cost_per_hour_usd']:.2f}",
+                     *[f"{row['attainment'][k]:.1%}" for k in keys], _fmt(row["p99_ms"]["ttft"]),
+                     _fmt(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
+    title = (f"aggregated vs disaggregated: {section['hardware']} tp{section['tp']} {section['policy']}, "
+             f"same SLOs, whole workload at the target rate")
+    _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT ms", "P99 TPOT ms", "within all",
+                        "meets SLOs"), rows, left=("layout", "replicas", "meets SLOs"))
+    console.print(f"[bold]disaggregated[/bold]: {section['verdict']}")
 
 
 def _print_rows(title: str, columns: tuple, rows: list[list], left: tuple) -> None:

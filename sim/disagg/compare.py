@@ -1,6 +1,6 @@
 """Aggregated vs disaggregated at equal GPU count: the question "should I split prefill and
-decode, and how many of each?" as a table. (A function for the planner to call; the `plan`
-command does not search P:D ratios itself yet.)"""
+decode, and how many of each?" as a table, at a given load per replica (`infersim disagg`). Sizing
+P:D layouts for a target rate under the plan's SLOs and cost is `sim.planner.disagg` (`plan --disagg`)."""
 
 from __future__ import annotations
 

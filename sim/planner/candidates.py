@@ -65,7 +65,8 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
     settings = knob_settings or [{}]
     if base.prefill_replicas is not None or base.decode_replicas is not None:
         raise InputError("--config", "prefill_replicas/decode_replicas", "plan sizes aggregated replicas (its GPU "
-                         "count and cost would miss the P:D groups); compare layouts with `infersim disagg`")
+                         "count and cost would miss the P:D groups); drop them and compare P:D layouts with "
+                         "`plan --disagg 1:1,1:2` (or `infersim disagg`)")
     for policy in policies:
         if policy not in POLICIES:
             raise InputError("--policy", policy, f"unknown policy; allowed: {', '.join(POLICIES)}")

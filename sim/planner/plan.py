@@ -17,6 +17,7 @@ from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.planner.burst import SearchSlice, peak_to_mean, search_slice
 from sim.planner.candidates import Candidate, build_candidates
+from sim.planner.disagg import compare_layouts
 from sim.planner.estimate import start_qps
 from sim.planner.evaluate import binding_constraint, describe_binding, evaluate_rate
 from sim.planner.knobs import best_per_hardware_tp, knob_settings, operating_points, pareto_frontier
@@ -120,12 +121,16 @@ def _row_order(row: dict) -> tuple:
 
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
               slo: PlanSLO, target_qps: float, settings: SearchSettings = SearchSettings(), workers: int = 1,
-              backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None) -> dict:
+              backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None,
+              pd_ratios: list[tuple[int, int]] | None = None) -> dict:
     """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
-    meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs."""
+    meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
+    `pd_ratios`: also compare disaggregated P:D layouts of the recommendation (sim.planner.disagg)."""
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
+    if pd_ratios and not settings.verify:
+        raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}))
     if not candidates:
@@ -156,7 +161,20 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         "pareto": pareto_frontier(operating_points(rows)),
         "infeasible": [infeasible_row(s) for s in searches if not s.feasible],
         "skipped": [s.to_dict() for s in skipped],
+        "disaggregated": None if not pd_ratios else _disaggregated(recommended, feasible, pd_ratios, trace, target_qps,
+                                                                    slo, settings, backend, progress),
     }
+
+
+def _disaggregated(recommended: dict | None, searches: list[CandidateSearch], pd_ratios: list[tuple[int, int]],
+                   trace: Trace, target_qps: float, slo: PlanSLO, settings: SearchSettings, backend,
+                   progress: Progress | None) -> dict:
+    """plan.json's `disaggregated` section: the recommendation vs its P:D layouts."""
+    if recommended is None:
+        return {"compared": False, "reason": "no verified aggregated recommendation to compare against"}
+    return compare_layouts(recommended, _config_of(recommended, searches), pd_ratios, trace, target_qps, slo,
+                           settings.max_verify_runs,
+                           lambda fn, tasks: run_on(backend, fn, tasks, progress, "verifying P:D layouts"))
 
 
 def _burst_guess(row: dict, target_qps: float, peak_to_mean: float) -> int:

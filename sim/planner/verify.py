@@ -8,6 +8,7 @@ says `met` over all requests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.config import EngineConfig
@@ -37,6 +38,15 @@ def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps:
     """One whole-workload run on `replicas` replicas; the plan.json record of it. `time_scale`: a
     perturbed cost model (planner.band)."""
     cluster = EngineConfig.model_validate({**cfg.model_dump(), "replicas": replicas, "latency_attribution": False})
+    return {"replicas": replicas, "gpus": replicas * cfg.tp, "router": cfg.router,
+            **judged_run(cluster, trace, target_qps, slo, time_scale)}
+
+
+def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: PlanSLO,
+               time_scale: dict[str, float] | None = None) -> dict:
+    """The whole workload at `target_qps` through `cluster` (any layout, aggregated or disaggregated),
+    every request judged by `sim.slo.slo_report`: passes, attainment per SLO, P99s, counts.
+    `time_scale`: a perturbed cost model (planner.band)."""
     result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"), time_scale=time_scale)
     frame = requests_frame(result)
     report = slo_report(frame, slo, result.sim_duration_s)
@@ -46,7 +56,7 @@ def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps:
         values = finished[f"{metric}_s"].dropna()
         p99_s[metric] = float(values.quantile(0.99)) if len(values) else None
     return {
-        "replicas": replicas, "gpus": replicas * cfg.tp, "router": cfg.router, "passes": report["met"],
+        "passes": report["met"],
         "n_requests": len(frame), "n_finished": len(finished), "sim_duration_s": result.sim_duration_s,
         "p99_s": p99_s, "p99_ms": {k: None if v is None else v * 1e3 for k, v in p99_s.items()},
         "attainment": {key: v["attainment"] for key, v in report["per_slo"].items()},
@@ -56,23 +66,31 @@ def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps:
 
 
 def verify_candidate(task: VerifyTask, trace: Trace, target_qps: float, slo: PlanSLO) -> list[dict]:
-    """Whole-workload runs searching the fewest replicas that meet the SLOs (assuming more replicas
-    never do worse): first at `first_guess` (default: the estimate); if it passes, one fewer at a
-    time while that still passes; if it fails, the estimate (or one more), then one more at a time
-    until one passes, then bisection between the largest failing and smallest passing count. At most
-    `task.max_runs` runs; returns every run in the order run. The answer: `verified_replicas(runs)`."""
+    """Whole-workload runs searching the fewest replicas that meet the SLOs (`fewest_passing`);
+    returns every run in the order run. The answer: `verified_replicas(runs)`."""
+    return fewest_passing(lambda replicas: verification_run(task.cfg, trace, replicas, target_qps, slo),
+                          task.replicas, task.first_guess, task.max_runs)
+
+
+def fewest_passing(run_at: Callable[[int], dict], estimate: int, first_guess: int | None,
+                   max_runs: int) -> list[dict]:
+    """Search the smallest count n >= 1 whose run `run_at(n)` passes (its record's "passes"), assuming
+    larger counts never do worse: first at `first_guess` (default: the estimate); if it passes, one
+    fewer at a time while that still passes; if it fails, the estimate (or one more), then one more at
+    a time until one passes, then bisection between the largest failing and smallest passing count.
+    At most `max_runs` runs; returns every run's record in the order run."""
     runs: dict[int, dict] = {}
 
-    def passes(replicas: int) -> bool:
-        if replicas not in runs:
-            runs[replicas] = verification_run(task.cfg, trace, replicas, target_qps, slo)
-        return runs[replicas]["passes"]
+    def passes(count: int) -> bool:
+        if count not in runs:
+            runs[count] = run_at(count)
+        return runs[count]["passes"]
 
     def budget_left() -> bool:
-        return len(runs) < task.max_runs
+        return len(runs) < max_runs
 
-    first = max(1, min(task.first_guess or task.replicas, task.replicas))
-    fail, ok = 0, None  # largest failing and smallest passing replica counts seen
+    first = max(1, min(first_guess or estimate, estimate))
+    fail, ok = 0, None  # largest failing and smallest passing counts seen
     if passes(first):
         ok = first
         while ok - 1 > fail and budget_left():
@@ -82,7 +100,7 @@ def verify_candidate(task: VerifyTask, trace: Trace, target_qps: float, slo: Pla
             ok -= 1
         return list(runs.values())
     fail = first
-    probe = task.replicas if task.replicas > first else first + 1
+    probe = estimate if estimate > first else first + 1
     while ok is None and budget_left():
         if passes(probe):
             ok = probe
