@@ -88,6 +88,31 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
     return runnable, skipped
 
 
+_RADIX_ONLY_KNOBS = ("policy", "radix_ordering", "radix_chunked", "cpu_cache_gib")
+
+
+def drop_radix_twins(candidates: list[Candidate], has_prefix_ids: bool) -> tuple[list[Candidate], list[Skipped]]:
+    """Without prefix ids in the workload nothing is ever shared, so a `radix` candidate (FCFS order,
+    on top of chunked prefill) replays exactly as the `chunked` candidate with the same other knobs:
+    searching and verifying it again would only double the work. Such twins are skipped with why."""
+    if has_prefix_ids:
+        return candidates, []
+
+    def key(cfg: EngineConfig) -> tuple:
+        return tuple(sorted((k, repr(v)) for k, v in cfg.model_dump().items() if k not in _RADIX_ONLY_KNOBS))
+
+    chunked = {key(c.cfg) for c in candidates if c.cfg.policy == "chunked"}
+    kept, skipped = [], []
+    for c in candidates:
+        cfg = c.cfg
+        if cfg.policy == "radix" and cfg.radix_chunked and cfg.radix_ordering == "fcfs" and key(cfg) in chunked:
+            skipped.append(Skipped(cfg.hardware, cfg.tp, "radix", "the workload has no prefix ids, so radix "
+                                   "replays exactly as chunked with the same knobs (not searched twice)"))
+        else:
+            kept.append(c)
+    return kept, skipped
+
+
 def _why_not(model, hw, tp: int, base: EngineConfig) -> str | None:
     if hw.cost_per_hour_usd is None:
         return f"profile {hw.name} has no cost_per_hour_usd"

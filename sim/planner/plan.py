@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.planner.burst import SearchSlice, peak_to_mean, search_slice
-from sim.planner.candidates import Candidate, build_candidates
+from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
 from sim.planner.disagg import compare_layouts
 from sim.planner.estimate import start_qps
 from sim.planner.evaluate import binding_constraint, describe_binding, evaluate_rate
@@ -133,6 +133,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}))
+    candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids)
+    skipped += twins
     if not candidates:
         raise InputError("--hardware/--tp", None, "no candidate can run: " + reasons_line(skipped))
     backend = backend or LocalBackend(max(1, workers))
