@@ -70,9 +70,9 @@ def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: flo
         return workload
     if max_requests is not None:
         workload = workload.take(range(min(max_requests, len(workload))))
-    if rate_scale is not None and not (math.isfinite(rate_scale) and rate_scale > 0):
-        raise InputError("--rate-scale", None, f"must be a finite number > 0; got {rate_scale}")
     if rate_scale is not None:
+        if not (math.isfinite(rate_scale) and rate_scale > 0):
+            raise InputError("--rate-scale", None, f"must be a finite number > 0; got {rate_scale}")
         workload = apply_transforms(workload, rate_scale=rate_scale)
     if qps is not None:
         workload = poisson_arrivals(workload, qps, seed)

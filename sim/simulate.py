@@ -120,15 +120,14 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     hw = load_hardware(hw_name)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                          cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg))
-    if cfg.engine is None:
-        if cost is None:
-            cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,
-                             allreduce_kind=cfg.allreduce_kind or "nccl", time_scale=time_scale)
-        return memory, cost
-    preset = load_engine(cfg.engine)
+    preset = None if cfg.engine is None else load_engine(cfg.engine)
     if cost is None:
-        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size, step_overhead_s=0.0,
-                         allreduce_kind=cfg.allreduce_kind or preset.allreduce_kind, time_scale=time_scale)
+        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,
+                         step_overhead_s=None if preset is None else 0.0,
+                         allreduce_kind=cfg.allreduce_kind or (preset.allreduce_kind if preset else "nccl"),
+                         time_scale=time_scale)
+    if preset is None:
+        return memory, cost
     if overhead is None:
         overhead = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager)
     return memory, EngineCost(cost, overhead)
