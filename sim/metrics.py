@@ -107,24 +107,18 @@ class Recorder:
 
     def _kv_sample(self, duration_s: float, used: int, request_blocks: int, tokens: float, block_size: int,
                    n_blocks: int) -> None:
-        """One step's KV utilisation and fragmentation (scalar twin of `_kv_samples`)."""
+        """One step's KV utilisation and fragmentation (`run` records a decode run's steps)."""
         self.busy_s += duration_s
         self._kv_util_time += duration_s * used / n_blocks
         if request_blocks > 0:
             slots = request_blocks * block_size
             self._kv_waste_time += duration_s * max(slots - tokens, 0.0) / slots
 
-    def _kv_samples(self, durations_s: np.ndarray, used: np.ndarray, request_blocks: np.ndarray,
-                    tokens: np.ndarray, block_size: int, n_blocks: int, all_held: bool = False) -> None:
-        """Accumulate KV utilisation and fragmentation over steps of the given durations
-        (`all_held`: the caller knows requests hold blocks at every step)."""
-        self.busy_s += float(durations_s.sum())
-        self._kv_util_time += float((durations_s * used).sum()) / n_blocks
+    def _waste_where_held(self, durations_s: np.ndarray, request_blocks: np.ndarray, tokens: np.ndarray,
+                          block_size: int) -> None:
+        """Fragmentation over steps of the given durations, counting only steps in which requests
+        hold blocks."""
         slots = request_blocks * block_size
-        if all_held:
-            waste = np.maximum(slots - tokens, 0.0) / slots
-            self._kv_waste_time += float((durations_s * waste).sum())
-            return
         held = slots > 0
         if held.any():
             waste = np.maximum(slots[held] - tokens[held], 0.0) / slots[held]
@@ -147,32 +141,51 @@ class Recorder:
                 self._steps[name].extend(value)
 
     def run(self, sched: Scheduler, start_s: float, plan: StepPlan) -> None:
-        """A committed decode run, recorded exactly as its k single steps would have been."""
+        """A committed decode run, recorded exactly as its k single steps would have been (up to the
+        order of float sums): per step, blocks used = now - blocks the run takes after that step."""
         blocks, k = sched.blocks, plan.n_steps
         later_growth = sched.run_block_growth(plan)
-        used = blocks.n_used - later_growth
         n_growing = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
-        if not plan.padded_ids.size and len(sched.running) == n_growing:  # the run's ids are all running
-            running_tokens = float(sched.table.n_computed[plan.req_ids].sum())
-        else:
-            running_tokens = self._running_tokens(sched)
-        tokens = running_tokens - n_growing * _countdown(k)
         durations = plan.step_times_s
         if plan.transfer_s:
             durations = durations.copy()
             durations[0] += plan.transfer_s
-        # blocks only grow during a run, so the first step holds the fewest
-        request_blocks = sched.n_request_blocks() - later_growth
-        self._kv_samples(durations, used, request_blocks, tokens, blocks.block_size, blocks.n_blocks,
-                         all_held=request_blocks[0] > 0)
+        run_s = float(durations.sum())
+        self.busy_s += run_s
+        used_now = blocks.n_used
+        self._kv_util_time += (used_now * run_s - float(durations @ later_growth)) / blocks.n_blocks
+        request_blocks_now = sched.n_request_blocks()
+        if request_blocks_now - later_growth[0] > 0:  # blocks only grow in a run: the first step holds the fewest
+            self._kv_waste_time += float(durations @ self._run_waste(sched, plan, n_growing, request_blocks_now,
+                                                                     later_growth))
+        else:
+            tokens = self._run_tokens(sched, plan, n_growing) - n_growing * _countdown(k)
+            self._waste_where_held(durations, request_blocks_now - later_growth, tokens, blocks.block_size)
         self.n_steps += k
         if self.record_steps:
             run_start_s = start_s - plan.transfer_s
             starts = run_start_s + np.concatenate([[0.0], np.cumsum(durations[:-1])])
             cols = (np.full(k, sched.replica), starts, durations, np.full(k, n_growing), np.zeros(k),
-                    np.full(k, plan.req_ids.shape[0]), used)
+                    np.full(k, plan.req_ids.shape[0]), used_now - later_growth)
             for name, value in zip(STEP_COLUMNS, cols):
                 self._steps[name].extend(value)
+
+    def _run_tokens(self, sched: Scheduler, plan: StepPlan, n_growing: int) -> float:
+        """Tokens cached by running requests after the run's last step."""
+        if not plan.padded_ids.size and len(sched.running) == n_growing:  # the run's ids are all running
+            return float(sched.table.n_computed[plan.req_ids].sum())
+        return self._running_tokens(sched)
+
+    def _run_waste(self, sched: Scheduler, plan: StepPlan, n_growing: int, request_blocks_now: int,
+                   later_growth: np.ndarray) -> np.ndarray:
+        """Per step of a run in which requests hold blocks: (slots held - tokens in them) / slots."""
+        slots = request_blocks_now - later_growth
+        slots *= sched.blocks.block_size
+        empty = slots - self._run_tokens(sched, plan, n_growing)
+        empty += n_growing * _countdown(plan.n_steps)  # tokens the steps after s add (the run's last has all)
+        np.maximum(empty, 0.0, out=empty)
+        empty /= slots
+        return empty
 
     @property
     def kv_utilization_mean(self) -> float:

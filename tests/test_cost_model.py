@@ -266,3 +266,35 @@ def test_decode_run_equals_separate_steps(model_name, hw_name, contexts, n_steps
     assert run.shape == (n_steps,)
     np.testing.assert_allclose(run, stepwise, rtol=REL)
     assert np.all(np.diff(run) >= -REL * run[:-1]), "a decode step never gets faster as contexts grow"
+
+
+@FAST
+@given(
+    model_name=st.sampled_from(MODELS),
+    hw_name=st.sampled_from(PROFILES),
+    contexts=st.lists(st.integers(0, 3000), min_size=1, max_size=16),
+    n_steps=st.integers(1, 90),
+    block=st.integers(1, 64),
+    horizon_steps=st.floats(0.0, 80.0),
+)
+def test_scalar_decode_steps_until_equal_the_array_run_cut_at_the_horizon(model_name, hw_name, contexts, n_steps,
+                                                                          block, horizon_steps):
+    """The plain-Python decode run (few sequences, stops at the step during which the horizon falls)
+    gives the array path's times and block tokens, cut exactly where the scheduler cuts them."""
+    model, hw = load_model(model_name), load_hardware(hw_name)
+    cost = CostModel(model, hw, valid_tps(model)[0], block_size=block)
+    ctx = np.array(contexts, dtype=np.int64)
+    times, block_tokens = cost.decode_run(ctx, n_steps)
+    start_s = 100.0
+    horizon_s = start_s + horizon_steps * float(times[0])
+    max_steps = 64
+    scalar = cost._hot.decode_steps_until(contexts, n_steps, start_s, horizon_s, max_steps)
+    ends = np.cumsum(times) + start_s
+    k = min(n_steps, int(np.searchsorted(ends, horizon_s)) + 1)
+    if k > max_steps:
+        assert scalar is None
+        return
+    assert scalar is not None
+    assert len(scalar[0]) == k
+    np.testing.assert_allclose(scalar[0], times[:k], rtol=1e-12)
+    assert scalar[1] == block_tokens[:k].tolist()

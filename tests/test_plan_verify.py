@@ -125,7 +125,8 @@ def test_local_and_ray_give_the_same_plan(trace):
     from sim.sweep.backends import RayBackend
 
     grid = {"max_num_seqs": [4, 64]}
-    local = plan(trace, knob_grid=grid, backend=LocalBackend(2), max_verified=2)
+    with LocalBackend(2) as backend:
+        local = plan(trace, knob_grid=grid, backend=backend, max_verified=2)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     try:
         via_ray = plan(trace, knob_grid=grid, backend=RayBackend(None, 2), max_verified=2)

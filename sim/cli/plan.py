@@ -113,13 +113,14 @@ def plan(
                     lambda fn, args: run_on(runner, fn, args, progress, "cost-model draws"))
             return result
 
-    if out is None:
-        result = run_search()
-    else:  # the folder is checked before searching and replaced whole after (sim.output.atomic_run_dir)
-        with atomic_run_dir(out, PLAN_FILES) as tmp_dir:
+    with runner:
+        if out is None:
             result = run_search()
-            write_json(tmp_dir / "plan.json", result)
-            write_plots(result, tmp_dir)
+        else:  # the folder is checked before searching and replaced whole after (sim.output.atomic_run_dir)
+            with atomic_run_dir(out, PLAN_FILES) as tmp_dir:
+                result = run_search()
+                write_json(tmp_dir / "plan.json", result)
+                write_plots(result, tmp_dir)
     if as_json:
         print_json(result)
     else:

@@ -68,8 +68,8 @@ def sweep(
         if seed is not None:
             engine_base["seed"] = seed
     points = expand(engine_base, workload_base, grid_values)
-    runner = make_backend(backend, workers, address)
-    outcome = _run_with_progress(points, list(grid_values), out, runner)
+    with make_backend(backend, workers, address) as runner:
+        outcome = _run_with_progress(points, list(grid_values), out, runner)
     if slo_spec is not None:
         outcome.frame = add_slo_columns(outcome.frame, slo_spec)
     ranked = sort_best_first(outcome.frame, objective or ("goodput_request_throughput" if slo_spec else

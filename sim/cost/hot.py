@@ -104,6 +104,39 @@ class HotPath:
         layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
         return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
 
+    def decode_steps_until(self, contexts: list[int], n_steps: int, start_s: float, horizon_s: float,
+                           max_steps: int) -> tuple[list[float], list[int]] | None:
+        """`decode_run` in plain Python for a few sequences, stopping after the step during which
+        `horizon_s` falls (steps start at `start_s`): (times, KV tokens in whole blocks) of at most
+        `n_steps` steps. None when a measured decode table applies or more than `max_steps` steps
+        would be needed (the caller takes the array path). Each step's time is `_blend` over the
+        same quantities as `step_time_s_scalar` of that step (Python float arithmetic)."""
+        if self.decode_ratio is not None or not contexts:
+            return None
+        size, n = self.block_size, len(contexts)
+        total = sum(contexts)
+        taken_at = [0] * size  # sequences taking a new block at steps s with s % size == r
+        for c in contexts:
+            taken_at[-c % size] += 1
+        blocks = (total + sum(r * count for r, count in enumerate(taken_at))) // size
+        fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
+        io_bytes, layers, launch_s = n * self.io_token_bytes, self.n_layers, self.launch_s
+        times: list[float] = []
+        kv_tokens: list[int] = []
+        elapsed_s = 0.0
+        for step in range(min(n_steps, max_steps)):
+            blocks += taken_at[step % size]
+            kv = blocks * size
+            t_memory = (kv * self.kv_token_bytes + io_bytes) / self.kv_bw
+            attention_s = self._blend((total + n * (step + 0.5)) * self.pair_s, t_memory) + launch_s
+            time_s = attention_s * layers + fixed_s
+            times.append(time_s)
+            kv_tokens.append(kv)
+            elapsed_s += time_s
+            if elapsed_s + start_s >= horizon_s:
+                return times, kv_tokens
+        return (times, kv_tokens) if n_steps <= max_steps else None
+
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """(times, KV tokens in whole blocks) of n_steps consecutive decode steps in which each
         sequence gains one token; the second array is what the block pool holds at each step.

@@ -126,7 +126,12 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
-    `pd_ratios`: also compare disaggregated P:D layouts of the recommendation (sim.planner.disagg)."""
+    `pd_ratios`: also compare disaggregated P:D layouts of the recommendation (sim.planner.disagg).
+    A backend passed in is left open (the caller closes it); one made here is closed here."""
+    if backend is None:
+        with LocalBackend(max(1, workers)) as local:
+            return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
+                             progress, pd_ratios)
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
     if pd_ratios and not settings.verify:
@@ -137,7 +142,6 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     skipped += twins
     if not candidates:
         raise InputError("--hardware/--tp", None, "no candidate can run: " + reasons_line(skipped))
-    backend = backend or LocalBackend(max(1, workers))
     searches = run_on(backend, search_candidate, [(c, piece, slo, settings) for c in candidates], progress,
                       "sizing candidates")
     feasible = [s for s in searches if s.feasible]

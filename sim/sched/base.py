@@ -40,6 +40,7 @@ class Scheduler:
         self.swapped: deque[int] = deque()
         self._preempted_at: dict[int, float] = {}
         self._cow_pending: set[int] = set()  # forked samples whose partial last block is still shared
+        self._hot = cost._hot if type(cost) is CostModel else None  # the plain roofline model's scalar paths
         swap_bytes_per_block = blocks.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
         self._swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
 
@@ -321,7 +322,14 @@ class Scheduler:
             counts, _ = residue_counts(contexts, size)
             counts = counts.tolist()
             k = self._steps_blocks_allow(counts, len(ids), k)
-        if k > 1 and math.isfinite(horizon_s):
+        scalar = None
+        if k > 1 and math.isfinite(horizon_s) and self._hot is not None and len(ids) <= SCALAR_MAX_SEQS:
+            scalar = self._hot.decode_steps_until(contexts.tolist(), k, now_s + transfer_s, horizon_s,
+                                                  HORIZON_PROBE_STEPS)
+        if scalar is not None:
+            times, block_tokens = np.array(scalar[0]), np.array(scalar[1], dtype=np.float64)
+            k = times.shape[0]
+        elif k > 1 and math.isfinite(horizon_s):
             times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
             ends = np.cumsum(times)
             ends += now_s + transfer_s

@@ -59,33 +59,51 @@ def make_backend(name: str, workers: int | None, address: str | None):
 
 
 class LocalBackend:
-    """A pool of `workers` spawned processes; each exits on its own if the sweep process dies."""
+    """A pool of `workers` spawned processes, started at the first parallel call and kept for the
+    next ones until `close()` (a plan calls it several times: searches, then verification rounds);
+    each worker exits on its own if the sweep process dies. Use as a context manager."""
 
     def __init__(self, workers: int):
         self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalBackend:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (waits for running tasks; drops queued ones)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, points: list[SweepPoint]) -> Iterator[dict]:
         for _, row in self.run_tasks(run_point, [(point,) for point in points]):
             yield row
 
     def run_tasks(self, fn: Callable, arg_tuples: list[tuple]) -> Iterator[tuple[int, Any]]:
-        """(index, fn(*arg_tuples[index])) as each task finishes; one task or one worker runs here, in-process."""
+        """(index, fn(*arg_tuples[index])) as each task finishes; one task or one worker runs here,
+        in-process. On any error (or when the caller stops early) the pool is closed."""
         if not arg_tuples:
             return
         if self.workers == 1 or len(arg_tuples) == 1:
             for index, args in enumerate(arg_tuples):
                 yield call_in_worker(fn, args, index)
             return
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(arg_tuples)), mp_context=get_context("spawn"),
-                                   initializer=_exit_with_parent, initargs=(os.getpid(),))
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=get_context("spawn"),
+                                             initializer=_exit_with_parent, initargs=(os.getpid(),))
+        pending = {self._pool.submit(call_in_worker, fn, args, index) for index, args in enumerate(arg_tuples)}
         try:
-            pending = {pool.submit(call_in_worker, fn, args, index) for index, args in enumerate(arg_tuples)}
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     yield future.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            self.close()
+            raise
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -102,11 +120,25 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 class RayBackend:
     """One Ray task per point, on the cluster at `address` or on a local cluster of `workers` CPUs
-    started (and stopped) here. An already initialized Ray session is used as it is."""
+    started at the first call and stopped by `close()` (a context manager). An already initialized
+    Ray session is used as it is (and left running)."""
 
     def __init__(self, address: str | None, workers: int):
         self.address = address
         self.workers = workers
+        self._started_here: bool | None = None  # None: not connected yet
+
+    def __enter__(self) -> RayBackend:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the local Ray cluster if this backend started it (kept between calls until now)."""
+        if self._started_here:
+            _import_ray().shutdown()
+        self._started_here = None
 
     def run(self, points: list[SweepPoint]) -> Iterator[dict]:
         for _, row in self.run_tasks(run_point, [(point,) for point in points]):
@@ -117,7 +149,8 @@ class RayBackend:
         if not arg_tuples:
             return
         ray = _import_ray()
-        started_here = self._init(ray)
+        if self._started_here is None or not ray.is_initialized():
+            self._started_here = self._init(ray)
         pending = []
         try:
             task = ray.remote(num_cpus=1)(call_in_worker)
@@ -125,11 +158,11 @@ class RayBackend:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
                 yield _get(ray, ready[0])
-        finally:
+        except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
-            if started_here:
-                ray.shutdown()
+            self.close()
+            raise
 
     def _init(self, ray) -> bool:
         if ray.is_initialized():
