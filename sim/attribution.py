@@ -29,6 +29,7 @@ they sum to finish - arrival up to float rounding (tests hold 1e-9 s). Only a re
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 PARTS = ("queue", "prefill", "interference", "decode", "preempted", "recompute", "swap", "kv_transfer",
          "samples")
 _INDEX = {name: i for i, name in enumerate(PARTS)}
+SCALAR_MAX_ROWS = 16  # plans of at most this many own rows are accounted in one Python pass
 SAME_INSTANT_S = 1e-9  # a mark this close to a step's start is that start (float rounding of end - duration)
 
 
@@ -80,6 +82,9 @@ class Attribution:
                 if rows.size == 0:
                     return
         start_s = end_s - plan.duration_s
+        if rows.shape[0] <= SCALAR_MAX_ROWS:
+            self._on_plan_scalar(rows.tolist(), q, plan, start_s, end_s, sched)
+            return
         # work span per row = end - (its last mark, or the step start after a real wait): the
         # parts telescope exactly, and consecutive steps need no wait bookkeeping
         span_s = end_s - self._account_wait(rows, start_s)
@@ -91,6 +96,75 @@ class Attribution:
         else:
             self._split_step(rows, q, span_s, plan.duration_s - plan.transfer_s, sched)
         self.mark_s[rows] = end_s
+
+    def _on_plan_scalar(self, rows: list[int], q: np.ndarray, plan: StepPlan, start_s: float, end_s: float,
+                        sched: Scheduler) -> None:
+        """`on_plan` for a few rows in one Python pass: the same float operations per row as the
+        array path (`_account_wait`, `_split_step`), so the same values."""
+        mark_s, fresh, part = self.mark_s, self.fresh, self._part
+        queue, interference = part["queue"], part["interference"]
+        marks = mark_s[rows].tolist()
+        spans_s = []
+        for r, mark in zip(rows, marks):
+            if abs(mark - start_s) <= SAME_INSTANT_S:  # ran in the step just before (NaN fails the test)
+                spans_s.append(end_s - mark)
+                continue
+            spans_s.append(end_s - start_s)
+            if fresh[r]:
+                queue[r] += start_s - (self.table.arrival_s[r] if math.isnan(mark) else mark)
+                fresh[r] = False
+            else:
+                interference[r] += start_s - mark
+        if plan.transfer_s:
+            part["swap"][rows] += plan.transfer_s
+            spans_s = [span - plan.transfer_s for span in spans_s]
+        if plan.is_decode_run:
+            decode = part["decode"]
+            for r, span in zip(rows, spans_s):
+                decode[r] += span
+        else:
+            self._split_step_scalar(rows, q.tolist(), spans_s, plan.duration_s - plan.transfer_s, sched)
+        mark_s[rows] = end_s
+
+    def _split_step_scalar(self, rows: list[int], q: list[int], spans_s: list[float], step_s: float,
+                           sched: Scheduler) -> None:
+        """`_split_step` for a few rows (same arithmetic per row)."""
+        t, part = self.table, self._part
+        n_computed, prompt_tokens = t.n_computed, t.prompt_tokens
+        contexts = [int(n_computed[r]) for r in rows]
+        prefilling = [i for i, (r, n_new, c) in enumerate(zip(rows, q, contexts)) if n_new != 1 or c < prompt_tokens[r]]
+        decode, interference = part["decode"], part["interference"]
+        if not prefilling:
+            for r, span in zip(rows, spans_s):
+                decode[r] += span
+            return
+        dec_s = 0.0
+        if len(prefilling) < len(rows):
+            is_prefilling = set(prefilling)
+            decoding = [i for i in range(len(rows)) if i not in is_prefilling]
+            dec_s = min(sched.decode_only_time_s(np.array([contexts[i] for i in decoding], dtype=np.int64)), step_s)
+            for i in decoding:
+                decode[rows[i]] += dec_s
+                interference[rows[i]] += spans_s[i] - dec_s
+        pre_q = [q[i] for i in prefilling]
+        share_s = (step_s - dec_s) / sum(pre_q)
+        for i, n_new in zip(prefilling, pre_q):
+            self._book_prefill(rows[i], contexts[i], n_new, share_s, spans_s[i])
+
+    def _book_prefill(self, row: int, computed: int, n_new: int, share_s: float, span_s: float) -> None:
+        """A prefilling row's own share of a step (prefill, or recompute below its high-water mark)
+        and the rest of its span (interference)."""
+        t, part = self.table, self._part
+        own_s = share_s * n_new
+        done_before = int(self.high_water[row])
+        if not math.isnan(t.first_token_s[row]):  # recomputing after a preemption: all but the last token
+            done_before = max(done_before, int(t.n_tokens[row]) - 1)
+        redo = min(max(done_before - computed, 0), n_new)
+        redo_s = own_s * redo / n_new
+        part["recompute"][row] += redo_s
+        part["prefill"][row] += own_s - redo_s
+        part["interference"][row] += span_s - own_s
+        self.high_water[row] = max(done_before, computed + n_new)
 
     def _account_wait(self, rows: np.ndarray, start_s: float) -> np.ndarray:
         """Book each row's time since its last mark (or arrival) as queue (fresh rows) or
@@ -136,17 +210,7 @@ class Attribution:
         pre_q = q[prefilling].tolist()
         share_s = (step_s - dec_s) / sum(pre_q)
         for i, n_new in zip(prefilling.tolist(), pre_q):
-            row, computed = int(rows[i]), int(contexts[i])
-            own_s = share_s * n_new
-            done_before = int(self.high_water[row])
-            if not np.isnan(t.first_token_s[row]):  # recomputing after a preemption: all but the last token
-                done_before = max(done_before, int(t.n_tokens[row]) - 1)
-            redo = min(max(done_before - computed, 0), n_new)
-            redo_s = own_s * redo / n_new
-            part["recompute"][row] += redo_s
-            part["prefill"][row] += own_s - redo_s
-            part["interference"][row] += span_s[i] - own_s
-            self.high_water[row] = max(done_before, computed + n_new)
+            self._book_prefill(int(rows[i]), int(contexts[i]), n_new, share_s, float(span_s[i]))
 
     def columns(self, finished: np.ndarray, request_finish_s: np.ndarray) -> dict[str, np.ndarray]:
         """`attr_<part>_s` columns for the requests frame: NaN where the request did not finish.

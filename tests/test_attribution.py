@@ -70,6 +70,24 @@ def test_parts_sum_to_e2e(slice_, knobs):
         assert done[kind].sum() > 0
 
 
+@pytest.mark.parametrize("knobs", [
+    {"policy": "continuous", "num_gpu_blocks_override": 400, "preemption_mode": "swap"},
+    {"policy": "chunked", "num_gpu_blocks_override": 400, "max_num_batched_tokens": 512},
+    {"policy": "chunked", "prefill_replicas": 1, "decode_replicas": 1},
+])
+def test_few_row_plans_are_accounted_as_the_array_path_does(slice_, knobs, monkeypatch):
+    """The one-pass Python accounting of small plans gives the array path's parts exactly."""
+    import sim.attribution as attribution
+
+    def parts(max_rows: int):
+        monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", max_rows)
+        return requests_frame(simulate(EngineConfig(**knobs), slice_))[COLUMNS].to_numpy()
+
+    scalar, arrays = parts(10**9), parts(-1)
+    assert np.isfinite(scalar).sum() > 0
+    np.testing.assert_array_equal(scalar, arrays)
+
+
 def test_radix_parts_sum_and_hits_shorten_prefill(mooncake):
     frame = requests_frame(simulate(EngineConfig(policy="radix", num_gpu_blocks_override=3000), mooncake))
     assert_parts_sum_to_e2e(frame)

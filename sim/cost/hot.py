@@ -121,14 +121,22 @@ class HotPath:
         blocks = (total + sum(r * count for r, count in enumerate(taken_at))) // size
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
         io_bytes, layers, launch_s = n * self.io_token_bytes, self.n_layers, self.launch_s
+        kv_token_bytes, kv_bw, pair_s, p = self.kv_token_bytes, self.kv_bw, self.pair_s, self.p
+        inv_p = 1.0 / p
         times: list[float] = []
         kv_tokens: list[int] = []
         elapsed_s = 0.0
         for step in range(min(n_steps, max_steps)):
             blocks += taken_at[step % size]
             kv = blocks * size
-            t_memory = (kv * self.kv_token_bytes + io_bytes) / self.kv_bw
-            attention_s = self._blend((total + n * (step + 0.5)) * self.pair_s, t_memory) + launch_s
+            t_memory = (kv * kv_token_bytes + io_bytes) / kv_bw
+            t_compute = (total + n * (step + 0.5)) * pair_s
+            if p == math.inf or t_memory <= 0.0:  # `_blend`, inlined (same arithmetic)
+                attention_s = max(t_memory, t_compute) + launch_s
+            elif t_memory >= t_compute:
+                attention_s = t_memory * ((t_compute / t_memory) ** p + 1.0) ** inv_p + launch_s
+            else:
+                attention_s = t_compute * (1.0 + (t_memory / t_compute) ** p) ** inv_p + launch_s
             time_s = attention_s * layers + fixed_s
             times.append(time_s)
             kv_tokens.append(kv)
