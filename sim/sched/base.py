@@ -21,7 +21,7 @@ from sim.sched.plan import StepPlan, ones_int64
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
 HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
-SCALAR_COMMIT_MAX_SEQS = 8  # steps of at most this many sequences commit in one Python pass
+SCALAR_COMMIT_MAX_SEQS = 32  # steps of at most this many sequences commit in one Python pass
 
 
 class Scheduler:
@@ -281,6 +281,8 @@ class Scheduler:
         if self.spec is not None:
             return self.spec.decode_step_time_s(contexts)
         n = int(contexts.shape[0])
+        if self._hot is not None and n <= SCALAR_MAX_SEQS:
+            return self._hot.step_time_s_scalar([1] * n, contexts.tolist(), n)
         return self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n)
 
     def decode_tokens_per_seq(self) -> int:
