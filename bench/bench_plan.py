@@ -41,14 +41,16 @@ def verification_table(plan: dict) -> Table:
                         f"{plan['target_qps']:g} req/s through every replica, router "
                         f"{plan['config']['router']})")
     for column in ("candidate", "replicas", "GPUs", "P99 TTFT ms", "P99 TPOT ms", "P99 E2E ms",
-                   *[f"{k} attained" for k in plan["slo"]["limits_s"]], "within all SLOs", "passes"):
+                   *[f"{k} attained" for k in plan["slo"]["limits_s"]], "within all SLOs", "passes",
+                   "stopped early at (sim s)"):
         table.add_column(column)
     for row in plan["candidates"]:
         for run in row.get("verification", []):
             table.add_row(f"{row['hardware']} tp{row['tp']} {row['policy']}", str(run["replicas"]), str(run["gpus"]),
                           *[f"{run['p99_ms'][m]:.0f}" for m in ("ttft", "tpot", "e2e")],
                           *[f"{a:.1%}" for a in run["attainment"].values()], f"{run['within_all_slos']:.1%}",
-                          str(run["passes"]))
+                          str(run["passes"]),
+                          "-" if not run.get("stopped_early") else f"{run['stopped_early']['at_s']:.0f}")
     return table
 
 

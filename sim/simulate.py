@@ -39,6 +39,7 @@ class SimResult:
     wall_time_s: float
     replicas: list[Replica]
     disagg: object | None = None  # sim.disagg.build.DisaggCluster of a disaggregated run
+    stopped_early_s: float | None = None  # when a stop_watch ended the run (requests still in flight)
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -51,14 +52,18 @@ class SimResult:
 
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
              progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
-             time_scale: dict[str, float] | None = None, overhead: EngineOverhead | None = None) -> SimResult:
+             time_scale: dict[str, float] | None = None, overhead: EngineOverhead | None = None,
+             stop_watch=None) -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
     `step_time_s`, `decode_run_times_s`, `decode_run` (times, block tokens or None),
     `kv_bytes_per_token_layer_gpu`, `model.n_layers` and `hw.host_link_bytes_s`.
     `time_scale` multiplies the roofline cost model's times per op class (prediction intervals).
-    With `cfg.engine`, `overhead` replaces the preset's engine terms (engine calibration)."""
+    With `cfg.engine`, `overhead` replaces the preset's engine terms (engine calibration).
+    `stop_watch` (e.g. sim.planner.early_stop.FailureWatch): `bind(table)`, then `finished(row)` as each
+    request ends; the run stops when it returns True (`stopped_early_s`). Open-loop aggregated runs
+    without parallel samples only; ignored otherwise."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
@@ -86,10 +91,32 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
         replicas, memory, blocks_per_replica = _build_replicas(cfg, model, env, table, recorder, source,
                                                                 max_model_len, cost, parts)
         source.start(replicas)
+    stopped = _watch(env, replicas, table, stop_watch) if stop_watch is not None and _watchable(cfg, workload, table) \
+        else None
     env.run()
     wall_time_s = time.perf_counter() - wall_time_start_s
     return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
-                     replicas, disagg)
+                     replicas, disagg, float(env.now) if stopped is not None and stopped.triggered else None)
+
+
+def _watchable(cfg: EngineConfig, workload, table: RequestTable) -> bool:
+    return (not cfg.is_disaggregated and not isinstance(workload, ClosedLoop)
+            and table.sample_of.shape[0] == table.n_requests)
+
+
+def _watch(env: simpy.Environment, replicas: list[Replica], table: RequestTable, watch) -> simpy.Event:
+    """Call `watch.finished(row)` as each request ends; stop the run (at that instant) once it says so."""
+    watch.bind(table)
+    stop = env.event()
+    stop.callbacks.append(simpy.core.StopSimulation.callback)
+
+    def on_finished(row: int) -> None:
+        if not stop.triggered and watch.finished(row):
+            stop.succeed()
+
+    for replica in replicas:
+        replica.sched.finished_listener = on_finished
+    return stop
 
 
 def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_model_len: int,

@@ -4,7 +4,9 @@ SLOs hold; recommend the cheapest verified cluster.
 
 Candidates (hardware x TP x policy x searched engine knobs) are searched independently, so they run
 on a backend (local processes or Ray, as `sweep`); the plan does not depend on which backend or how
-many workers ran it: verification proceeds in fixed rounds of `verify_batch` candidates.
+many workers ran it: verification proceeds in fixed rounds of `verify_batch` candidates. A verification
+run stops as soon as it is certain to fail (sim.planner.early_stop); its record says so in
+`stopped_early` (when, why, how many requests had ended) and judges those requests.
 """
 
 from __future__ import annotations

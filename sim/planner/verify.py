@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.config import EngineConfig
+from sim.planner.early_stop import FailureWatch
 from sim.planner.slo import PlanSLO
 from sim.simulate import simulate
 from sim.slo import slo_report
@@ -34,21 +35,29 @@ class VerifyTask:
 
 
 def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO,
-                     time_scale: dict[str, float] | None = None) -> dict:
+                     time_scale: dict[str, float] | None = None, stop_failing: bool = False) -> dict:
     """One whole-workload run on `replicas` replicas; the plan.json record of it. `time_scale`: a
-    perturbed cost model (planner.band)."""
+    perturbed cost model (planner.band). `stop_failing`: see `judged_run`."""
     cluster = EngineConfig.model_validate({**cfg.model_dump(), "replicas": replicas, "latency_attribution": False})
     return {"replicas": replicas, "gpus": replicas * cfg.tp, "router": cfg.router,
-            **judged_run(cluster, trace, target_qps, slo, time_scale)}
+            **judged_run(cluster, trace, target_qps, slo, time_scale, stop_failing)}
 
 
 def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: PlanSLO,
-               time_scale: dict[str, float] | None = None) -> dict:
+               time_scale: dict[str, float] | None = None, stop_failing: bool = False) -> dict:
     """The whole workload at `target_qps` through `cluster` (any layout, aggregated or disaggregated),
     every request judged by `sim.slo.slo_report`: passes, attainment per SLO, P99s, counts.
-    `time_scale`: a perturbed cost model (planner.band)."""
-    result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"), time_scale=time_scale)
+    `time_scale`: a perturbed cost model (planner.band). `stop_failing`: end the run as soon as it is
+    certain to fail (sim.planner.early_stop); its record then judges the requests that had ended by
+    then and says so in `stopped_early` (the verdict is the full run's; the P99s are of those requests)."""
+    watch = FailureWatch(slo) if stop_failing else None
+    result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"), time_scale=time_scale,
+                      stop_watch=watch)
     frame = requests_frame(result)
+    stopped = None
+    if result.stopped_early_s is not None:
+        frame = frame[frame["status"].isin(["FINISHED", "REJECTED"])]
+        stopped = {"at_s": result.stopped_early_s, "n_judged": len(frame), "reason": watch.reason}
     report = slo_report(frame, slo, result.sim_duration_s)
     finished = frame[frame["status"] == "FINISHED"]
     p99_s = {}
@@ -56,8 +65,8 @@ def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Plan
         values = finished[f"{metric}_s"].dropna()
         p99_s[metric] = float(values.quantile(0.99)) if len(values) else None
     return {
-        "passes": report["met"],
-        "n_requests": len(frame), "n_finished": len(finished), "sim_duration_s": result.sim_duration_s,
+        "passes": report["met"] and stopped is None, "stopped_early": stopped,
+        "n_requests": result.table.n_requests, "n_finished": len(finished), "sim_duration_s": result.sim_duration_s,
         "p99_s": p99_s, "p99_ms": {k: None if v is None else v * 1e3 for k, v in p99_s.items()},
         "attainment": {key: v["attainment"] for key, v in report["per_slo"].items()},
         "within_all_slos": report["goodput"]["fraction"], "slo": report["per_slo"],
@@ -68,7 +77,8 @@ def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Plan
 def verify_candidate(task: VerifyTask, trace: Trace, target_qps: float, slo: PlanSLO) -> list[dict]:
     """Whole-workload runs searching the fewest replicas that meet the SLOs (`fewest_passing`);
     returns every run in the order run. The answer: `verified_replicas(runs)`."""
-    return fewest_passing(lambda replicas: verification_run(task.cfg, trace, replicas, target_qps, slo),
+    return fewest_passing(lambda replicas: verification_run(task.cfg, trace, replicas, target_qps, slo,
+                                                            stop_failing=True),
                           task.replicas, task.first_guess, task.max_runs)
 
 
