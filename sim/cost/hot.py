@@ -26,6 +26,9 @@ class HotPath:
         self.block_size = cost.block_size
         self.n_layers = model.n_layers
         self.p = eff.roofline_blend
+        # below this ratio of the smaller to the larger time, ratio ** p < 1e-17 and 1 + ratio ** p == 1.0
+        # in float: the blend IS the larger time, bit for bit (a decode step is memory-bound on most GPUs)
+        self.negligible_ratio = 0.0 if math.isinf(self.p) else 1e-17 ** (1.0 / self.p)
         self.launch_s = eff.kernel_launch_us * 1e-6
         self.overhead_s = cost.overhead_s
         qh_d = cost.q_heads_gpu * model.head_dim
@@ -38,7 +41,7 @@ class HotPath:
 
     def _blend(self, t_compute: float, t_memory: float) -> float:
         top = max(t_memory, t_compute)
-        if top <= 0.0 or math.isinf(self.p):
+        if top <= 0.0 or math.isinf(self.p) or min(t_memory, t_compute) < top * self.negligible_ratio:
             return top
         return top * ((t_compute / top) ** self.p + (t_memory / top) ** self.p) ** (1.0 / self.p)
 
@@ -123,6 +126,10 @@ class HotPath:
         io_bytes, layers, launch_s = n * self.io_token_bytes, self.n_layers, self.launch_s
         kv_token_bytes, kv_bw, pair_s, p = self.kv_token_bytes, self.kv_bw, self.pair_s, self.p
         inv_p = 1.0 / p
+        first_kv = (blocks + taken_at[0]) * size  # the least memory time is the first step's, the most compute the last's
+        last_compute_s = (total + n * (min(n_steps, max_steps) - 0.5)) * pair_s
+        if last_compute_s < (first_kv * kv_token_bytes + io_bytes) / kv_bw * self.negligible_ratio:
+            p = math.inf  # memory-bound at every step: the blend is the memory time (see __init__)
         times: list[float] = []
         kv_tokens: list[int] = []
         elapsed_s = 0.0
@@ -158,13 +165,17 @@ class HotPath:
             return np.full(n_steps, self.overhead_s), np.zeros(n_steps)
         total = int(contexts.sum())
         kv_tokens = whole_block_tokens_per_step(contexts, n_steps, self.block_size, total)
-        t_compute = (float(total) + n * _half_steps(n_steps)) * self.pair_s  # pairs: sum_j (c_j + s + 0.5)
         t_memory = kv_tokens * self.kv_token_bytes
         t_memory += n * self.io_token_bytes
         t_memory /= self.kv_bw
-        if math.isinf(self.p):
+        last_compute_s = (float(total) + n * (n_steps - 0.5)) * self.pair_s
+        if last_compute_s < t_memory[0] * self.negligible_ratio:  # memory-bound at every step (see __init__)
+            attention = t_memory
+        elif math.isinf(self.p):
+            t_compute = (float(total) + n * _half_steps(n_steps)) * self.pair_s  # pairs: sum_j (c_j + s + 0.5)
             attention = np.maximum(t_compute, t_memory)
         else:  # top * ((t_c / top) ** p + (t_m / top) ** p) ** (1 / p), one of the two ratios being 1
+            t_compute = (float(total) + n * _half_steps(n_steps)) * self.pair_s
             top = np.maximum(t_compute, t_memory)
             ratio = np.minimum(t_compute, t_memory, out=t_compute)
             ratio /= top
