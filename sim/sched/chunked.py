@@ -15,6 +15,11 @@ class ChunkedScheduler(Scheduler):
     def schedule(self, now_s: float, horizon_s: float) -> StepPlan | None:
         transfer_s = self.swap_in_ready(now_s)
         decoding, prefilling = self.split_decoding(self.running)
+        if not prefilling and not self.waiting:  # nothing to chunk: a decode run takes its own blocks
+            decodes, more_s = self.prepare_decodes(decoding, now_s, grow=False)
+            if not decodes:
+                return None
+            return self.decode_run(decodes, now_s, horizon_s, transfer_s + more_s)
         n_running = len(self.running)
         decodes, more_s = self.prepare_decodes(decoding, now_s, grow=True)
         if len(self.running) != n_running:  # preemptions: the victims are no longer running
