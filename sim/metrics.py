@@ -150,7 +150,7 @@ class Recorder:
         if plan.transfer_s:
             durations = durations.copy()
             durations[0] += plan.transfer_s
-        run_s = float(durations.sum())
+        run_s = float(np.add.reduce(durations))
         self.busy_s += run_s
         used_now = blocks.n_used
         self._kv_util_time += (used_now * run_s - float(durations @ later_growth)) / blocks.n_blocks
@@ -173,7 +173,7 @@ class Recorder:
     def _run_tokens(self, sched: Scheduler, plan: StepPlan, n_growing: int) -> float:
         """Tokens cached by running requests after the run's last step."""
         if not plan.padded_ids.size and len(sched.running) == n_growing:  # the run's ids are all running
-            return float(sched.table.n_computed[plan.req_ids].sum())
+            return float(np.add.reduce(sched.table.n_computed[plan.req_ids]))
         return self._running_tokens(sched)
 
     def _run_waste(self, sched: Scheduler, plan: StepPlan, n_growing: int, request_blocks_now: int,

@@ -163,7 +163,7 @@ class HotPath:
         n = contexts.shape[0]
         if n == 0:
             return np.full(n_steps, self.overhead_s), np.zeros(n_steps)
-        total = int(contexts.sum())
+        total = int(np.add.reduce(contexts))
         kv_tokens = whole_block_tokens_per_step(contexts, n_steps, self.block_size, total)
         t_memory = kv_tokens * self.kv_token_bytes
         t_memory += n * self.io_token_bytes
@@ -226,11 +226,11 @@ def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: 
     s = 0..n_steps-1, i.e. (blocks held + blocks taken by steps 0..s) * B (see `residue_counts`).
     `total_tokens` (sum of contexts) may be passed when already known."""
     residues = (-contexts) % block_size
-    total = int(contexts.sum()) if total_tokens is None else total_tokens
-    held = (total + int(residues.sum())) // block_size
+    total = int(np.add.reduce(contexts)) if total_tokens is None else total_tokens
+    held = (total + int(np.add.reduce(residues))) // block_size
     counts = np.bincount(residues, minlength=block_size)
     taken_per_step = counts[:n_steps] if n_steps <= block_size else counts[_cyclic_index(n_steps, block_size)]
-    taken = np.cumsum(taken_per_step, dtype=np.float64)
+    taken = np.add.accumulate(taken_per_step, dtype=np.float64)
     taken += held
     taken *= block_size
     return taken

@@ -221,7 +221,7 @@ class Scheduler:
     def _grow_to(self, ids, contexts: np.ndarray, held: np.ndarray, n_tokens_ahead: int) -> None:
         """Grow the tables of `ids` to cover contexts + n_tokens_ahead tokens (only those short)."""
         size = self.blocks.block_size
-        short = np.flatnonzero(-(-(contexts + n_tokens_ahead) // size) > held).tolist()
+        short = (-(-(contexts + n_tokens_ahead) // size) > held).nonzero()[0].tolist()
         if short:
             self.blocks.grow_many([ids[i] for i in short], (contexts[short] + n_tokens_ahead).tolist())
 
@@ -245,7 +245,7 @@ class Scheduler:
                     self.blocks.prepare_write(r, int(t.n_computed[r]))
                     self._cow_pending.discard(r)
                 if grow and need > len(copies):
-                    self.blocks.grow_by([survivors[i] for i in np.flatnonzero(full).tolist()], 1)
+                    self.blocks.grow_by([survivors[i] for i in full.nonzero()[0].tolist()], 1)
                 break
             victim = self.running[-1]
             transfer_s += self.preempt(victim, now_s)
@@ -333,11 +333,11 @@ class Scheduler:
             k = times.shape[0]
         elif k > 1 and math.isfinite(horizon_s):
             times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
-            ends = np.cumsum(times)
+            ends = np.add.accumulate(times)
             ends += now_s + transfer_s
             if ends[-1] < horizon_s and k > times.shape[0]:
                 times, block_tokens = self.cost.decode_run(contexts, k)
-                ends = np.cumsum(times)
+                ends = np.add.accumulate(times)
                 ends += now_s + transfer_s
             k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
             times = times[:k]
@@ -355,7 +355,7 @@ class Scheduler:
         size = self.blocks.block_size
         residues = (-contexts) % size
         if k <= size:  # one block at most each
-            short = np.flatnonzero((residues < k) & (residues >= n_grown) if n_grown else residues < k).tolist()
+            short = ((residues < k) & (residues >= n_grown) if n_grown else residues < k).nonzero()[0].tolist()
             if short:
                 self.blocks.grow_by([ids[i] for i in short], 1)
             return

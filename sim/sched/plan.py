@@ -32,7 +32,7 @@ class StepPlan:
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])
-        self.duration_s = float(self.step_times_s.sum()) + self.transfer_s
+        self.duration_s = float(np.add.reduce(self.step_times_s)) + self.transfer_s
 
 
 _ONES = np.ones(256, dtype=np.int64)
