@@ -11,9 +11,9 @@ from test_plan_verify import bursty_trace
 from sim.config import EngineConfig
 from sim.planner.slo import parse_slo
 from sim.planner.verify import verification_run
+from sim.simulate import simulate
 from sim.slo import slo_report
 from sim.summary import requests_frame
-from sim.simulate import simulate
 from sim.workload.transforms import scale_rate
 
 BASE = EngineConfig(model="llama-3-8b")

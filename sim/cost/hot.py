@@ -61,20 +61,21 @@ class HotPath:
         kv_tokens = -(-(c + q) // size) * size
         decode = q == 1
         n_decode = int(np.count_nonzero(decode))
-        n_tokens = int(q.sum())
+        n_tokens = int(np.add.reduce(q))
         if n_decode == q.shape[0]:
             prefill_s = 0.0
-            pairs_d = float(c.sum()) + 0.5 * n_decode
-            kv_d = float(kv_tokens.sum())
+            pairs_d = float(np.add.reduce(c)) + 0.5 * n_decode
+            kv_d = float(np.add.reduce(kv_tokens))
         else:
             prefill = q > 1  # sequences bringing no token this step cost nothing
             qp = q[prefill]
-            pairs_p = float((qp * (c[prefill] + 0.5 * qp)).sum())
-            prefill_s = self._attention_s(pairs_p, float(kv_tokens[prefill].sum()), float(qp.sum()), self.kv_bw)
+            pairs_p = float(np.add.reduce(qp * (c[prefill] + 0.5 * qp)))
+            prefill_s = self._attention_s(pairs_p, float(np.add.reduce(kv_tokens[prefill])), float(np.add.reduce(qp)),
+                                          self.kv_bw)
             if self.prefill_ratio is not None:
                 prefill_s *= float(self.prefill_ratio.factor(pairs_p))
-            pairs_d = float(c[decode].sum()) + 0.5 * n_decode
-            kv_d = float(kv_tokens[decode].sum())
+            pairs_d = float(np.add.reduce(c[decode])) + 0.5 * n_decode
+            kv_d = float(np.add.reduce(kv_tokens[decode]))
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
         if self.decode_ratio is not None and n_decode:
             decode_s *= float(self.decode_ratio.factor(kv_d))
@@ -126,7 +127,8 @@ class HotPath:
         io_bytes, layers, launch_s = n * self.io_token_bytes, self.n_layers, self.launch_s
         kv_token_bytes, kv_bw, pair_s, p = self.kv_token_bytes, self.kv_bw, self.pair_s, self.p
         inv_p = 1.0 / p
-        first_kv = (blocks + taken_at[0]) * size  # the least memory time is the first step's, the most compute the last's
+        # the least memory time is the first step's, the most compute the last's
+        first_kv = (blocks + taken_at[0]) * size
         last_compute_s = (total + n * (min(n_steps, max_steps) - 0.5)) * pair_s
         if last_compute_s < (first_kv * kv_token_bytes + io_bytes) / kv_bw * self.negligible_ratio:
             p = math.inf  # memory-bound at every step: the blend is the memory time (see __init__)

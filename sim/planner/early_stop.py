@@ -39,7 +39,7 @@ class FailureWatch:
         if t.status[row] == Status.REJECTED:
             self._rejected += 1
             n = t.n_requests
-            if (n - self._rejected) / n < self.slo.goodput_min:  # the best finished share left, as slo_report computes it
+            if (n - self._rejected) / n < self.slo.goodput_min:  # the best finished share left (as slo_report)
                 self.reason = (f"{self._rejected} of {t.n_requests} requests rejected: fewer than "
                                f"{self.slo.goodput_min:.0%} can finish")
                 return True

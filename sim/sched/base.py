@@ -48,7 +48,10 @@ class Scheduler:
     def add(self, rid: int, now_s: float) -> None:
         """A request arrives: queue it, or reject it now if it can never fit."""
         t = self.table
-        t.replica[t.rows_of(rid)] = self.replica
+        if rid in t.children:
+            t.replica[t.rows_of(rid)] = self.replica
+        else:
+            t.replica[rid] = self.replica
         reason = self.never_fits(rid)
         if reason is not None:
             self._reject(rid, reason, now_s)
@@ -179,6 +182,8 @@ class Scheduler:
         rid = np.array(ids, dtype=np.int64)
         computed = t.n_computed[rid]
         is_decoding = ((t.n_tokens[rid] - computed) == 1) & (computed >= t.prompt_tokens[rid])
+        if is_decoding.all():
+            return list(ids), []
         flags = is_decoding.tolist()
         return [r for r, d in zip(ids, flags) if d], [r for r, d in zip(ids, flags) if not d]
 
