@@ -81,7 +81,7 @@ def main() -> None:
     for workers in [int(w) for w in args.workers.split(",")]:
         plan, wall_s = timed_plan(trace, workers, args.max_requests, args.target_qps, args.sizing)
         n_sims = sum(len(r["search_points"]) for r in plan["candidates"] + plan["infeasible"])
-        n_whole = sum(len(r.get("verification", [])) for r in plan["candidates"])
+        n_whole = sum(len(r.get("verification", [])) + r.get("verification_runs_unused", 0) for r in plan["candidates"])
         timings.append((workers, wall_s, len(plan["candidates"]) + len(plan["infeasible"]), len(plan["skipped"]),
                         n_sims, n_whole))
         plans.append(plan)
@@ -105,8 +105,8 @@ def main() -> None:
     for row in plans[0]["skipped"][::len(POLICIES)]:
         console.print(f"skipped: {row['hardware']} tp{row['tp']}: {row['reason']}")
     timing = Table(title=f"plan wall time ({os.cpu_count()} CPUs, {args.max_requests} requests per simulation)")
-    for column in ("workers", "wall s", "candidates searched", "skipped", "slice simulations", "whole-trace runs",
-                   "same plan"):
+    for column in ("workers", "wall s", "candidates searched", "skipped", "slice simulations",
+                   "whole-trace runs (incl. unused speculative)", "same plan"):
         timing.add_column(column, justify="right")
     for (workers, wall_s, n_cand, n_skip, n_sims, n_whole), plan in zip(timings, plans, strict=True):
         timing.add_row(str(workers), f"{wall_s:.1f}", str(n_cand), str(n_skip), str(n_sims), str(n_whole),

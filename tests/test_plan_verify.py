@@ -162,17 +162,16 @@ def test_verify_search_finds_the_fewest_passing_replicas(monkeypatch, threshold,
     """Against an oracle: a cluster passes iff it has >= threshold replicas; each count is run once."""
     import sim.planner.verify as verify
 
-    calls = []
-
-    def fake_run(cfg, trace, replicas, target_qps, slo, stop_failing=False):
-        calls.append(replicas)
+    def fake_run(cfg, trace, replicas, target_qps, slo, time_scale=None, stop_failing=False):
         return {"replicas": replicas, "passes": replicas >= threshold}
 
     monkeypatch.setattr(verify, "verification_run", fake_run)
-    runs = verify.verify_candidate(verify.VerifyTask(BASE, estimate, 20, guess), None, 1.0, SLO)
-    assert verify.verified_replicas(runs) == threshold
-    assert len(calls) == len(set(calls)) <= 4 + abs(threshold - estimate)
-    assert threshold - 1 in calls or threshold == 1  # the answer is the fewest: one less was seen failing
+    records, _ = verify.verify_candidates([verify.VerifyTask(BASE, estimate, 20, guess)], None, 1.0, SLO,
+                                          lambda fn, args: [fn(*a) for a in args])
+    runs = [r["replicas"] for r in records[0]]
+    assert verify.verified_replicas(records[0]) == threshold
+    assert len(runs) == len(set(runs)) <= 4 + abs(threshold - estimate)
+    assert threshold - 1 in runs or threshold == 1  # the answer is the fewest: one less was seen failing
 
 
 @pytest.mark.parametrize(("engine", "start", "flags"), [
@@ -244,3 +243,27 @@ def test_equal_cost_candidates_rank_by_headroom():
     rows = sorted([row(256, 8.72), row(64, 9.93)], key=_row_order)
     assert [r["knobs"]["max_num_seqs"] for r in rows] == [64, 256]
     assert best_per_hardware_tp(rows)[0]["knobs"] == rows[0]["knobs"]
+
+
+@pytest.mark.parametrize("thresholds", [[1, 3, 6], [2, 2, 9], [5, 1, 4]])
+def test_verifying_in_rounds_keeps_each_searchs_own_runs(thresholds):
+    """Several searches spread over rounds (with speculative one-fewer runs) keep exactly the runs and
+    order each search makes alone; rounds are fewer than the runs kept."""
+    from sim.planner.verify import VerifyTask, fewest_passing, verify_candidates
+
+    tasks = [VerifyTask(EngineConfig(model="llama-3-8b", seed=i), estimate, 6, guess)
+             for i, (estimate, guess) in enumerate([(3, 2), (4, None), (2, 5)])]
+    threshold_of = {task.cfg.seed: t for task, t in zip(tasks, thresholds, strict=True)}
+    rounds = []
+
+    def run_tasks(fn, args):
+        rounds.append(len(args))
+        return [{"replicas": count, "passes": count >= threshold_of[cfg.seed]} for cfg, _, count, *_ in args]
+
+    records, unused = verify_candidates(tasks, None, 1.0, SLO, run_tasks)
+    for task, runs in zip(tasks, records, strict=True):
+        alone = fewest_passing(lambda n, t=threshold_of[task.cfg.seed]: {"replicas": n, "passes": n >= t},
+                               task.replicas, task.first_guess, task.max_runs)
+        assert runs == alone
+    assert sum(rounds) == sum(len(r) for r in records) + sum(unused)
+    assert len(rounds) < sum(len(r) for r in records)

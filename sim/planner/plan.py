@@ -27,7 +27,7 @@ from sim.planner.launch import launch_command
 from sim.planner.report import impossible_line, infeasible_row, reasons_line
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
-from sim.planner.verify import VerifyTask, verified_replicas, verify_candidate
+from sim.planner.verify import VerifyTask, verified_replicas, verify_candidates
 from sim.provenance import provenance
 from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
@@ -196,16 +196,19 @@ def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Tr
                     mean_output_tokens: float, peak: float = 1.0) -> None:
     """Verify rows (cheapest estimate first) in rounds of `verify_batch` while an unverified row's
     estimate is below the cheapest verified cost; mutates each verified row: `verified`,
-    `verification` (every run), `replicas_estimated`, and replicas/GPUs/cost as verified."""
+    `verification` (every run its search used), `verification_runs_unused` (speculative runs it did
+    not need: `verify_candidates`), `replicas_estimated`, and replicas/GPUs/cost as verified."""
     best_cost, next_row = math.inf, 0
     while next_row < len(rows) and next_row < settings.max_verified and rows[next_row]["cost_per_hour_usd"] < best_cost:
         batch = [i for i in range(next_row, min(next_row + settings.verify_batch, settings.max_verified, len(rows)))
                  if rows[i]["cost_per_hour_usd"] < best_cost]
-        tasks = [(VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs,
-                             _burst_guess(rows[i], target_qps, peak)), trace, target_qps, slo) for i in batch]
-        for i, runs in zip(batch, run_on(backend, verify_candidate, tasks, progress, "verifying on the whole workload"),
-                           strict=True):
+        tasks = [VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs,
+                            _burst_guess(rows[i], target_qps, peak)) for i in batch]
+        verified, unused = verify_candidates(tasks, trace, target_qps, slo, lambda fn, args: run_on(
+            backend, fn, args, progress, "verifying on the whole workload"))
+        for i, runs, n_unused in zip(batch, verified, unused, strict=True):
             row = rows[i]
+            row["verification_runs_unused"] = n_unused  # speculative runs its search did not need
             row["replicas_estimated"] = row["replicas"]
             replicas = verified_replicas(runs)
             row["verified"] = replicas is not None

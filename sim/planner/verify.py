@@ -74,12 +74,66 @@ def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Plan
     }
 
 
-def verify_candidate(task: VerifyTask, trace: Trace, target_qps: float, slo: PlanSLO) -> list[dict]:
-    """Whole-workload runs searching the fewest replicas that meet the SLOs (`fewest_passing`);
-    returns every run in the order run. The answer: `verified_replicas(runs)`."""
-    return fewest_passing(lambda replicas: verification_run(task.cfg, trace, replicas, target_qps, slo,
-                                                            stop_failing=True),
-                          task.replicas, task.first_guess, task.max_runs)
+def verify_candidates(tasks: list[VerifyTask], trace: Trace, target_qps: float, slo: PlanSLO,
+                      run_tasks: Callable[[Callable, list[tuple]], list]) -> tuple[list[list[dict]], list[int]]:
+    """Each task's search for the fewest replicas that meet the SLOs (`fewest_passing` over
+    `verification_run`s that stop once certain to fail; the answer: `verified_replicas(runs)`), its
+    runs spread over `run_tasks(fn, arg_tuples)` (results in input order) in rounds: each round runs
+    every unfinished search's next count and, speculatively, one replica fewer (the next probe when
+    that count passes, as a first guess usually does), so a task's runs need not wait for each other.
+    Only the runs each search asked for are kept, in its order: the records equal those of the search
+    run alone, whoever ran them and however many at once. Returns (each task's records, how many of
+    its runs were speculative and not needed)."""
+    known: list[dict[int, dict]] = [{} for _ in tasks]
+    while True:
+        needed, speculative = [], []
+        for i, task in enumerate(tasks):
+            count = next_count(task, known[i])
+            if count is None:
+                continue
+            needed.append((i, count))
+            fewer = count - 1
+            if fewer >= 1 and fewer not in known[i] and not any(c >= fewer and not r["passes"] for c, r in
+                                                                 known[i].items()):
+                speculative.append((i, fewer))
+        if not needed:
+            records = [searched_runs(task, known[i]) for i, task in enumerate(tasks)]
+            return records, [len(known[i]) - len(runs) for i, runs in enumerate(records)]
+        batch = needed + speculative  # the needed runs first: they are what the next round waits for
+        args = [(tasks[i].cfg, trace, count, target_qps, slo, None, True) for i, count in batch]
+        for (i, count), run in zip(batch, run_tasks(verification_run, args), strict=True):
+            known[i][count] = run
+
+
+class _NotRunYet(Exception):
+    def __init__(self, count: int):
+        super().__init__(count)
+        self.count = count
+
+
+def _replay(task: VerifyTask, known: dict[int, dict]) -> list[dict]:
+    """`fewest_passing` over the runs known so far; _NotRunYet names the first count it lacks."""
+
+    def run_at(count: int) -> dict:
+        if count not in known:
+            raise _NotRunYet(count)
+        return known[count]
+
+    return fewest_passing(run_at, task.replicas, task.first_guess, task.max_runs)
+
+
+def next_count(task: VerifyTask, known: dict[int, dict]) -> int | None:
+    """The replica count the task's search needs next, given the runs known (None: it is done)."""
+    try:
+        _replay(task, known)
+    except _NotRunYet as missing:
+        return missing.count
+    return None
+
+
+def searched_runs(task: VerifyTask, known: dict[int, dict]) -> list[dict]:
+    """The finished search's runs, in the order it asked for them."""
+    return _replay(task, known)
 
 
 def fewest_passing(run_at: Callable[[int], dict], estimate: int, first_guess: int | None,
