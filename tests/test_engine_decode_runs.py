@@ -1,6 +1,6 @@
 """Decode runs (several decode steps planned at once) must equal the same steps taken one at a time.
 
-`sim.sched.base.MAX_DECODE_RUN_STEPS = 1` turns every run into a single step. On realistic slices of
+`sim.sched.decode_runs.MAX_DECODE_RUN_STEPS = 1` turns every run into a single step. On realistic slices of
 the bundled traces (preemption by recompute and swap, radix hits and evictions, several replicas),
 the requests frame, the summary and the steps table must agree with the normal run; times agree to
 1e-9 s (runs add step times in a different order, so the last bits may differ), everything
@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import sim.sched.base as sched_base
+import sim.sched.decode_runs as decode_runs
 from sim.config import EngineConfig
 from sim.run import load_run_workload
 from sim.simulate import simulate
@@ -37,8 +38,8 @@ def mooncake():
 def run_both(cfg: EngineConfig, workload, monkeypatch):
     """(frame, summary, steps, n_commits) with decode runs, then with single steps only."""
     out = []
-    for longest in (sched_base.MAX_DECODE_RUN_STEPS, 1):
-        monkeypatch.setattr(sched_base, "MAX_DECODE_RUN_STEPS", longest)
+    for longest in (decode_runs.MAX_DECODE_RUN_STEPS, 1):
+        monkeypatch.setattr(decode_runs, "MAX_DECODE_RUN_STEPS", longest)
         n_commits = [0]
         original = sched_base.Scheduler.commit
 

@@ -1,9 +1,9 @@
 """The hot loop's fast paths must give exactly what the general paths give, bit for bit.
 
-- Steps of few sequences are costed and committed in plain Python (`SCALAR_MAX_SEQS`,
-  `SCALAR_COMMIT_MAX_SEQS`); forcing every step through numpy (thresholds 0) or through Python
-  (thresholds huge) must not change a single bit of the requests frame, the steps table or the
-  summary, for every policy and the preemption paths.
+- Steps and decode runs of few sequences are costed, committed and attributed in plain Python
+  (`SCALAR_MAX_SEQS`, `SCALAR_COMMIT_MAX_SEQS`, `SCALAR_MAX_ROWS`); forcing every step through numpy
+  (thresholds 0) or through Python (thresholds huge) must not change a single bit of the requests
+  frame, the steps table or the summary, for every policy and the preemption paths.
 - Decode-run block arithmetic (residue counts) against brute force.
 - Memory-bounded chunking (synthetic hash ids, Trace.take, canonical JSONL) against one chunk.
 - Gap compaction keeps the ITL percentiles and maximum exactly and the mean to rounding.
@@ -16,9 +16,12 @@ import math
 import numpy as np
 import pytest
 
+import sim.attribution as attribution
 import sim.cost.hot as hot
 import sim.metrics as metrics
 import sim.sched.base as sched_base
+import sim.sched.commit as sched_commit
+import sim.sched.decode_runs as decode_runs
 import sim.trace as trace_mod
 import sim.workload.canonical as canonical
 import sim.workload.synthetic.prefix_ids as prefix_ids
@@ -53,7 +56,9 @@ def outputs(cfg: EngineConfig, workload):
 def set_thresholds(monkeypatch, n_seqs: int) -> None:
     monkeypatch.setattr(hot, "SCALAR_MAX_SEQS", n_seqs)
     monkeypatch.setattr(sched_base, "SCALAR_MAX_SEQS", n_seqs)
-    monkeypatch.setattr(sched_base, "SCALAR_COMMIT_MAX_SEQS", n_seqs)
+    monkeypatch.setattr(decode_runs, "SCALAR_MAX_SEQS", n_seqs)
+    monkeypatch.setattr(sched_commit, "SCALAR_COMMIT_MAX_SEQS", n_seqs)
+    monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", n_seqs)
 
 
 def assert_identical(left, right) -> None:

@@ -1,4 +1,5 @@
-"""The shared scheduler base: queues, admission, preemption, decode runs and committing a step.
+"""The shared scheduler base: queues, admission, preemption and single steps; decode runs come from
+`sim.sched.decode_runs`, committing a finished plan from `sim.sched.commit`.
 
 A policy subclass implements only `schedule(now_s, horizon_s)`; hooks (`on_admit`,
 `on_prefill_done`, `on_release`, `make_room`) let the radix policy add prefix reuse.
@@ -6,25 +7,22 @@ A policy subclass implements only `schedule(now_s, horizon_s)`; hooks (`on_admit
 
 from __future__ import annotations
 
-import math
 from collections import deque
 
 import numpy as np
 
 from sim.config import EngineConfig
 from sim.cost import CostModel
-from sim.cost.hot import SCALAR_MAX_SEQS, blocks_for_steps, residue_counts, whole_block_tokens_per_step
+from sim.cost.hot import SCALAR_MAX_SEQS
 from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
 from sim.request import RequestTable, Status
-from sim.sched.plan import StepPlan, ones_int64
-
-MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
-HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
-SCALAR_COMMIT_MAX_SEQS = 32  # steps of at most this many sequences commit in one Python pass
+from sim.sched.commit import Commits
+from sim.sched.decode_runs import DecodeRuns
+from sim.sched.plan import StepPlan
 
 
-class Scheduler:
+class Scheduler(DecodeRuns, Commits):
     """One replica's scheduler. Mutates the shared RequestTable rows of its requests."""
 
     uses_waiting_order = False  # True when a new arrival may overtake the head of the queue
@@ -82,16 +80,6 @@ class Scheduler:
         """Nothing runs yet the head of the queue cannot start: reject it rather than wait forever."""
         rid = self.waiting.popleft()
         self._reject(rid, "could not be scheduled with the configured limits", now_s)
-
-    def run_block_growth(self, plan: StepPlan) -> np.ndarray:
-        """Blocks the run's requests will still take after each step of a committed decode run
-        (0 after the last): a decode run takes its blocks up front, single steps one by one."""
-        size = self.blocks.block_size
-        block_tokens = plan.block_tokens
-        if block_tokens is None:
-            contexts = self.table.n_computed[plan.req_ids] - plan.n_steps
-            block_tokens = whole_block_tokens_per_step(contexts, plan.n_steps, size)
-        return (block_tokens[-1] - block_tokens) / size
 
     def n_request_blocks(self) -> int:
         """GPU blocks that running requests hold (what fragmentation is measured over)."""
@@ -309,183 +297,3 @@ class Scheduler:
             n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
         time_s = self.cost.step_time_s(q, c, n_sampled)
         return StepPlan(rid, q, np.array([time_s]), transfer_s=transfer_s)
-
-    def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0,
-                   first_step_grown: bool = False) -> StepPlan:
-        """As many decode steps of `ids` as can run before anything could change: stop at the first
-        completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
-        before blocks would run short. Takes the run's blocks now (`first_step_grown`: the tables
-        already hold the first step's, as `prepare_decodes(grow=True)` leaves them)."""
-        if self.spec is not None:  # hook: speculating sequences take one step at a time
-            return self.spec.plan_step(self, ids, [1] * len(ids), transfer_s)
-        t, size = self.table, self.blocks.block_size
-        rid = np.array(ids, dtype=np.int64)
-        contexts = t.n_computed[rid]
-        remaining = int((t.final_tokens[rid] - t.n_tokens[rid]).min())
-        longest = 1 if self.swapped else MAX_DECODE_RUN_STEPS  # a swapped request may return after any step
-        k = min(remaining, longest)
-        counts = None
-        if len(ids) * -(-k // size) > self.blocks.n_free:  # k steps might not fit: count exactly
-            counts, _ = residue_counts(contexts, size)
-            counts = counts.tolist()
-            k = self._steps_blocks_allow(counts, len(ids), k)
-        scalar = None
-        if k > 1 and math.isfinite(horizon_s) and self._hot is not None and len(ids) <= SCALAR_MAX_SEQS:
-            scalar = self._hot.decode_steps_until(contexts.tolist(), k, now_s + transfer_s, horizon_s,
-                                                  HORIZON_PROBE_STEPS)
-        if scalar is not None:
-            times, block_tokens = np.array(scalar[0]), np.array(scalar[1], dtype=np.float64)
-            k = times.shape[0]
-        elif k > 1 and math.isfinite(horizon_s):
-            times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
-            ends = np.add.accumulate(times)
-            ends += now_s + transfer_s
-            if ends[-1] < horizon_s and k > times.shape[0]:
-                times, block_tokens = self.cost.decode_run(contexts, k)
-                ends = np.add.accumulate(times)
-                ends += now_s + transfer_s
-            k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
-            times = times[:k]
-            block_tokens = None if block_tokens is None else block_tokens[:k]
-        else:
-            times, block_tokens = self.cost.decode_run(contexts, k)
-        self._grow_run(ids, contexts, k, int(first_step_grown))
-        return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
-                        block_tokens=block_tokens, steps_to_first_finish=remaining)
-
-    def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, n_grown: int) -> None:
-        """Take the blocks k decode steps of `ids` need beyond the first `n_grown` (0 or 1) steps'
-        (tables hold ceil((c_j + n_grown) / B) blocks): sequence j takes one at each step
-        s in [n_grown, k) with s = (-c_j) mod B (mod B)."""
-        size = self.blocks.block_size
-        residues = (-contexts) % size
-        if k <= size:  # one block at most each
-            short = ((residues < k) & (residues >= n_grown) if n_grown else residues < k).nonzero()[0].tolist()
-            if short:
-                self.blocks.grow_by([ids[i] for i in short], 1)
-            return
-        counts = (k - 1 - residues) // size + 1
-        if n_grown:
-            counts[residues == 0] -= 1
-        self.blocks.grow_by(ids, counts.tolist())
-
-    def _steps_blocks_allow(self, counts: list[int], n_seqs: int, k: int) -> int:
-        """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here);
-        `counts` from `residue_counts`."""
-        free = self.blocks.n_free
-        if blocks_for_steps(counts, n_seqs, k) <= free:
-            return k
-        lo, hi = 1, k  # need(lo) fits, need(hi) does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if blocks_for_steps(counts, n_seqs, mid) <= free else (lo, mid)
-        return lo
-
-    # ------------------------------------------------------------------ commit
-    def commit(self, plan: StepPlan, end_s: float) -> int:
-        """Apply a finished plan at `end_s`: advance tokens, stamp first-token/finish times,
-        record inter-token gaps, free the blocks of finished requests. Returns how many finished."""
-        if self.recorder.attribution is not None:  # hook: latency attribution (sim/attribution.py)
-            self.recorder.attribution.on_plan(plan, end_s, self)
-        if plan.is_decode_run:
-            return self._commit_decode_run(plan, end_s)
-        if plan.req_ids.size == 0:
-            return 0  # an idle wait (static batching window)
-        return self._commit_step(plan, end_s)
-
-    def _commit_step(self, plan: StepPlan, end_s: float) -> int:
-        if plan.req_ids.shape[0] <= SCALAR_COMMIT_MAX_SEQS and plan.spec_extra is None:
-            return self._commit_step_scalar(plan, end_s)
-        t = self.table
-        rid, q = plan.req_ids, plan.new_tokens
-        t.n_computed[rid] += q
-        is_sampled = t.n_computed[rid] == t.n_tokens[rid]
-        sampled = rid[is_sampled]
-        t.n_tokens[sampled] += 1
-        first = np.isnan(t.first_token_s[sampled])
-        t.first_token_s[sampled[first]] = end_s
-        later = sampled[~first]
-        if later.size:
-            self.recorder.add_gaps(end_s - t.last_token_s[later])
-        t.last_token_s[sampled] = end_s
-        if plan.spec_extra is not None:  # hook: speculative decoding keeps its accepted proposals
-            t.n_computed[rid] += plan.spec_extra
-            t.n_tokens[rid] += plan.spec_extra
-        prefill_done = sampled[first | (q[is_sampled] > 1)]
-        forked: list[int] = []
-        for r in prefill_done.tolist():
-            self.on_prefill_done(r, end_s)
-            forked += self.fork_samples(r, end_s)
-        if forked:
-            sampled = np.concatenate([sampled, np.asarray(forked, dtype=np.int64)])
-        self.recorder.step(self, end_s, plan, int(q[q > 1].sum()), int(np.count_nonzero(q == 1)))
-        return self._finish_done(sampled, end_s)
-
-    def _commit_step_scalar(self, plan: StepPlan, end_s: float) -> int:
-        """`_commit_step` for a few sequences, one Python pass (same effects, same order)."""
-        t = self.table
-        n_computed, n_tokens, first_token_s, last_token_s = t.n_computed, t.n_tokens, t.first_token_s, t.last_token_s
-        sampled: list[int] = []
-        prefill_done: list[int] = []
-        gaps: list[float] = []
-        prefill_tokens = decode_tokens = 0
-        for r, n_new in zip(plan.req_ids.tolist(), plan.new_tokens.tolist()):
-            if n_new > 1:
-                prefill_tokens += n_new
-            elif n_new == 1:
-                decode_tokens += 1
-            computed = n_computed[r] + n_new
-            n_computed[r] = computed
-            if computed != n_tokens[r]:
-                continue
-            n_tokens[r] = computed + 1
-            sampled.append(r)
-            if math.isnan(first_token_s[r]):
-                first_token_s[r] = end_s
-                prefill_done.append(r)
-            else:
-                gaps.append(end_s - last_token_s[r])
-                if n_new > 1:
-                    prefill_done.append(r)
-            last_token_s[r] = end_s
-        if gaps:
-            self.recorder.add_gaps(np.array(gaps))
-        for r in prefill_done:
-            self.on_prefill_done(r, end_s)
-            sampled += self.fork_samples(r, end_s)
-        self.recorder.step(self, end_s, plan, prefill_tokens, decode_tokens)
-        return self._finish_done(sampled, end_s)
-
-    def _commit_decode_run(self, plan: StepPlan, end_s: float) -> int:
-        t = self.table
-        rid, k = plan.req_ids, plan.n_steps
-        start_s = end_s - plan.duration_s + plan.transfer_s
-        first_end_s = start_s + plan.step_times_s[0]
-        self.recorder.add_run_gaps(first_end_s - t.last_token_s[rid], plan.step_times_s[1:])
-        t.n_computed[rid] += k
-        t.n_tokens[rid] += k
-        t.last_token_s[rid] = end_s
-        self.recorder.run(self, start_s, plan)
-        if plan.steps_to_first_finish is not None and k < plan.steps_to_first_finish:
-            return 0  # nobody reached their last token
-        return self._finish_done(rid, end_s)
-
-    def _finish_done(self, candidates: np.ndarray | list[int], end_s: float) -> int:
-        t = self.table
-        if isinstance(candidates, list):
-            done = [r for r in candidates if t.n_tokens[r] >= t.final_tokens[r]]
-        else:
-            done = candidates[t.n_tokens[candidates] >= t.final_tokens[candidates]].tolist()
-        if not done:
-            return 0
-        done_set = set(done)
-        self.running = [r for r in self.running if r not in done_set]
-        for r in done:
-            t.status[r] = Status.FINISHED
-            t.finish_s[r] = end_s
-            self.on_release(r)
-            self.blocks.free_request(r)
-            self._cow_pending.discard(r)
-            if self.finished_listener is not None and t.is_request_done(r):
-                self.finished_listener(int(t.sample_of[r]))
-        return len(done)

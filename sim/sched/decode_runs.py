@@ -1,0 +1,99 @@
+"""Decode runs: as many decode steps of the same sequences as can run before anything could change,
+planned (and their blocks taken) at once. Mixed into `sim.sched.base.Scheduler`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim.cost.hot import SCALAR_MAX_SEQS, blocks_for_steps, residue_counts, whole_block_tokens_per_step
+from sim.sched.plan import StepPlan, ones_int64
+
+MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
+HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
+
+
+class DecodeRuns:
+    """Planning decode runs (needs the Scheduler's table, blocks, cost, swapped queue and spec hook)."""
+
+    def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0,
+                   first_step_grown: bool = False) -> StepPlan:
+        """As many decode steps of `ids` as can run before anything could change: stop at the first
+        completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
+        before blocks would run short. Takes the run's blocks now (`first_step_grown`: the tables
+        already hold the first step's, as `prepare_decodes(grow=True)` leaves them)."""
+        if self.spec is not None:  # hook: speculating sequences take one step at a time
+            return self.spec.plan_step(self, ids, [1] * len(ids), transfer_s)
+        t, size = self.table, self.blocks.block_size
+        rid = np.array(ids, dtype=np.int64)
+        contexts = t.n_computed[rid]
+        remaining = int((t.final_tokens[rid] - t.n_tokens[rid]).min())
+        longest = 1 if self.swapped else MAX_DECODE_RUN_STEPS  # a swapped request may return after any step
+        k = min(remaining, longest)
+        counts = None
+        if len(ids) * -(-k // size) > self.blocks.n_free:  # k steps might not fit: count exactly
+            counts, _ = residue_counts(contexts, size)
+            counts = counts.tolist()
+            k = self._steps_blocks_allow(counts, len(ids), k)
+        scalar = None
+        if k > 1 and math.isfinite(horizon_s) and self._hot is not None and len(ids) <= SCALAR_MAX_SEQS:
+            scalar = self._hot.decode_steps_until(contexts.tolist(), k, now_s + transfer_s, horizon_s,
+                                                  HORIZON_PROBE_STEPS)
+        if scalar is not None:
+            times, block_tokens = np.array(scalar[0]), np.array(scalar[1], dtype=np.float64)
+            k = times.shape[0]
+        elif k > 1 and math.isfinite(horizon_s):
+            times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
+            ends = np.add.accumulate(times)
+            ends += now_s + transfer_s
+            if ends[-1] < horizon_s and k > times.shape[0]:
+                times, block_tokens = self.cost.decode_run(contexts, k)
+                ends = np.add.accumulate(times)
+                ends += now_s + transfer_s
+            k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
+            times = times[:k]
+            block_tokens = None if block_tokens is None else block_tokens[:k]
+        else:
+            times, block_tokens = self.cost.decode_run(contexts, k)
+        self._grow_run(ids, contexts, k, int(first_step_grown))
+        return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
+                        block_tokens=block_tokens, steps_to_first_finish=remaining)
+
+    def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, n_grown: int) -> None:
+        """Take the blocks k decode steps of `ids` need beyond the first `n_grown` (0 or 1) steps'
+        (tables hold ceil((c_j + n_grown) / B) blocks): sequence j takes one at each step
+        s in [n_grown, k) with s = (-c_j) mod B (mod B)."""
+        size = self.blocks.block_size
+        residues = (-contexts) % size
+        if k <= size:  # one block at most each
+            short = ((residues < k) & (residues >= n_grown) if n_grown else residues < k).nonzero()[0].tolist()
+            if short:
+                self.blocks.grow_by([ids[i] for i in short], 1)
+            return
+        counts = (k - 1 - residues) // size + 1
+        if n_grown:
+            counts[residues == 0] -= 1
+        self.blocks.grow_by(ids, counts.tolist())
+
+    def _steps_blocks_allow(self, counts: list[int], n_seqs: int, k: int) -> int:
+        """Largest k' <= k whose extra blocks fit in the free pool (k' = 1 always fits here);
+        `counts` from `residue_counts`."""
+        free = self.blocks.n_free
+        if blocks_for_steps(counts, n_seqs, k) <= free:
+            return k
+        lo, hi = 1, k  # need(lo) fits, need(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if blocks_for_steps(counts, n_seqs, mid) <= free else (lo, mid)
+        return lo
+
+    def run_block_growth(self, plan: StepPlan) -> np.ndarray:
+        """Blocks the run's requests will still take after each step of a committed decode run
+        (0 after the last): a decode run takes its blocks up front, single steps one by one."""
+        size = self.blocks.block_size
+        block_tokens = plan.block_tokens
+        if block_tokens is None:
+            contexts = self.table.n_computed[plan.req_ids] - plan.n_steps
+            block_tokens = whole_block_tokens_per_step(contexts, plan.n_steps, size)
+        return (block_tokens[-1] - block_tokens) / size
