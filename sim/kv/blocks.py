@@ -20,8 +20,6 @@ the CPU copies.
 
 from __future__ import annotations
 
-import numpy as np
-
 
 class NoFreeBlocks(RuntimeError):
     """Not enough free blocks; the operation that raised it changed nothing."""
@@ -30,12 +28,10 @@ class NoFreeBlocks(RuntimeError):
 class _Pool:
     """Ids 0..capacity-1 with reference counts; O(1) allocate/free per id.
 
-    Reference counts live in a numpy array grown (doubling) as ids are first handed out, so a
-    pool of millions of blocks costs nothing until used; long tables are inc/decref'd in one
-    vectorized operation.
+    Reference counts live in a Python list that grows only as ids are first handed out (so a pool
+    of millions of blocks costs nothing until used); a plain list beats numpy for the few ids a
+    step touches.
     """
-
-    VECTOR_MIN = 24  # lists at least this long are updated with numpy rather than a Python loop
 
     def __init__(self, capacity: int, name: str):
         if capacity < 0:
@@ -44,77 +40,51 @@ class _Pool:
         self.name = name
         self.next_unused = 0  # ids >= next_unused were never handed out
         self.freed: list[int] = []  # stack of ids with refcount 0 below next_unused
-        self.refcounts = np.zeros(min(capacity, 1024), dtype=np.int32)  # valid below next_unused
+        self.refcounts: list[int] = []  # one per id below next_unused
 
     @property
     def n_free(self) -> int:
         return len(self.freed) + self.capacity - self.next_unused
 
-    def _reserve(self, size: int) -> None:
-        if size > self.refcounts.shape[0]:
-            grown = np.zeros(min(self.capacity, max(size, 2 * self.refcounts.shape[0])), dtype=np.int32)
-            grown[: self.next_unused] = self.refcounts[: self.next_unused]
-            self.refcounts = grown
-
     def allocate(self, n: int) -> list[int]:
-        freed = self.freed
+        freed, refcounts = self.freed, self.refcounts
         if not 0 <= n <= len(freed) + self.capacity - self.next_unused:
             if n < 0:
                 raise ValueError(f"cannot allocate {n} blocks")
             raise NoFreeBlocks(f"{self.name}: need {n} blocks, {self.n_free} free")
         if n == 1 and freed:  # the common case in a decode loop
             block = freed.pop()
-            self.refcounts[block] = 1
+            refcounts[block] = 1
             return [block]
         n_reused = min(n, len(freed))
         ids = freed[len(freed) - n_reused :]
         ids.reverse()  # the most recently freed id comes first
         del freed[len(freed) - n_reused :]
-        if ids:
-            self.refcounts[ids] = 1
+        for block in ids:
+            refcounts[block] = 1
         n_new = n - n_reused
         if n_new:
             start = self.next_unused
-            self._reserve(start + n_new)
-            self.refcounts[start : start + n_new] = 1
+            refcounts.extend([1] * n_new)
             ids.extend(range(start, start + n_new))
             self.next_unused = start + n_new
         return ids
 
     def incref(self, blocks) -> None:
-        if not isinstance(blocks, list):
-            blocks = list(blocks)
-        if len(blocks) >= self.VECTOR_MIN and len(set(blocks)) == len(blocks):
-            index = np.asarray(blocks, dtype=np.int64)
-            if (self.refcounts[index] <= 0).any():
-                raise RuntimeError(f"{self.name}: incref of a free block")
-            self.refcounts[index] += 1
-            return
         refcounts = self.refcounts
         for block in blocks:
-            if refcounts[block] <= 0:
+            if not 0 <= block < len(refcounts) or refcounts[block] <= 0:
                 raise RuntimeError(f"{self.name}: incref of free block {block}")
             refcounts[block] += 1
 
-    def decref(self, blocks, distinct: bool = False) -> int:
+    def decref(self, blocks) -> int:
         """Drop one reference per listed block (in order); freed ids go on the reuse stack in
-        that order, so the last listed is reused first. `distinct`: the caller knows no id repeats
-        (a block table), which lets a long list skip that check."""
-        if not isinstance(blocks, list):
-            blocks = list(blocks)
-        if len(blocks) >= self.VECTOR_MIN and (distinct or len(set(blocks)) == len(blocks)):
-            index = np.array(blocks, dtype=np.int64)
-            counts = self.refcounts[index]
-            counts -= 1
-            if counts.min() < 0:
-                raise RuntimeError(f"{self.name}: decref of a free block")
-            self.refcounts[index] = counts
-            now_free = index[counts == 0].tolist()
-            self.freed.extend(now_free)
-            return len(now_free)
+        that order, so the last listed is reused first."""
         refcounts, freed = self.refcounts, self.freed
         n_freed = 0
         for block in blocks:
+            if not 0 <= block < len(refcounts):
+                raise RuntimeError(f"{self.name}: decref of free block {block}")
             count = refcounts[block] - 1
             if count < 0:
                 raise RuntimeError(f"{self.name}: decref of free block {block}")
@@ -127,7 +97,7 @@ class _Pool:
     def refcount(self, block: int) -> int:
         if not 0 <= block < self.capacity:
             raise IndexError(f"{self.name}: block {block} outside 0..{self.capacity - 1}")
-        return int(self.refcounts[block]) if block < self.next_unused else 0
+        return self.refcounts[block] if block < self.next_unused else 0
 
 
 class BlockManager:
@@ -293,11 +263,11 @@ class BlockManager:
         """Drop the request's references (GPU or CPU) and forget it; returns GPU blocks freed."""
         cpu_blocks = self._swapped.pop(req_id, None)
         if cpu_blocks is not None:
-            self._cpu.decref(cpu_blocks[::-1], distinct=True)
+            self._cpu.decref(cpu_blocks[::-1])
         table = self._tables.pop(req_id, None)
         if not table:
             return 0
-        return self._gpu.decref(table[::-1], distinct=True)
+        return self._gpu.decref(table[::-1])
 
     # ---- swap -------------------------------------------------------------------------------
     def n_swapped_blocks(self, req_id: int) -> int:
@@ -317,7 +287,7 @@ class BlockManager:
         table = self._tables.get(req_id, [])
         cpu_blocks = self._cpu.allocate(len(table))
         self._tables.pop(req_id, None)
-        self._gpu.decref(table[::-1], distinct=True)
+        self._gpu.decref(table[::-1])
         self._swapped[req_id] = cpu_blocks
         self.n_swapped_out_blocks += len(table)
         return len(table)
@@ -332,7 +302,7 @@ class BlockManager:
             raise RuntimeError(f"request {req_id} is not swapped out")
         gpu_blocks = self._gpu.allocate(len(cpu_blocks))
         del self._swapped[req_id]
-        self._cpu.decref(cpu_blocks[::-1], distinct=True)
+        self._cpu.decref(cpu_blocks[::-1])
         self._tables[req_id] = gpu_blocks
         self.n_swapped_in_blocks += len(gpu_blocks)
         return len(gpu_blocks)
