@@ -125,13 +125,12 @@ class HotPath:
         blocks = (total + sum(r * count for r, count in enumerate(taken_at))) // size
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
         io_bytes, layers, launch_s = n * self.io_token_bytes, self.n_layers, self.launch_s
-        kv_token_bytes, kv_bw, pair_s, p = self.kv_token_bytes, self.kv_bw, self.pair_s, self.p
-        inv_p = 1.0 / p
-        # the least memory time is the first step's, the most compute the last's
+        kv_token_bytes, kv_bw, pair_s = self.kv_token_bytes, self.kv_bw, self.pair_s
+        # the least memory time is the first step's, the most compute the last's: when even those are
+        # apart by `negligible_ratio`, every step's blend is its memory time (see __init__)
         first_kv = (blocks + taken_at[0]) * size
         last_compute_s = (total + n * (min(n_steps, max_steps) - 0.5)) * pair_s
-        if last_compute_s < (first_kv * kv_token_bytes + io_bytes) / kv_bw * self.negligible_ratio:
-            p = math.inf  # memory-bound at every step: the blend is the memory time (see __init__)
+        memory_bound = last_compute_s < (first_kv * kv_token_bytes + io_bytes) / kv_bw * self.negligible_ratio
         times: list[float] = []
         kv_tokens: list[int] = []
         elapsed_s = 0.0
@@ -139,13 +138,10 @@ class HotPath:
             blocks += taken_at[step % size]
             kv = blocks * size
             t_memory = (kv * kv_token_bytes + io_bytes) / kv_bw
-            t_compute = (total + n * (step + 0.5)) * pair_s
-            if p == math.inf or t_memory <= 0.0:  # `_blend`, inlined (same arithmetic)
-                attention_s = max(t_memory, t_compute) + launch_s
-            elif t_memory >= t_compute:
-                attention_s = t_memory * ((t_compute / t_memory) ** p + 1.0) ** inv_p + launch_s
+            if memory_bound:
+                attention_s = t_memory + launch_s
             else:
-                attention_s = t_compute * (1.0 + (t_memory / t_compute) ** p) ** inv_p + launch_s
+                attention_s = self._blend((total + n * (step + 0.5)) * pair_s, t_memory) + launch_s
             time_s = attention_s * layers + fixed_s
             times.append(time_s)
             kv_tokens.append(kv)
