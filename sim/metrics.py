@@ -38,6 +38,12 @@ class Growable:
         self._data[self.size : end] = value
         self.size = end
 
+    def claim(self, n: int) -> np.ndarray:
+        """Append n slots and return them (a writable view) for the caller to fill."""
+        start = self.size
+        self.size = self._room(n)
+        return self._data[start : self.size]
+
     def _room(self, n: int) -> int:
         """Make room for n more values; returns the new size."""
         end = self.size + n
@@ -87,11 +93,12 @@ class Recorder:
 
     def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray) -> None:
         """A decode run's gaps: each sequence's own first gap, then every later step once per sequence."""
-        n = first_gaps.shape[0]
-        self.gap_values.extend(first_gaps)
-        self.gap_values.extend(later_steps_s)
-        self.gap_weights.fill(1, n)
-        self.gap_weights.fill(n, later_steps_s.shape[0])
+        n, n_later = first_gaps.shape[0], later_steps_s.shape[0]
+        values, weights = self.gap_values.claim(n + n_later), self.gap_weights.claim(n + n_later)
+        values[:n] = first_gaps
+        values[n:] = later_steps_s
+        weights[:n] = 1
+        weights[n:] = n
         if self.gap_values.size >= self._compact_at:
             self.compact_gaps()
 
