@@ -130,22 +130,20 @@ class Attribution:
                            sched: Scheduler) -> None:
         """`_split_step` for a few rows (same arithmetic per row)."""
         t, part = self.table, self._part
-        n_computed, prompt_tokens = t.n_computed, t.prompt_tokens
-        contexts = [int(n_computed[r]) for r in rows]
-        prefilling = [i for i, (r, n_new, c) in enumerate(zip(rows, q, contexts)) if n_new != 1 or c < prompt_tokens[r]]
-        decode, interference = part["decode"], part["interference"]
+        contexts = t.n_computed[rows].tolist()
+        prompts = t.prompt_tokens[rows].tolist()
+        prefilling = [i for i, (n_new, c, prompt) in enumerate(zip(q, contexts, prompts)) if n_new != 1 or c < prompt]
         if not prefilling:
-            for r, span in zip(rows, spans_s):
-                decode[r] += span
+            part["decode"][rows] += spans_s
             return
         dec_s = 0.0
         if len(prefilling) < len(rows):
             is_prefilling = set(prefilling)
             decoding = [i for i in range(len(rows)) if i not in is_prefilling]
             dec_s = min(sched.decode_only_time_s(np.array([contexts[i] for i in decoding], dtype=np.int64)), step_s)
-            for i in decoding:
-                decode[rows[i]] += dec_s
-                interference[rows[i]] += spans_s[i] - dec_s
+            dec_rows = [rows[i] for i in decoding]
+            part["decode"][dec_rows] += dec_s
+            part["interference"][dec_rows] += np.array([spans_s[i] for i in decoding]) - dec_s
         pre_q = [q[i] for i in prefilling]
         share_s = (step_s - dec_s) / sum(pre_q)
         for i, n_new in zip(prefilling, pre_q):
