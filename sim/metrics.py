@@ -91,6 +91,11 @@ class Recorder:
         self.gap_values.extend(values[keep])
         self.gap_weights.extend(weight[keep])
 
+    def add_unit_gaps(self, values: list[float]) -> None:
+        """Inter-token gaps of weight 1 each (a single step's)."""
+        self.gap_values.claim(len(values))[:] = values
+        self.gap_weights.claim(len(values))[:] = 1
+
     def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray) -> None:
         """A decode run's gaps: each sequence's own first gap, then every later step once per sequence."""
         n, n_later = first_gaps.shape[0], later_steps_s.shape[0]

@@ -83,7 +83,7 @@ class Commits:
                     prefill_done.append(r)
             last_token_s[r] = end_s
         if gaps:
-            self.recorder.add_gaps(np.array(gaps))
+            self.recorder.add_unit_gaps(gaps)
         for r in prefill_done:
             self.on_prefill_done(r, end_s)
             sampled += self.fork_samples(r, end_s)
