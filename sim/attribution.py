@@ -101,9 +101,25 @@ class Attribution:
                         sched: Scheduler) -> None:
         """`on_plan` for a few rows in one Python pass: the same float operations per row as the
         array path (`_account_wait`, `_split_step`), so the same values."""
-        mark_s, fresh, part = self.mark_s, self.fresh, self._part
-        queue, interference = part["queue"], part["interference"]
+        mark_s, part = self.mark_s, self._part
         marks = mark_s[rows].tolist()
+        first = marks[0]
+        if abs(first - start_s) <= SAME_INSTANT_S and marks.count(first) == len(marks):  # all ran in the step before
+            spans_s = [end_s - first] * len(rows)
+        else:
+            spans_s = self._book_waits(rows, marks, start_s, end_s)
+        if plan.transfer_s:
+            part["swap"][rows] += plan.transfer_s
+            spans_s = [span - plan.transfer_s for span in spans_s]
+        if plan.is_decode_run:
+            part["decode"][rows] += spans_s
+        else:
+            self._split_step_scalar(rows, q.tolist(), spans_s, plan.duration_s - plan.transfer_s, sched)
+        mark_s[rows] = end_s
+
+    def _book_waits(self, rows: list[int], marks: list[float], start_s: float, end_s: float) -> list[float]:
+        """`_account_wait` for a few rows; returns each row's span (end - where its work starts)."""
+        fresh, queue, interference = self.fresh, self._part["queue"], self._part["interference"]
         spans_s = []
         for r, mark in zip(rows, marks):
             if abs(mark - start_s) <= SAME_INSTANT_S:  # ran in the step just before (NaN fails the test)
@@ -115,16 +131,7 @@ class Attribution:
                 fresh[r] = False
             else:
                 interference[r] += start_s - mark
-        if plan.transfer_s:
-            part["swap"][rows] += plan.transfer_s
-            spans_s = [span - plan.transfer_s for span in spans_s]
-        if plan.is_decode_run:
-            decode = part["decode"]
-            for r, span in zip(rows, spans_s):
-                decode[r] += span
-        else:
-            self._split_step_scalar(rows, q.tolist(), spans_s, plan.duration_s - plan.transfer_s, sched)
-        mark_s[rows] = end_s
+        return spans_s
 
     def _split_step_scalar(self, rows: list[int], q: list[int], spans_s: list[float], step_s: float,
                            sched: Scheduler) -> None:
