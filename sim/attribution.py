@@ -94,7 +94,7 @@ class Attribution:
         if plan.is_decode_run:
             self._part["decode"][rows] += span_s
         else:
-            self._split_step(rows, q, span_s, plan.duration_s - plan.transfer_s, sched)
+            self._split_step(rows, q, span_s, plan, sched)
         self.mark_s[rows] = end_s
 
     def _on_plan_scalar(self, rows: list[int], q: np.ndarray, plan: StepPlan, start_s: float, end_s: float,
@@ -114,7 +114,7 @@ class Attribution:
         if plan.is_decode_run:
             part["decode"][rows] += spans_s
         else:
-            self._split_step_scalar(rows, q.tolist(), spans_s, plan.duration_s - plan.transfer_s, sched)
+            self._split_step_scalar(rows, q.tolist(), spans_s, plan, sched)
         mark_s[rows] = end_s
 
     def _book_waits(self, rows: list[int], marks: list[float], start_s: float, end_s: float) -> list[float]:
@@ -133,10 +133,11 @@ class Attribution:
                 interference[r] += start_s - mark
         return spans_s
 
-    def _split_step_scalar(self, rows: list[int], q: list[int], spans_s: list[float], step_s: float,
+    def _split_step_scalar(self, rows: list[int], q: list[int], spans_s: list[float], plan: StepPlan,
                            sched: Scheduler) -> None:
         """`_split_step` for a few rows (same arithmetic per row)."""
         t, part = self.table, self._part
+        step_s = plan.duration_s - plan.transfer_s
         contexts = t.n_computed[rows].tolist()
         prompts = t.prompt_tokens[rows].tolist()
         prefilling = [i for i, (n_new, c, prompt) in enumerate(zip(q, contexts, prompts)) if n_new != 1 or c < prompt]
@@ -147,7 +148,7 @@ class Attribution:
         if len(prefilling) < len(rows):
             is_prefilling = set(prefilling)
             decoding = [i for i in range(len(rows)) if i not in is_prefilling]
-            dec_s = min(sched.decode_only_time_s(np.array([contexts[i] for i in decoding], dtype=np.int64)), step_s)
+            dec_s = min(self._decode_only_s(plan, [contexts[i] for i in decoding], sched), step_s)
             dec_rows = [rows[i] for i in decoding]
             part["decode"][dec_rows] += dec_s
             part["interference"][dec_rows] += np.array([spans_s[i] for i in decoding]) - dec_s
@@ -155,6 +156,14 @@ class Attribution:
         share_s = (step_s - dec_s) / sum(pre_q)
         for i, n_new in zip(prefilling, pre_q):
             self._book_prefill(rows[i], contexts[i], n_new, share_s, spans_s[i])
+
+    @staticmethod
+    def _decode_only_s(plan: StepPlan, contexts, sched: Scheduler) -> float:
+        """Time of a step of the decoding rows alone; the plan's own costing is reused when its
+        new-token-1 rows are exactly those (not when a prompt's last token, chunked, is prefill here,
+        or sample rows were left out)."""
+        same_rows = len(contexts) == int(np.count_nonzero(plan.new_tokens == 1))
+        return sched.decode_only_time_s(np.asarray(contexts, dtype=np.int64), plan if same_rows else None)
 
     def _book_prefill(self, row: int, computed: int, n_new: int, share_s: float, span_s: float) -> None:
         """A prefilling row's own share of a step (prefill, or recompute below its high-water mark)
@@ -196,8 +205,9 @@ class Attribution:
         self.fresh[rows] = False
         return work_start_s
 
-    def _split_step(self, rows, q, span_s: np.ndarray, step_s: float, sched: Scheduler) -> None:
+    def _split_step(self, rows, q, span_s: np.ndarray, plan: StepPlan, sched: Scheduler) -> None:
         t, part = self.table, self._part
+        step_s = plan.duration_s - plan.transfer_s
         contexts = t.n_computed[rows]
         prefilling = np.flatnonzero((q != 1) | (contexts < t.prompt_tokens[rows]))
         if prefilling.size == 0:
@@ -208,7 +218,7 @@ class Attribution:
             decoding = np.ones(rows.size, dtype=bool)
             decoding[prefilling] = False
             dec_rows = rows[decoding]
-            dec_s = min(sched.decode_only_time_s(contexts[decoding]), step_s)
+            dec_s = min(self._decode_only_s(plan, contexts[decoding], sched), step_s)
             part["decode"][dec_rows] += dec_s
             part["interference"][dec_rows] += span_s[decoding] - dec_s
         # prefilling sequences are few per step: plain Python

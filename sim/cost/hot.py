@@ -53,8 +53,30 @@ class HotPath:
 
     def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
         """Total time of one step of sequences bringing `new_tokens` over `cached_tokens`."""
+        return self.total_s(self.step_parts(new_tokens, cached_tokens), n_sampled)
+
+    def step_time_s_scalar(self, new_tokens: list[int], cached_tokens: list[int], n_sampled: int) -> float:
+        """`step_time_s` in plain Python for a few sequences (an array operation costs as much as
+        a Python loop over ~10 items). Same value bit for bit: the sums are of integers and
+        half-integers, which floats hold exactly, whatever the order."""
+        return self.total_s(self.step_parts_scalar(new_tokens, cached_tokens), n_sampled)
+
+    def total_s(self, parts: tuple[int, float, int, float], n_sampled: int) -> float:
+        """A step's time from its `step_parts` and the tokens it samples."""
+        n_tokens, prefill_s, _, decode_s = parts
+        layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
+        return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
+
+    def decode_only_s(self, parts: tuple[int, float, int, float]) -> float:
+        """The time of a step of the parts' decoding sequences (new token 1) alone: what
+        `step_time_s(ones, their contexts, their count)` gives, bit for bit."""
+        _, _, n_decode, decode_s = parts
+        return self.total_s((n_decode, 0.0, n_decode, decode_s), n_decode)
+
+    def step_parts(self, new_tokens: np.ndarray, cached_tokens: np.ndarray) -> tuple[int, float, int, float]:
+        """(tokens, prefill attention s per layer, decoding sequences, decode attention s per layer)."""
         if new_tokens.shape[0] <= SCALAR_MAX_SEQS:
-            return self.step_time_s_scalar(new_tokens.tolist(), cached_tokens.tolist(), n_sampled)
+            return self.step_parts_scalar(new_tokens.tolist(), cached_tokens.tolist())
         q = new_tokens
         c = cached_tokens
         size = self.block_size
@@ -79,13 +101,10 @@ class HotPath:
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
         if self.decode_ratio is not None and n_decode:
             decode_s *= float(self.decode_ratio.factor(kv_d))
-        layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
-        return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
+        return n_tokens, prefill_s, n_decode, decode_s
 
-    def step_time_s_scalar(self, new_tokens: list[int], cached_tokens: list[int], n_sampled: int) -> float:
-        """`step_time_s` in plain Python for a few sequences (an array operation costs as much as
-        a Python loop over ~10 items). Same value bit for bit: the sums are of integers and
-        half-integers, which floats hold exactly, whatever the order."""
+    def step_parts_scalar(self, new_tokens: list[int], cached_tokens: list[int]) -> tuple[int, float, int, float]:
+        """`step_parts` in plain Python (same values bit for bit)."""
         size = self.block_size
         n_tokens = n_decode = context_d = kv_d = kv_p = tokens_p = 0
         pairs_p = 0.0
@@ -105,8 +124,7 @@ class HotPath:
         decode_s = self._attention_s(float(context_d) + 0.5 * n_decode, float(kv_d), n_decode, self.kv_bw)
         if self.decode_ratio is not None and n_decode:
             decode_s *= float(self.decode_ratio.factor(float(kv_d)))
-        layer_s = self.cost.layer_time_s(n_tokens) + prefill_s + decode_s
-        return self.n_layers * layer_s + self.cost.lm_head_time_s(n_sampled) + self.overhead_s
+        return n_tokens, prefill_s, n_decode, decode_s
 
     def decode_steps_until(self, contexts: list[int], n_steps: int, start_s: float, horizon_s: float,
                            max_steps: int) -> tuple[list[float], list[int]] | None:

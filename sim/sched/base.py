@@ -269,8 +269,11 @@ class Scheduler(DecodeRuns, Commits):
         return 0.0
 
     # ------------------------------------------------------------------ plans
-    def decode_only_time_s(self, contexts: np.ndarray) -> float:
-        """Time of one step decoding sequences with these contexts and nothing else (attribution)."""
+    def decode_only_time_s(self, contexts: np.ndarray, step: StepPlan | None = None) -> float:
+        """Time of one step decoding sequences with these contexts and nothing else (attribution).
+        `step`: a single step whose new-token-1 sequences are exactly these; its costing is reused."""
+        if step is not None and step.cost_parts is not None:
+            return self._hot.decode_only_s(step.cost_parts)
         if self.spec is not None:
             return self.spec.decode_step_time_s(contexts)
         n = int(contexts.shape[0])
@@ -295,5 +298,8 @@ class Scheduler(DecodeRuns, Commits):
                             if n_cached + n_new == n_tokens[r])
         else:
             n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
-        time_s = self.cost.step_time_s(q, c, n_sampled)
-        return StepPlan(rid, q, np.array([time_s]), transfer_s=transfer_s)
+        if self._hot is None or self.recorder.attribution is None:
+            return StepPlan(rid, q, np.array([self.cost.step_time_s(q, c, n_sampled)]), transfer_s=transfer_s)
+        parts = self._hot.step_parts(q, c)  # kept for attribution's decode-only time (`decode_only_time_s`)
+        return StepPlan(rid, q, np.array([self._hot.total_s(parts, n_sampled)]), transfer_s=transfer_s,
+                        cost_parts=parts)

@@ -29,6 +29,9 @@ class StepPlan:
     steps_to_first_finish: int | None = None
     # speculative decoding (sim/spec_decode.py): accepted proposals per sequence, kept on commit
     spec_extra: np.ndarray | None = None
+    # single steps costed by the roofline hot path while latency attribution is on: its
+    # `HotPath.step_parts`, from which attribution takes the decode-only step time
+    cost_parts: tuple[int, float, int, float] | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])
