@@ -18,6 +18,8 @@ from sim.sched.continuous import ContinuousScheduler
 from sim.sched.host_loads import make_host_loads
 
 LPM_SCAN_LIMIT = 128  # waiting requests examined per step for longest-prefix-first ordering
+_NO_KEYS = np.empty(0, dtype=np.int64)
+_NO_KEYS.flags.writeable = False
 
 
 class RadixMixin:
@@ -32,15 +34,14 @@ class RadixMixin:
         self.host_loads = make_host_loads(self)  # hook: host-memory prefix tier (None when off)
 
     def keys_of(self, rid: int) -> np.ndarray:
+        """The request's prompt as block keys (none when the workload has no prefix ids)."""
+        trace = self.table.trace
+        if not trace.has_hash_ids:
+            return _NO_KEYS
         keys = self._keys.get(rid)
         if keys is None:
-            trace = self.table.trace
-            if not trace.has_hash_ids:
-                keys = np.empty(0, dtype=np.int64)
-            else:
-                request = int(self.table.sample_of[rid])
-                keys = block_keys(trace.hash_ids(request), trace.hash_block_tokens,
-                                  int(self.table.prompt_tokens[rid]), self.blocks.block_size)
+            keys = block_keys(trace.hash_ids(int(self.table.sample_of[rid])), trace.hash_block_tokens,
+                              int(self.table.prompt_tokens[rid]), self.blocks.block_size)
             self._keys[rid] = keys
         return keys
 
