@@ -272,7 +272,7 @@ def test_decode_run_equals_separate_steps(model_name, hw_name, contexts, n_steps
 @given(
     model_name=st.sampled_from(MODELS),
     hw_name=st.sampled_from(PROFILES),
-    contexts=st.lists(st.integers(0, 3000), min_size=1, max_size=16),
+    contexts=st.lists(st.integers(0, 3000), min_size=1, max_size=200),
     n_steps=st.integers(1, 90),
     block=st.integers(1, 64),
     horizon_steps=st.floats(0.0, 80.0),

@@ -1,9 +1,10 @@
 """The hot loop's fast paths must give exactly what the general paths give, bit for bit.
 
 - Steps and decode runs of few sequences are costed, committed and attributed in plain Python
-  (`SCALAR_MAX_SEQS`, `SCALAR_COMMIT_MAX_SEQS`, `SCALAR_MAX_ROWS`); forcing every step through numpy
-  (thresholds 0) or through Python (thresholds huge) must not change a single bit of the requests
-  frame, the steps table or the summary, for every policy and the preemption paths.
+  (`SCALAR_MAX_SEQS`, `SCALAR_RUN_MAX_SEQS`, `SCALAR_COMMIT_MAX_SEQS`, `SCALAR_MAX_ROWS`); forcing
+  every step through numpy (thresholds 0) or through Python (thresholds huge) must not change a
+  single bit of the requests frame, the steps table or the summary, for every policy and the
+  preemption paths.
 - Decode-run block arithmetic (residue counts) against brute force.
 - Memory-bounded chunking (synthetic hash ids, Trace.take, canonical JSONL) against one chunk.
 - Gap compaction keeps the ITL percentiles and maximum exactly and the mean to rounding.
@@ -56,7 +57,7 @@ def outputs(cfg: EngineConfig, workload):
 def set_thresholds(monkeypatch, n_seqs: int) -> None:
     monkeypatch.setattr(hot, "SCALAR_MAX_SEQS", n_seqs)
     monkeypatch.setattr(sched_base, "SCALAR_MAX_SEQS", n_seqs)
-    monkeypatch.setattr(decode_runs, "SCALAR_MAX_SEQS", n_seqs)
+    monkeypatch.setattr(decode_runs, "SCALAR_RUN_MAX_SEQS", n_seqs)
     monkeypatch.setattr(sched_commit, "SCALAR_COMMIT_MAX_SEQS", n_seqs)
     monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", n_seqs)
 

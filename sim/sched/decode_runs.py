@@ -7,11 +7,14 @@ import math
 
 import numpy as np
 
-from sim.cost.hot import SCALAR_MAX_SEQS, blocks_for_steps, residue_counts, whole_block_tokens_per_step
+from sim.cost.hot import blocks_for_steps, residue_counts, whole_block_tokens_per_step
 from sim.sched.plan import StepPlan, ones_int64
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
 HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short
+# runs of at most this many sequences are costed step by step in plain Python up to the arrival horizon
+# (per step O(1): the batch enters only through its residue histogram, built once per run)
+SCALAR_RUN_MAX_SEQS = 256
 
 
 class DecodeRuns:
@@ -37,7 +40,7 @@ class DecodeRuns:
             counts = counts.tolist()
             k = self._steps_blocks_allow(counts, len(ids), k)
         scalar = None
-        if k > 1 and math.isfinite(horizon_s) and self._hot is not None and len(ids) <= SCALAR_MAX_SEQS:
+        if k > 1 and math.isfinite(horizon_s) and self._hot is not None and len(ids) <= SCALAR_RUN_MAX_SEQS:
             scalar = self._hot.decode_steps_until(contexts.tolist(), k, now_s + transfer_s, horizon_s,
                                                   HORIZON_PROBE_STEPS)
         if scalar is not None:
