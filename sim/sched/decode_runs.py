@@ -39,29 +39,30 @@ class DecodeRuns:
             counts, _ = residue_counts(contexts, size)
             counts = counts.tolist()
             k = self._steps_blocks_allow(counts, len(ids), k)
-        scalar = None
-        if k > 1 and math.isfinite(horizon_s) and self._hot is not None and len(ids) <= SCALAR_RUN_MAX_SEQS:
-            scalar = self._hot.decode_steps_until(contexts.tolist(), k, now_s + transfer_s, horizon_s,
-                                                  HORIZON_PROBE_STEPS)
-        if scalar is not None:
-            times, block_tokens = np.array(scalar[0]), np.array(scalar[1], dtype=np.float64)
-            k = times.shape[0]
-        elif k > 1 and math.isfinite(horizon_s):
-            times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
-            ends = np.add.accumulate(times)
-            ends += now_s + transfer_s
-            if ends[-1] < horizon_s and k > times.shape[0]:
-                times, block_tokens = self.cost.decode_run(contexts, k)
-                ends = np.add.accumulate(times)
-                ends += now_s + transfer_s
-            k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
-            times = times[:k]
-            block_tokens = None if block_tokens is None else block_tokens[:k]
-        else:
-            times, block_tokens = self.cost.decode_run(contexts, k)
+        times, block_tokens = self._run_times(contexts, k, now_s + transfer_s, horizon_s)
+        k = times.shape[0]
         self._grow_run(ids, contexts, k, int(first_step_grown))
         return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
                         block_tokens=block_tokens, steps_to_first_finish=remaining)
+
+    def _run_times(self, contexts: np.ndarray, k: int, start_s: float, horizon_s: float):
+        """(step times, KV tokens in whole blocks or None) of at most k decode steps starting at
+        `start_s`, cut after the step during which `horizon_s` falls."""
+        if k <= 1 or not math.isfinite(horizon_s):
+            return self.cost.decode_run(contexts, k)
+        if self._hot is not None and contexts.shape[0] <= SCALAR_RUN_MAX_SEQS:
+            scalar = self._hot.decode_steps_until(contexts.tolist(), k, start_s, horizon_s, HORIZON_PROBE_STEPS)
+            if scalar is not None:
+                return np.array(scalar[0]), np.array(scalar[1], dtype=np.float64)
+        times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))
+        ends = np.add.accumulate(times)
+        ends += start_s
+        if ends[-1] < horizon_s and k > times.shape[0]:
+            times, block_tokens = self.cost.decode_run(contexts, k)
+            ends = np.add.accumulate(times)
+            ends += start_s
+        k = min(k, int(np.searchsorted(ends, horizon_s)) + 1)
+        return times[:k], None if block_tokens is None else block_tokens[:k]
 
     def _grow_run(self, ids: list[int], contexts: np.ndarray, k: int, n_grown: int) -> None:
         """Take the blocks k decode steps of `ids` need beyond the first `n_grown` (0 or 1) steps'
