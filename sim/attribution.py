@@ -163,7 +163,7 @@ class Attribution:
         new-token-1 rows are exactly those (not when a prompt's last token, chunked, is prefill here,
         or sample rows were left out)."""
         same_rows = len(contexts) == int(np.count_nonzero(plan.new_tokens == 1))
-        return sched.decode_only_time_s(np.asarray(contexts, dtype=np.int64), plan if same_rows else None)
+        return sched.decode_only_time_s(contexts, plan if same_rows else None)
 
     def _book_prefill(self, row: int, computed: int, n_new: int, share_s: float, span_s: float) -> None:
         """A prefilling row's own share of a step (prefill, or recompute below its high-water mark)

@@ -32,12 +32,6 @@ class Growable:
         self._data[self.size : end] = values
         self.size = end
 
-    def fill(self, value, n: int) -> None:
-        """Append `value` n times."""
-        end = self._room(n)
-        self._data[self.size : end] = value
-        self.size = end
-
     def claim(self, n: int) -> np.ndarray:
         """Append n slots and return them (a writable view) for the caller to fill."""
         start = self.size
@@ -80,19 +74,8 @@ class Recorder:
         self._kv_waste_time = 0.0  # integral of (slots held by requests - tokens in them) / those slots
         self._steps = {name: Growable(np.float64) for name in STEP_COLUMNS}
 
-    def add_gaps(self, values, weight=1) -> None:
-        """Inter-token gaps; `weight` (scalar or per value) counts how many gaps had that value."""
-        values = np.atleast_1d(values)
-        if isinstance(weight, (int, np.integer)):
-            self.gap_values.extend(values)
-            self.gap_weights.extend(np.full(values.shape[0], weight, dtype=np.int64))
-            return
-        keep = weight > 0
-        self.gap_values.extend(values[keep])
-        self.gap_weights.extend(weight[keep])
-
-    def add_unit_gaps(self, values: list[float]) -> None:
-        """Inter-token gaps of weight 1 each (a single step's)."""
+    def add_unit_gaps(self, values) -> None:
+        """Inter-token gaps (a list or array) of weight 1 each: a single step's."""
         self.gap_values.claim(len(values))[:] = values
         self.gap_weights.claim(len(values))[:] = 1
 

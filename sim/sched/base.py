@@ -151,14 +151,9 @@ class Scheduler(DecodeRuns, Commits):
             self._cow_pending.update([rid, *rows])
         return rows
 
-    def is_decoding(self, rid: int) -> bool:
-        """One token left to compute and the whole prompt already cached: the next step is a decode.
-        (A prompt's own last token, under chunking, is still prefill: it yields the first token.)"""
-        t = self.table
-        return t.n_tokens[rid] - t.n_computed[rid] == 1 and t.n_computed[rid] >= t.prompt_tokens[rid]
-
     def split_decoding(self, ids: list[int]) -> tuple[list[int], list[int]]:
-        """(decoding, not decoding) among `ids`, each in the given order (`is_decoding` for many)."""
+        """(decoding, not decoding) among `ids`, each in the given order. Decoding: one token left to
+        compute and the whole prompt cached (a prompt's own last token, chunked, is still prefill)."""
         t = self.table
         if len(ids) <= SCALAR_MAX_SEQS:
             decoding, other = [], []
@@ -211,13 +206,6 @@ class Scheduler(DecodeRuns, Commits):
             if held != expected:
                 raise AssertionError(f"request {rid}: table has {held} blocks, expected {expected}")
 
-    def _grow_to(self, ids, contexts: np.ndarray, held: np.ndarray, n_tokens_ahead: int) -> None:
-        """Grow the tables of `ids` to cover contexts + n_tokens_ahead tokens (only those short)."""
-        size = self.blocks.block_size
-        short = (-(-(contexts + n_tokens_ahead) // size) > held).nonzero()[0].tolist()
-        if short:
-            self.blocks.grow_many([ids[i] for i in short], (contexts[short] + n_tokens_ahead).tolist())
-
     def prepare_decodes(self, ids: list[int], now_s: float, grow: bool) -> tuple[list[int], float]:
         """Make room for every decoding request's next token, preempting the newest running
         requests while blocks are short; with `grow`, also take those blocks now (a decode run
@@ -269,11 +257,13 @@ class Scheduler(DecodeRuns, Commits):
         return 0.0
 
     # ------------------------------------------------------------------ plans
-    def decode_only_time_s(self, contexts: np.ndarray, step: StepPlan | None = None) -> float:
-        """Time of one step decoding sequences with these contexts and nothing else (attribution).
-        `step`: a single step whose new-token-1 sequences are exactly these; its costing is reused."""
+    def decode_only_time_s(self, contexts, step: StepPlan | None = None) -> float:
+        """Time of one step decoding sequences with these contexts (array or list) and nothing else
+        (attribution). `step`: a single step whose new-token-1 sequences are exactly these; its
+        costing is reused."""
         if step is not None and step.cost_parts is not None:
             return self._hot.decode_only_s(step.cost_parts)
+        contexts = np.asarray(contexts, dtype=np.int64)
         if self.spec is not None:
             return self.spec.decode_step_time_s(contexts)
         n = int(contexts.shape[0])

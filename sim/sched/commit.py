@@ -40,7 +40,7 @@ class Commits:
         t.first_token_s[sampled[first]] = end_s
         later = sampled[~first]
         if later.size:
-            self.recorder.add_gaps(end_s - t.last_token_s[later])
+            self.recorder.add_unit_gaps(end_s - t.last_token_s[later])
         t.last_token_s[sampled] = end_s
         if plan.spec_extra is not None:  # hook: speculative decoding keeps its accepted proposals
             t.n_computed[rid] += plan.spec_extra
