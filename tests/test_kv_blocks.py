@@ -128,6 +128,23 @@ def test_swap_in_short_changes_nothing():
     assert bm.is_swapped(1) and bm.n_cpu_free == 0 and bm.n_free == 1
 
 
+@pytest.mark.parametrize("shared", [(), (1,), (0, 3)])
+def test_release_of_a_table_matches_decref(shared):
+    """The one-pass release (every count 1) and the per-block fallback (something shared) free the
+    same ids in the same order as decref, and leave the same counts."""
+    managers = [BlockManager(n_blocks=8, block_size=4) for _ in range(2)]
+    for bm in managers:
+        bm.allocate(2)  # ids 0, 1 stay in use, so the table below is not the whole pool
+        table = bm.allocate(4)
+        bm.incref([table[i] for i in shared])
+    released = managers[0]._gpu.release(table[::-1])
+    decrefed = managers[1].decref(table[::-1])
+    assert released == decrefed == 4 - len(shared)
+    assert [managers[0].refcount(b) for b in range(8)] == [managers[1].refcount(b) for b in range(8)]
+    n_free = managers[1].n_free
+    assert managers[0].allocate(n_free) == managers[1].allocate(n_free)
+
+
 def test_millions_of_blocks_cost_nothing_up_front():
     bm = BlockManager(n_blocks=5_000_000, block_size=16)
     assert bm.n_free == 5_000_000
