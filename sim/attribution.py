@@ -83,7 +83,7 @@ class Attribution:
                     return
         start_s = end_s - plan.duration_s
         if rows.shape[0] <= SCALAR_MAX_ROWS:
-            self._on_plan_scalar(rows.tolist(), q, plan, start_s, end_s, sched)
+            self._on_plan_scalar(rows, q, plan, start_s, end_s, sched)
             return
         # work span per row = end - (its last mark, or the step start after a real wait): the
         # parts telescope exactly, and consecutive steps need no wait bookkeeping
@@ -97,25 +97,29 @@ class Attribution:
             self._split_step(rows, q, span_s, plan, sched)
         self.mark_s[rows] = end_s
 
-    def _on_plan_scalar(self, rows: list[int], q: np.ndarray, plan: StepPlan, start_s: float, end_s: float,
+    def _on_plan_scalar(self, row_ids: np.ndarray, q: np.ndarray, plan: StepPlan, start_s: float, end_s: float,
                         sched: Scheduler) -> None:
         """`on_plan` for a few rows in one Python pass: the same float operations per row as the
         array path (`_account_wait`, `_split_step`), so the same values."""
         mark_s, part = self.mark_s, self._part
-        marks = mark_s[rows].tolist()
+        marks = mark_s[row_ids].tolist()
         first = marks[0]
         if abs(first - start_s) <= SAME_INSTANT_S and marks.count(first) == len(marks):  # all ran in the step before
-            spans_s = [end_s - first] * len(rows)
+            if plan.is_decode_run and not plan.transfer_s:  # the common case: one span for all
+                part["decode"][row_ids] += end_s - first
+                mark_s[row_ids] = end_s
+                return
+            spans_s = [end_s - first] * len(marks)
         else:
-            spans_s = self._book_waits(rows, marks, start_s, end_s)
+            spans_s = self._book_waits(row_ids.tolist(), marks, start_s, end_s)
         if plan.transfer_s:
-            part["swap"][rows] += plan.transfer_s
+            part["swap"][row_ids] += plan.transfer_s
             spans_s = [span - plan.transfer_s for span in spans_s]
         if plan.is_decode_run:
-            part["decode"][rows] += spans_s
+            part["decode"][row_ids] += spans_s
         else:
-            self._split_step_scalar(rows, q.tolist(), spans_s, plan, sched)
-        mark_s[rows] = end_s
+            self._split_step_scalar(row_ids.tolist(), q.tolist(), spans_s, plan, sched)
+        mark_s[row_ids] = end_s
 
     def _book_waits(self, rows: list[int], marks: list[float], start_s: float, end_s: float) -> list[float]:
         """`_account_wait` for a few rows; returns each row's span (end - where its work starts)."""

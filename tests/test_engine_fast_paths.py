@@ -54,7 +54,9 @@ def outputs(cfg: EngineConfig, workload):
     return requests_frame(result), result.recorder.steps_frame(), summary
 
 
-def set_thresholds(monkeypatch, n_seqs: int) -> None:
+def set_thresholds(monkeypatch, n_seqs: int, histogram_loop_seqs: int | None = None) -> None:
+    """Every fast-path threshold to `n_seqs` (a decode run's residue histogram: `histogram_loop_seqs`)."""
+    monkeypatch.setattr(hot, "HISTOGRAM_LOOP_MAX_SEQS", n_seqs if histogram_loop_seqs is None else histogram_loop_seqs)
     monkeypatch.setattr(hot, "SCALAR_MAX_SEQS", n_seqs)
     monkeypatch.setattr(sched_base, "SCALAR_MAX_SEQS", n_seqs)
     monkeypatch.setattr(decode_runs, "SCALAR_RUN_MAX_SEQS", n_seqs)
@@ -93,8 +95,11 @@ def test_scalar_and_array_paths_agree_bit_for_bit(splitwise, monkeypatch, policy
     arrays_only = outputs(cfg, splitwise)
     set_thresholds(monkeypatch, 1_000_000)
     scalars_only = outputs(cfg, splitwise)
+    set_thresholds(monkeypatch, 1_000_000, histogram_loop_seqs=0)
+    scalar_runs_numpy_histograms = outputs(cfg, splitwise)
     assert_identical(default, arrays_only)
     assert_identical(default, scalars_only)
+    assert_identical(default, scalar_runs_numpy_histograms)
     assert default[2]["n_finished"] + default[2]["n_rejected"] == 300
 
 
@@ -123,6 +128,18 @@ def test_step_time_scalar_equals_array_formula():
             hot.SCALAR_MAX_SEQS = saved
         assert scalar == array
         assert math.isclose(scalar, cost.breakdown(q, c, n_sampled).time_s, rel_tol=1e-9)
+
+
+def test_residue_histogram_loop_equals_numpy():
+    rng = np.random.default_rng(5)
+    for size in (1, 16, 32):
+        for n in (1, 5, 40, 300):
+            contexts = rng.integers(0, 20_000, size=n).astype(np.int64)
+            by_numpy = hot._residue_histogram(contexts, size) if n > hot.HISTOGRAM_LOOP_MAX_SEQS else None
+            by_loop = hot._residue_histogram(contexts.tolist(), size)
+            counts, held = hot.residue_counts(contexts, size)
+            assert by_loop == (int(contexts.sum()), counts.tolist(), held)
+            assert by_numpy in (None, by_loop)
 
 
 def test_block_counts_from_residues_match_brute_force():

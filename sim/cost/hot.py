@@ -8,6 +8,7 @@ attention is computed from a step's sums (`AttentionLoad` fields) in plain float
 from __future__ import annotations
 
 import math
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 
 SCALAR_MAX_SEQS = 16  # steps of at most this many sequences take the plain-Python path
+HISTOGRAM_LOOP_MAX_SEQS = 32  # a decode run's residue histogram: a Python loop up to this many, numpy above
 
 
 class HotPath:
@@ -126,21 +128,18 @@ class HotPath:
             decode_s *= float(self.decode_ratio.factor(float(kv_d)))
         return n_tokens, prefill_s, n_decode, decode_s
 
-    def decode_steps_until(self, contexts: list[int], n_steps: int, start_s: float, horizon_s: float,
+    def decode_steps_until(self, contexts: np.ndarray | list[int], n_steps: int, start_s: float, horizon_s: float,
                            max_steps: int) -> tuple[list[float], list[int]] | None:
         """`decode_run` in plain Python for a few sequences, stopping after the step during which
         `horizon_s` falls (steps start at `start_s`): (times, KV tokens in whole blocks) of at most
         `n_steps` steps. None when a measured decode table applies or more than `max_steps` steps
         would be needed (the caller takes the array path). Each step's time is `_blend` over the
         same quantities as `step_time_s_scalar` of that step (Python float arithmetic)."""
-        if self.decode_ratio is not None or not contexts:
+        n = len(contexts)
+        if self.decode_ratio is not None or not n:
             return None
-        size, n = self.block_size, len(contexts)
-        total = sum(contexts)
-        taken_at = [0] * size  # sequences taking a new block at steps s with s % size == r
-        for c in contexts:
-            taken_at[-c % size] += 1
-        blocks = (total + sum(r * count for r, count in enumerate(taken_at))) // size
+        size = self.block_size
+        total, taken_at, blocks = _residue_histogram(contexts, size)
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
         io_bytes, layers, launch_s = n * self.io_token_bytes, self.n_layers, self.launch_s
         kv_token_bytes, kv_bw, pair_s = self.kv_token_bytes, self.kv_bw, self.pair_s
@@ -217,6 +216,21 @@ def _half_steps(n_steps: int) -> np.ndarray:
     if n_steps > _HALF_STEPS.shape[0]:
         _HALF_STEPS = np.arange(2 * n_steps, dtype=np.float64) + 0.5
     return _HALF_STEPS[:n_steps]
+
+
+def _residue_histogram(contexts: np.ndarray | list[int], size: int) -> tuple[int, list[int], int]:
+    """(tokens cached, sequences taking a new block at steps s with s % size == r for each r,
+    blocks held): `residue_counts` as Python ints, by a plain loop for a few sequences."""
+    if isinstance(contexts, np.ndarray) and contexts.shape[0] > HISTOGRAM_LOOP_MAX_SEQS:
+        counts, held = residue_counts(contexts, size)
+        return int(np.add.reduce(contexts)), counts.tolist(), held
+    if isinstance(contexts, np.ndarray):
+        contexts = contexts.tolist()
+    taken_at = [0] * size
+    for c in contexts:
+        taken_at[-c % size] += 1
+    total = sum(contexts)
+    return total, taken_at, (total + sum(map(operator.mul, range(size), taken_at))) // size
 
 
 def residue_counts(contexts: np.ndarray, block_size: int) -> tuple[np.ndarray, int]:

@@ -217,8 +217,7 @@ class BlockManager:
         """Add `n_new` blocks (one count for all, or one per request) to each listed table, from
         one pool allocation handed out in list order (the decode hot path). NoFreeBlocks (nothing
         changed) if the GPU is short. Returns the number of new blocks."""
-        counts = [n_new] * len(req_ids) if isinstance(n_new, int) else n_new
-        total = sum(counts)
+        total = n_new * len(req_ids) if isinstance(n_new, int) else sum(n_new)
         if not total:
             return 0
         swapped = self._swapped
@@ -236,7 +235,7 @@ class BlockManager:
                     table.append(block)
             return total
         start = 0
-        for r, need in zip(req_ids, counts):
+        for r, need in zip(req_ids, [n_new] * len(req_ids) if isinstance(n_new, int) else n_new):
             if need:
                 tables.setdefault(r, []).extend(new_blocks[start : start + need])
                 start += need

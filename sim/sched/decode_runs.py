@@ -51,7 +51,7 @@ class DecodeRuns:
         if k <= 1 or not math.isfinite(horizon_s):
             return self.cost.decode_run(contexts, k)
         if self._hot is not None and contexts.shape[0] <= SCALAR_RUN_MAX_SEQS:
-            scalar = self._hot.decode_steps_until(contexts.tolist(), k, start_s, horizon_s, HORIZON_PROBE_STEPS)
+            scalar = self._hot.decode_steps_until(contexts, k, start_s, horizon_s, HORIZON_PROBE_STEPS)
             if scalar is not None:
                 return np.array(scalar[0]), np.array(scalar[1], dtype=np.float64)
         times, block_tokens = self.cost.decode_run(contexts, min(k, HORIZON_PROBE_STEPS))

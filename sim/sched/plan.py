@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+_NO_IDS = np.empty(0, dtype=np.int64)
+_NO_IDS.flags.writeable = False
+
 
 @dataclass
 class StepPlan:
@@ -22,7 +25,7 @@ class StepPlan:
     is_decode_run: bool = False
     transfer_s: float = 0.0  # swap traffic over the host link, added to the first step
     # static batching: finished members that still occupy a seat and are computed (padding)
-    padded_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    padded_ids: np.ndarray = field(default_factory=lambda: _NO_IDS)
     # decode runs: KV tokens (whole blocks) the run's sequences hold at each step, when known
     block_tokens: np.ndarray | None = None
     # decode runs: steps until the first of its sequences generates its last token, when known
