@@ -1,7 +1,8 @@
 """SimPy glue only: arrivals (open or closed loop), replicas and the router between them.
 
 Each replica is a SimPy process: schedule -> cost -> timeout -> commit, sleeping on an event
-while it has nothing to do. `horizon` passed to the scheduler is the time of the next arrival,
+while it has nothing to do. `horizon` passed to the scheduler is the time of the next arrival that
+could join that replica (the next arrival of all, unless the router decides every replica up front),
 so a decode run never skips past a moment at which a new request could join.
 """
 
@@ -36,7 +37,7 @@ class Replica:
     def _loop(self):
         env, sched = self.env, self.sched
         while True:
-            plan = sched.schedule(env.now, self.source.next_arrival_s()) if sched.has_work() else None
+            plan = sched.schedule(env.now, self.source.next_arrival_s(sched.replica)) if sched.has_work() else None
             if plan is None:
                 if sched.has_work() and not sched.running and not sched.blocked_on_transfers():
                     sched.reject_unschedulable(env.now)
@@ -52,7 +53,8 @@ class Replica:
 
 
 class ArrivalSource:
-    """Open loop: replay the trace's arrival times."""
+    """Open loop: replay the trace's arrival times. When the router decides every replica up front
+    (`Router.assign_all`), each replica's horizon is its own next arrival: others cannot join it."""
 
     reacts_to_completions = False
 
@@ -61,13 +63,34 @@ class ArrivalSource:
         self.env, self.arrival_s, self.router, self.progress = env, arrival_s, router, progress
         self.replicas: list[Replica] = []
         self._next = 0
+        self._replica_of: np.ndarray | None = None  # each arrival's replica, when decided up front
+        self._own: list[np.ndarray] = []  # per replica: its arrivals' times, in order
+        self._own_next: list[int] = []  # per replica: how many of them have arrived
 
-    def next_arrival_s(self) -> float:
+    def next_arrival_s(self, replica: int | None = None) -> float:
+        """The time of the next arrival that could join `replica` (of any arrival: None)."""
+        if replica is not None and self._replica_of is not None:
+            own, done = self._own[replica], self._own_next[replica]
+            return float(own[done]) if done < own.shape[0] else math.inf
         return float(self.arrival_s[self._next]) if self._next < len(self.arrival_s) else math.inf
 
     def start(self, replicas: list[Replica]) -> None:
         self.replicas = replicas
+        if len(replicas) > 1:
+            self._replica_of = self.router.assign_all(len(self.arrival_s), len(replicas))
+        if self._replica_of is not None:
+            order = np.argsort(self._replica_of, kind="stable")
+            bounds = np.searchsorted(self._replica_of[order], np.arange(len(replicas) + 1))
+            self._own = [self.arrival_s[order[lo:hi]] for lo, hi in zip(bounds[:-1], bounds[1:])]
+            self._own_next = [0] * len(replicas)
         self.env.process(self._arrivals())
+
+    def _pick(self, rid: int) -> int:
+        if self._replica_of is None:
+            return self.router.pick(rid, self.replicas, self.env.now)
+        replica = int(self._replica_of[rid])
+        self._own_next[replica] += 1
+        return replica
 
     def _arrivals(self):
         env, n = self.env, len(self.arrival_s)
@@ -77,7 +100,7 @@ class ArrivalSource:
             if delay > 0:
                 yield env.timeout(delay)
             self._next += 1
-            self.replicas[self.router.pick(rid, self.replicas, env.now)].add(rid)
+            self.replicas[self._pick(rid)].add(rid)
             if self.progress is not None and self._next % 1000 == 0:
                 self.progress(self._next, n)
 
@@ -97,7 +120,8 @@ class ClosedLoopSource:
         self._pending_sends: list[float] = []
         self._think_rng = np.random.default_rng(workload.seed)
 
-    def next_arrival_s(self) -> float:
+    def next_arrival_s(self, replica: int | None = None) -> float:
+        """The next send of any client (whichever replica it goes to)."""
         return min(self._pending_sends) if self._pending_sends else math.inf
 
     def start(self, replicas: list[Replica]) -> None:

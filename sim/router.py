@@ -15,6 +15,12 @@ class Router:
     def pick(self, rid: int, replicas: Sequence[Replica], now_s: float) -> int:  # pragma: no cover
         raise NotImplementedError
 
+    def assign_all(self, n_requests: int, n_replicas: int) -> np.ndarray | None:
+        """The replica of each of `n_requests` arrivals, decided up front, when the choice never
+        depends on the replicas' state (exactly what `pick` would give, in arrival order); None
+        when it does. Consumes the router's state as those picks would."""
+        return None
+
 
 class RoundRobinRouter(Router):
     def __init__(self) -> None:
@@ -25,6 +31,10 @@ class RoundRobinRouter(Router):
         self._next += 1
         return index
 
+    def assign_all(self, n_requests: int, n_replicas: int) -> np.ndarray:
+        first, self._next = self._next, self._next + n_requests
+        return (first + np.arange(n_requests, dtype=np.int64)) % n_replicas
+
 
 class RandomRouter(Router):
     def __init__(self, rng: np.random.Generator) -> None:
@@ -32,6 +42,9 @@ class RandomRouter(Router):
 
     def pick(self, rid, replicas, now_s) -> int:
         return int(self.rng.integers(len(replicas)))
+
+    def assign_all(self, n_requests: int, n_replicas: int) -> np.ndarray:
+        return self.rng.integers(n_replicas, size=n_requests)  # the same draws as n_requests picks
 
 
 class LeastOutstandingRouter(Router):

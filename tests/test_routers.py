@@ -58,6 +58,23 @@ def test_random_is_seeded_and_in_range():
     assert set(seqs[0]) == {0, 1, 2, 3}
 
 
+@pytest.mark.parametrize("name", ["round_robin", "random"])
+def test_assign_all_gives_the_picks_in_arrival_order(name):
+    """State-free routers decide every arrival up front (per-replica horizons rest on it): the same
+    replicas as picking one by one, continuing from picks already made."""
+    reps = replicas(*[FakeSched()] * 3)
+    one_by_one, up_front = (make_router(name, np.random.default_rng(11)) for _ in range(2))
+    assert [one_by_one.pick(rid, reps, 0.0) for rid in range(5)] == [up_front.pick(rid, reps, 0.0) for rid in range(5)]
+    picks = [one_by_one.pick(rid, reps, 0.0) for rid in range(500)]
+    assert up_front.assign_all(500, 3).tolist() == picks
+    assert one_by_one.pick(0, reps, 0.0) == up_front.pick(0, reps, 0.0)  # both routers moved on alike
+
+
+@pytest.mark.parametrize("name", ["least_outstanding", "least_kv", "prefix_affinity"])
+def test_state_reading_routers_decide_at_arrival(name):
+    assert make_router(name, np.random.default_rng(0)).assign_all(10, 2) is None
+
+
 def test_least_outstanding_takes_fewest_ties_to_lowest_index():
     router = make_router("least_outstanding", np.random.default_rng(0))
     assert router.pick(0, replicas(FakeSched(3), FakeSched(1), FakeSched(1)), 0.0) == 1

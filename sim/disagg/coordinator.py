@@ -133,5 +133,5 @@ class DecodeHorizon:
         self.env, self.source, self.coordinator = env, source, coordinator
         self.reacts_to_completions = source.reacts_to_completions
 
-    def next_arrival_s(self) -> float:
+    def next_arrival_s(self, replica: int | None = None) -> float:
         return min(self.source.next_arrival_s(), self.coordinator.horizon_s(self.env.now))
