@@ -139,7 +139,8 @@ class Recorder:
         """A committed decode run, recorded exactly as its k single steps would have been (up to the
         order of float sums): per step, blocks used = now - blocks the run takes after that step."""
         blocks, k = sched.blocks, plan.n_steps
-        later_growth = sched.run_block_growth(plan)
+        block_tokens = sched.run_block_tokens(plan)
+        later_growth = (block_tokens[-1] - block_tokens) / blocks.block_size  # blocks taken after each step
         n_growing = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
         durations = plan.step_times_s
         if plan.transfer_s:
@@ -152,7 +153,7 @@ class Recorder:
         request_blocks_now = sched.n_request_blocks()
         if request_blocks_now - later_growth[0] > 0:  # blocks only grow in a run: the first step holds the fewest
             self._kv_waste_time += float(durations @ self._run_waste(sched, plan, n_growing, request_blocks_now,
-                                                                     later_growth))
+                                                                     block_tokens))
         else:
             tokens = self._run_tokens(sched, plan, n_growing) - n_growing * _countdown(k)
             self._waste_where_held(durations, request_blocks_now - later_growth, tokens, blocks.block_size)
@@ -172,10 +173,10 @@ class Recorder:
         return self._running_tokens(sched)
 
     def _run_waste(self, sched: Scheduler, plan: StepPlan, n_growing: int, request_blocks_now: int,
-                   later_growth: np.ndarray) -> np.ndarray:
-        """Per step of a run in which requests hold blocks: (slots held - tokens in them) / slots."""
-        slots = request_blocks_now - later_growth
-        slots *= sched.blocks.block_size
+                   block_tokens: np.ndarray) -> np.ndarray:
+        """Per step of a run in which requests hold blocks: (slots held - tokens in them) / slots.
+        Slots at step s: all held now less those taken after s (integers, so exact in any order)."""
+        slots = block_tokens + (request_blocks_now * sched.blocks.block_size - block_tokens[-1])
         empty = slots - self._run_tokens(sched, plan, n_growing)
         empty += n_growing * _countdown(plan.n_steps)  # tokens the steps after s add (the run's last has all)
         np.maximum(empty, 0.0, out=empty)

@@ -15,6 +15,7 @@ HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will like
 # runs of at most this many sequences are costed step by step in plain Python up to the arrival horizon
 # (per step O(1): the batch enters only through its residue histogram, built once per run)
 SCALAR_RUN_MAX_SEQS = 256
+SCALAR_GROW_MAX_SEQS = 32  # a run of at most this many sequences finds who takes a block in plain Python
 
 
 class DecodeRuns:
@@ -69,6 +70,11 @@ class DecodeRuns:
         (tables hold ceil((c_j + n_grown) / B) blocks): sequence j takes one at each step
         s in [n_grown, k) with s = (-c_j) mod B (mod B)."""
         size = self.blocks.block_size
+        if k <= size and len(ids) <= SCALAR_GROW_MAX_SEQS:  # one block at most each, found in one Python pass
+            short = [r for r, c in zip(ids, contexts.tolist()) if n_grown <= -c % size < k]
+            if short:
+                self.blocks.grow_by(short, 1)
+            return
         residues = (-contexts) % size
         if k <= size:  # one block at most each
             short = ((residues < k) & (residues >= n_grown) if n_grown else residues < k).nonzero()[0].tolist()
@@ -92,12 +98,11 @@ class DecodeRuns:
             lo, hi = (mid, hi) if blocks_for_steps(counts, n_seqs, mid) <= free else (lo, mid)
         return lo
 
-    def run_block_growth(self, plan: StepPlan) -> np.ndarray:
-        """Blocks the run's requests will still take after each step of a committed decode run
-        (0 after the last): a decode run takes its blocks up front, single steps one by one."""
-        size = self.blocks.block_size
-        block_tokens = plan.block_tokens
-        if block_tokens is None:
-            contexts = self.table.n_computed[plan.req_ids] - plan.n_steps
-            block_tokens = whole_block_tokens_per_step(contexts, plan.n_steps, size)
-        return (block_tokens[-1] - block_tokens) / size
+    def run_block_tokens(self, plan: StepPlan) -> np.ndarray:
+        """KV tokens, in whole blocks, the requests of a committed decode run hold at each of its
+        steps, up to one constant (what matters is what they take after each step: a decode run
+        takes its blocks up front, single steps one by one)."""
+        if plan.block_tokens is not None:
+            return plan.block_tokens
+        contexts = self.table.n_computed[plan.req_ids] - plan.n_steps
+        return whole_block_tokens_per_step(contexts, plan.n_steps, self.blocks.block_size)

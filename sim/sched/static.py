@@ -98,8 +98,8 @@ class StaticScheduler(Scheduler):
         self.table.n_computed[plan.padded_ids] += plan.n_steps
         return super()._commit_decode_run(plan, end_s)
 
-    def run_block_growth(self, plan: StepPlan) -> np.ndarray:
-        """Reserved up front: a static batch's blocks never grow during a run."""
+    def run_block_tokens(self, plan: StepPlan) -> np.ndarray:
+        """Reserved up front: a static batch's blocks never grow during a run (a constant)."""
         return np.zeros(plan.n_steps)
 
     def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
