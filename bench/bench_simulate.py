@@ -3,7 +3,8 @@
 Rows (issue 12): the full bundled Splitwise conversation trace (19,366 requests) on one
 llama-2-7b / h100-sxm replica with continuous, chunked and radix; Llama-2-70B TP4 chunked;
 a synthetic Poisson replay (ShareGPT lengths, llama-3-8b, ONE h100-sxm replica, continuous,
-outputs written) at each of `--sizes` requests (the scaling table); `workload sample` of the
+outputs written) at each of `--sizes` requests (the scaling table); the same replay of
+`CLUSTER_REQUESTS` requests at 8x the rate on 8 round-robin replicas; `workload sample` of the
 largest size. "before" runs the same commands from `git archive <--before>` of this repository,
 "after" from this working tree. Each cell is the median of `--repeats` processes; peak RSS is
 that process's own (wait4). The default "before" is main just before issue 12, which also predates
@@ -11,7 +12,7 @@ issues 10, 11 and 13: "after" pays for their features too (latency attribution, 
 costs ~1/5 of a replay's simulation time; `latency_attribution: false` in a --config turns it off).
 
     python bench/bench_simulate.py [--before 30dfb69|none] [--sizes 10000,100000,1000000]
-                                   [--repeats 3] [--rows splitwise,70b,replay,sample]
+                                   [--repeats 3] [--rows splitwise,70b,replay,cluster,sample]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ POISSON_SPEC = """synthetic:
 seed: 0
 """
 REPLAY_RATE_QPS = 6.0  # just under what one llama-3-8b / h100-sxm replica serves of these lengths
+CLUSTER_REPLICAS, CLUSTER_REQUESTS = 8, 100_000  # the cluster row: the replay's load per replica, 8 replicas
 
 
 def run_process(args: list[str], tree: Path) -> dict:
@@ -85,6 +87,13 @@ def rows_to_run(args, work: Path) -> list[tuple[str, list[str], int]]:
             rows.append((f"poisson {n:,} replay (outputs)", ["simulate", "--trace", str(spec), "--model", "llama-3-8b",
                                                             "--policy", "continuous", "--json", "--out", str(out)],
                          args.repeats if n < 1_000_000 else 1))
+    if "cluster" in args.rows:
+        spec = work / "poisson_cluster.yaml"
+        spec.write_text(POISSON_SPEC.format(rate=REPLAY_RATE_QPS * CLUSTER_REPLICAS, n=CLUSTER_REQUESTS))
+        rows.append((f"poisson {CLUSTER_REQUESTS:,} on {CLUSTER_REPLICAS} replicas", [
+            "simulate", "--trace", str(spec), "--model", "llama-3-8b", "--policy", "continuous", "--replicas",
+            str(CLUSTER_REPLICAS), "--router", "round_robin", "--json", "--out", str(work / "out_cluster")],
+            args.repeats))
     if "sample" in args.rows and sizes:
         spec = work / f"poisson_{max(sizes)}.yaml"
         rows.append((f"workload sample {max(sizes):,}", ["workload", "sample", str(spec), "--out",
@@ -112,7 +121,7 @@ def main() -> None:
     parser.add_argument("--before", default=BEFORE_REF, help="git ref for the 'before' column, or 'none'")
     parser.add_argument("--sizes", default="10000,100000,1000000", help="synthetic replay sizes (scaling table)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rows", default="splitwise,70b,replay,sample")
+    parser.add_argument("--rows", default="splitwise,70b,replay,cluster,sample")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_simulate.") as tmp:
         work = Path(tmp)
