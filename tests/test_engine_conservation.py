@@ -65,8 +65,11 @@ def checked_commit(monkeypatch, check_tables: bool) -> list[str]:
     return problems
 
 
-def run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_seqs):
-    budget = {"max_num_batched_tokens": chunk_size} if policy in ("chunked", "radix") else {}
+def run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_seqs, request_chunk=None):
+    """`chunk_size`: chunked prefill's token budget per step; `request_chunk`: one request's cap in it
+    (several partial prefills then share a step and can run short of blocks together)."""
+    budget = {"max_num_batched_tokens": chunk_size, "chunk_size": request_chunk} if policy in ("chunked", "radix") \
+        else {}
     cfg = EngineConfig(policy=policy, preemption_mode=mode, num_gpu_blocks_override=n_blocks,
                        max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE, **budget,
                        max_num_seqs=max_num_seqs, swap_space=0.01)  # 0.01 GiB = 5 CPU blocks: swap fills up too
@@ -112,24 +115,28 @@ SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 CASES = [(p, m) for p in ("continuous", "chunked", "radix") for m in ("recompute", "swap")] + [("static", "recompute")]
 KNOBS = dict(n_blocks=st.integers(16, 48), chunk_size=st.sampled_from([16, 32, 64]),
-             max_num_seqs=st.sampled_from([2, 4, 256]))
+             max_num_seqs=st.sampled_from([2, 4, 256]), request_chunk=st.sampled_from([None, 16]))
 
 
 @pytest.mark.parametrize(("policy", "mode"), CASES)
 @SETTINGS
 @given(trace=small_traces(), **KNOBS)
-def test_blocks_and_tokens_conserved(monkeypatch, policy, mode, trace, n_blocks, chunk_size, max_num_seqs):
-    result, frame, problems = run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_seqs)
+def test_blocks_and_tokens_conserved(monkeypatch, policy, mode, trace, n_blocks, chunk_size, max_num_seqs,
+                                     request_chunk):
+    result, frame, problems = run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_seqs,
+                                          request_chunk)
     assert_conserved(result, frame, problems)
 
 
 @pytest.mark.parametrize(("policy", "mode"), CASES)
-@example(trace=make_trace([(0.0, 33, 4)], [[1, 2, 3]], 16), n_blocks=16, chunk_size=16, max_num_seqs=256)
+@example(trace=make_trace([(0.0, 33, 4)], [[1, 2, 3]], 16), n_blocks=16, chunk_size=16, max_num_seqs=256,
+         request_chunk=None)
 @SETTINGS
 @given(trace=small_traces(), **KNOBS)
 def test_first_token_after_arrival_and_before_finish(monkeypatch, policy, mode, trace, n_blocks, chunk_size,
-                                                     max_num_seqs):
-    result, frame, problems = run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_seqs)
+                                                     max_num_seqs, request_chunk):
+    result, frame, problems = run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_seqs,
+                                          request_chunk)
     assert_timestamps(frame)
 
 
@@ -148,6 +155,18 @@ def test_the_random_cases_do_preempt_evict_and_reject(monkeypatch):
     assert all(n_rejected == 1 for _, n_rejected, _ in seen.values())  # prompt 300 >= max_model_len
     assert seen[("radix", "recompute")][2] > 0
     assert status_counts(frame) == {"FINISHED": 8, "REJECTED": 1}
+
+
+@pytest.mark.parametrize("mode", ["recompute", "swap"])
+def test_partial_prefills_short_of_blocks_are_preempted_not_stalled(monkeypatch, mode):
+    """Six prompts of 96 tokens arrive together; a 16-token cap per request lets all six prefill in
+    parallel until the 30 blocks run out with every one of them mid-prompt and nothing decoding.
+    The newest is preempted (nothing admitted meanwhile) until the rest can go on: all finish."""
+    trace = make_trace([(0.0, 96, 8)] * 6, None, 16)
+    result, frame, problems = run_checked(monkeypatch, trace, "chunked", mode, 30, 96, 256, request_chunk=16)
+    assert_conserved(result, frame, problems)
+    assert status_counts(frame) == {"FINISHED": 6}
+    assert result.recorder.preemptions > 0
 
 
 def status_counts(frame) -> dict:

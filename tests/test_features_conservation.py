@@ -39,9 +39,10 @@ FEATURES = {
 }
 
 
-def run_feature(monkeypatch, trace, knobs, n_blocks, chunk_size, max_num_seqs, seed=0):
+def run_feature(monkeypatch, trace, knobs, n_blocks, chunk_size, max_num_seqs, seed=0, request_chunk=None):
     chunked = knobs["policy"] == "chunked" or (knobs["policy"] == "radix" and knobs.get("radix_chunked", True))
-    budget = {"max_num_batched_tokens": chunk_size} if chunked else {}  # the step's token budget (vLLM V1)
+    # the step's token budget (vLLM V1) and one request's cap in it
+    budget = {"max_num_batched_tokens": chunk_size, "chunk_size": request_chunk} if chunked else {}
     cfg = EngineConfig(num_gpu_blocks_override=n_blocks, max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE,
                        max_num_seqs=max_num_seqs, swap_space=0.01, seed=seed, **budget, **knobs)
     problems = checked_commit(monkeypatch, check_tables=True)
@@ -59,12 +60,15 @@ def assert_attribution_sums(frame):
 @pytest.mark.parametrize("feature", list(FEATURES))
 @SETTINGS
 @given(trace=small_traces(), **KNOBS)
-def test_features_conserve_blocks_and_tokens(monkeypatch, feature, trace, n_blocks, chunk_size, max_num_seqs):
-    result, frame, problems = run_feature(monkeypatch, trace, FEATURES[feature], n_blocks, chunk_size, max_num_seqs)
+def test_features_conserve_blocks_and_tokens(monkeypatch, feature, trace, n_blocks, chunk_size, max_num_seqs,
+                                             request_chunk):
+    result, frame, problems = run_feature(monkeypatch, trace, FEATURES[feature], n_blocks, chunk_size, max_num_seqs,
+                                          request_chunk=request_chunk)
     assert_conserved(result, frame, problems)
     assert_timestamps(frame)
     assert_attribution_sums(frame)
-    again = run_feature(monkeypatch, trace, FEATURES[feature], n_blocks, chunk_size, max_num_seqs)[1]
+    again = run_feature(monkeypatch, trace, FEATURES[feature], n_blocks, chunk_size, max_num_seqs,
+                        request_chunk=request_chunk)[1]
     assert again.equals(frame)
 
 
