@@ -38,6 +38,7 @@ class PrefillRole:
         for rid in np.asarray(candidates, dtype=np.int64).tolist():  # base may pass a list (hot path)
             if t.status[rid] == Status.RUNNING and t.n_computed[rid] >= t.prompt_tokens[rid]:
                 self.running.remove(rid)
+                self._unsettled.discard(rid)
                 self.handing_off.add(rid)
                 self.coordinator.handoff(self, rid, end_s)
         return n_done
@@ -62,7 +63,7 @@ class DecodeRole:
         t = self.table
         t.replica[rid] = self.replica
         t.status[rid] = Status.RUNNING
-        self.running.append(rid)
+        self.join_running(rid)
 
     def commit(self, plan, end_s: float) -> int:
         n_done = super().commit(plan, end_s)

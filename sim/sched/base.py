@@ -38,6 +38,9 @@ class Scheduler(DecodeRuns, Commits):
         self.swapped: deque[int] = deque()
         self._preempted_at: dict[int, float] = {}
         self._cow_pending: set[int] = set()  # forked samples whose partial last block is still shared
+        # running rows not yet seen decoding: a running row that decodes keeps decoding (a step adds a
+        # token to both its computed and its total count) until it leaves, so only these need checking
+        self._unsettled: set[int] = set()
         self._hot = cost._hot if type(cost) is CostModel else None  # the plain roofline model's scalar paths
         swap_bytes_per_block = blocks.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
         self._swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
@@ -152,8 +155,21 @@ class Scheduler(DecodeRuns, Commits):
         return rows
 
     def split_decoding(self, ids: list[int]) -> tuple[list[int], list[int]]:
-        """(decoding, not decoding) among `ids`, each in the given order. Decoding: one token left to
-        compute and the whole prompt cached (a prompt's own last token, chunked, is still prefill)."""
+        """(decoding, not decoding) among `ids` (running rows), each in the given order. Decoding: one
+        token left to compute and the whole prompt cached (a prompt's own last token, chunked, is still
+        prefill). Only rows that joined the batch since they were last seen decoding are looked at."""
+        if self.spec is None:
+            if self._unsettled:
+                is_decoding, _ = self._split_rows(list(self._unsettled))
+                self._unsettled.difference_update(is_decoding)
+            if not self._unsettled:
+                return list(ids), []
+            unsettled = self._unsettled
+            return [r for r in ids if r not in unsettled], [r for r in ids if r in unsettled]
+        return self._split_rows(ids)
+
+    def _split_rows(self, ids: list[int]) -> tuple[list[int], list[int]]:
+        """`split_decoding` by looking at every row."""
         t = self.table
         if len(ids) <= SCALAR_MAX_SEQS:
             decoding, other = [], []
@@ -178,7 +194,12 @@ class Scheduler(DecodeRuns, Commits):
         since = self._preempted_at.pop(rid, None)
         if since is not None:
             t.preempted_s[rid] += now_s - since
+        self.join_running(rid)
+
+    def join_running(self, rid: int) -> None:
+        """`rid` enters the running batch (checked for decoding until it is seen decoding)."""
         self.running.append(rid)
+        self._unsettled.add(rid)
 
     def swap_in_ready(self, now_s: float) -> float:
         """Bring swapped requests back while blocks allow (oldest first); returns transfer seconds."""
@@ -210,23 +231,20 @@ class Scheduler(DecodeRuns, Commits):
         """Make room for every decoding request's next token, preempting the newest running
         requests while blocks are short; with `grow`, also take those blocks now (a decode run
         takes its own). Returns the surviving ids and swap transfer seconds."""
-        t, size = self.table, self.blocks.block_size
+        t = self.table
         transfer_s = 0.0
         survivors = list(ids)
         while survivors:
             copies = [r for r in survivors if r in self._cow_pending] if self._cow_pending else []
             if not grow and not copies and self.blocks.n_free >= len(survivors):
                 break  # room for a new block each: no need to count the exact need
-            contexts = t.n_computed[np.array(survivors, dtype=np.int64)]
-            # a sequence needs a new block for its next token when its blocks are full (c % B == 0)
-            full = contexts % size == 0
-            need = int(np.count_nonzero(full)) + len(copies)
-            if self.make_room(need):
+            full = self._full_blocks(survivors)  # need a new block for their next token
+            if self.make_room(len(full) + len(copies)):
                 for r in copies:
                     self.blocks.prepare_write(r, int(t.n_computed[r]))
                     self._cow_pending.discard(r)
-                if grow and need > len(copies):
-                    self.blocks.grow_by([survivors[i] for i in full.nonzero()[0].tolist()], 1)
+                if grow and full:
+                    self.blocks.grow_by(full, 1)
                 break
             victim = self.running[-1]
             transfer_s += self.preempt(victim, now_s)
@@ -234,11 +252,20 @@ class Scheduler(DecodeRuns, Commits):
                 survivors.remove(victim)
         return survivors, transfer_s
 
+    def _full_blocks(self, ids: list[int]) -> list[int]:
+        """Those of `ids` whose blocks are full (c % B == 0: their next token needs a new block), in order."""
+        n_computed, size = self.table.n_computed, self.blocks.block_size
+        if len(ids) <= SCALAR_MAX_SEQS:
+            return [r for r in ids if n_computed[r] % size == 0]
+        full = n_computed[np.array(ids, dtype=np.int64)] % size == 0
+        return [ids[i] for i in full.nonzero()[0].tolist()]
+
     def preempt(self, rid: int, now_s: float) -> float:
         """Evict a running request: swap its KV to host memory, or drop it to recompute later.
         Returns the swap transfer seconds (0 for recompute)."""
         t = self.table
         self.running.remove(rid)
+        self._unsettled.discard(rid)
         t.preemptions[rid] += 1
         self._preempted_at[rid] = now_s
         self.recorder.preemptions += 1

@@ -120,6 +120,7 @@ class Commits:
             self.on_release(r)
             self.blocks.free_request(r)
             self._cow_pending.discard(r)
+            self._unsettled.discard(r)
             if self.finished_listener is not None and t.is_request_done(r):
                 self.finished_listener(int(t.sample_of[r]))
         return len(done)

@@ -120,4 +120,5 @@ class StaticScheduler(Scheduler):
         for r in self.batch:
             self.blocks.free_request(r)
         self.running = []
+        self._unsettled.clear()
         self.batch = []
