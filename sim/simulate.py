@@ -20,7 +20,7 @@ from sim.kv.blocks import BlockManager
 from sim.memory import MemoryPlan, plan_memory
 from sim.metrics import Recorder
 from sim.model import load_model
-from sim.request import RequestTable
+from sim.request import RequestTable, Status
 from sim.router import make_router
 from sim.sched.registry import make_scheduler
 from sim.spec_decode import draft_model_of, make_spec_decoder
@@ -94,9 +94,21 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     stopped = _watch(env, replicas, table, stop_watch) if stop_watch is not None and _watchable(cfg, workload, table) \
         else None
     env.run()
+    if stopped is None or not stopped.triggered:
+        _check_every_request_ended(table)
     wall_time_s = time.perf_counter() - wall_time_start_s
     return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
                      replicas, disagg, float(env.now) if stopped is not None and stopped.triggered else None)
+
+
+def _check_every_request_ended(table: RequestTable) -> None:
+    """No event is left, so every request must have finished or been rejected; one still queued,
+    running or swapped out means a scheduler stalled (a bug, not bad input): fail loudly rather
+    than report part of the run as the whole."""
+    stuck = np.isin(table.status, (Status.WAITING, Status.RUNNING, Status.SWAPPED))
+    if stuck.any():
+        raise RuntimeError(f"the simulation stalled with {int(stuck.sum())} of {table.status.shape[0]} requests "
+                           f"still queued or running (first: row {int(stuck.nonzero()[0][0])}); please report it")
 
 
 def _watchable(cfg: EngineConfig, workload, table: RequestTable) -> bool:

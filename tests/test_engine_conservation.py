@@ -169,5 +169,16 @@ def test_partial_prefills_short_of_blocks_are_preempted_not_stalled(monkeypatch,
     assert result.recorder.preemptions > 0
 
 
+def test_a_stalled_scheduler_fails_loudly(monkeypatch):
+    """Without the preemption above the batch stalls; the run must say so rather than report the
+    requests that did finish as the whole run."""
+    from sim.sched.chunked import ChunkedScheduler
+
+    monkeypatch.setattr(ChunkedScheduler, "schedule", ChunkedScheduler._plan)
+    with pytest.raises(RuntimeError, match="stalled with 6 of 6 requests"):
+        run_checked(monkeypatch, make_trace([(0.0, 96, 8)] * 6, None, 16), "chunked", "recompute", 30, 96, 256,
+                    request_chunk=16)
+
+
 def status_counts(frame) -> dict:
     return {name: int(n) for name, n in frame["status"].value_counts().items()}
