@@ -249,3 +249,18 @@ def test_disagg_command_bad_input(args):
     result = CliRunner().invoke(app, ["disagg", "--max-requests", "5", *args])
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_a_decode_replica_recomputing_short_of_blocks_does_not_wait_on_queued_transfers():
+    """A decode replica whose running requests all recompute their prompt (after preemption) with no
+    block free, and a transfer queued for its blocks: the queued transfer cannot land before blocks
+    free up, so it must not count as something to wait for (the run stalled with 51 requests left)."""
+    workload = load_run_workload("splitwise_conv", rate_scale=6, max_requests=150)
+    cfg = EngineConfig(policy="chunked", num_gpu_blocks_override=60, block_size=8, seed=16, chunk_size=32,
+                       prefill_replicas=1, decode_replicas=1)
+    result = simulate(cfg, workload)  # raised "the simulation stalled" before
+    frame = requests_frame(result)
+    rejected = frame["status"] == "REJECTED"
+    assert set(frame["status"]) == {"FINISHED", "REJECTED"}
+    assert frame.loc[rejected, "reject_reason"].str.contains("the cache holds 60").all()  # too long for 480 tokens
+    assert (~rejected).sum() > 50 and result.recorder.preemptions > 0

@@ -49,7 +49,12 @@ class Coordinator:
             self._incoming[replica.sched.replica] = 0
 
     def n_incoming(self, sched) -> int:
+        """Transfers to `sched` queued for its blocks or on the wire."""
         return self._incoming[sched.replica]
+
+    def n_in_flight(self, sched) -> int:
+        """Transfers to `sched` on the wire: their blocks are reserved there and they will land."""
+        return self._incoming[sched.replica] - len(self._queues[sched.replica])
 
     def handoff(self, prefill_sched, rid: int, now_s: float) -> None:
         """`rid` finished its prefill on `prefill_sched`: choose a decode replica and queue the move."""

@@ -71,4 +71,5 @@ class DecodeRole:
         return n_done
 
     def blocked_on_transfers(self) -> bool:
-        return self.coordinator.n_incoming(self) > 0
+        """A transfer on the wire will land (one still queued needs blocks here: it cannot unblock us)."""
+        return self.coordinator.n_in_flight(self) > 0
