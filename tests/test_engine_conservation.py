@@ -182,3 +182,20 @@ def test_a_stalled_scheduler_fails_loudly(monkeypatch):
 
 def status_counts(frame) -> dict:
     return {name: int(n) for name, n in frame["status"].value_counts().items()}
+
+
+def test_a_swapped_request_that_cannot_come_back_is_rejected_not_stalled():
+    """Radix with swap on a tiny cache (300 blocks of 32 tokens) and Mooncake's long prompts: one
+    request, swapped out, comes back into fresh blocks while the prefix cache pins older copies of its
+    prefix, so it can no longer grow (it needs 288 of the 300 blocks). With nothing else to run it is
+    rejected with a reason; before, the run stalled with most requests still queued."""
+    from sim.run import load_run_workload
+
+    workload = load_run_workload("mooncake_conversation", rate_scale=0.25, max_requests=60)
+    cfg = EngineConfig(policy="radix", preemption_mode="swap", num_gpu_blocks_override=300, max_num_seqs=16,
+                       block_size=32, seed=40, max_model_len=131072, chunk_size=256, cpu_cache_gib=1.0)
+    frame = requests_frame(simulate(cfg, workload))
+    assert set(frame["status"]) == {"FINISHED", "REJECTED"}
+    reasons = frame["reject_reason"].dropna()
+    assert reasons.str.startswith("swapped out and could not come back").sum() == 1
+    assert (frame["status"] == "FINISHED").sum() == 31

@@ -80,9 +80,16 @@ class Scheduler(DecodeRuns, Commits):
             self.finished_listener(int(t.sample_of[rid]))
 
     def reject_unschedulable(self, now_s: float) -> None:
-        """Nothing runs yet the head of the queue cannot start: reject it rather than wait forever."""
-        rid = self.waiting.popleft()
-        self._reject(rid, "could not be scheduled with the configured limits", now_s)
+        """Nothing runs yet the head of the queue cannot start (or, nothing waiting, the oldest
+        swapped-out request cannot come back): reject it rather than wait forever."""
+        if self.waiting:
+            self._reject(self.waiting.popleft(), "could not be scheduled with the configured limits", now_s)
+            return
+        rid = self.swapped.popleft()
+        self.blocks.free_request(rid)
+        self._preempted_at.pop(rid, None)
+        self._reject(rid, "swapped out and could not come back: its blocks no longer fit with the configured "
+                          "limits", now_s)
 
     def n_request_blocks(self) -> int:
         """GPU blocks that running requests hold (what fragmentation is measured over)."""
