@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from pydantic import ValidationError
 
 from sim.config import EngineConfig
 from sim.errors import InputError
@@ -64,8 +65,9 @@ def test_random_configurations_end_every_request(traces):
         trace_name = rng.choice(sorted(traces))
         knobs = random_knobs(rng, trace_name)
         try:
-            result = simulate(EngineConfig(**knobs), traces[trace_name])
-        except (InputError, ValueError) as refused:  # refused by the input checks, with a reason
+            cfg = EngineConfig(**knobs)
+            result = simulate(cfg, traces[trace_name])
+        except (InputError, ValidationError) as refused:  # refused by the input checks, with a reason
             assert str(refused), knobs
             continue
         assert set(result.table.status.tolist()) <= {Status.FINISHED, Status.REJECTED}, knobs
