@@ -62,8 +62,8 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     `time_scale` multiplies the roofline cost model's times per op class (prediction intervals).
     With `cfg.engine`, `overhead` replaces the preset's engine terms (engine calibration).
     `stop_watch` (e.g. sim.planner.early_stop.FailureWatch): `bind(table)`, then `finished(row)` as each
-    request ends; the run stops when it returns True (`stopped_early_s`). Open-loop aggregated runs
-    without parallel samples only; ignored otherwise."""
+    request ends (on any replica, prefill or decode); the run stops when it returns True
+    (`stopped_early_s`). Open-loop runs without parallel samples only; ignored otherwise."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
@@ -91,7 +91,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
         replicas, memory, blocks_per_replica = _build_replicas(cfg, model, env, table, recorder, source,
                                                                 max_model_len, cost, parts)
         source.start(replicas)
-    stopped = _watch(env, replicas, table, stop_watch) if stop_watch is not None and _watchable(cfg, workload, table) \
+    stopped = _watch(env, replicas, table, stop_watch) if stop_watch is not None and _watchable(workload, table) \
         else None
     env.run()
     if stopped is None or not stopped.triggered:
@@ -111,9 +111,8 @@ def _check_every_request_ended(table: RequestTable) -> None:
                            f"still queued or running (first: row {int(stuck.nonzero()[0][0])}); please report it")
 
 
-def _watchable(cfg: EngineConfig, workload, table: RequestTable) -> bool:
-    return (not cfg.is_disaggregated and not isinstance(workload, ClosedLoop)
-            and table.sample_of.shape[0] == table.n_requests)
+def _watchable(workload, table: RequestTable) -> bool:
+    return not isinstance(workload, ClosedLoop) and table.sample_of.shape[0] == table.n_requests
 
 
 def _watch(env: simpy.Environment, replicas: list[Replica], table: RequestTable, watch) -> simpy.Event:

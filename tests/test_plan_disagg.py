@@ -17,6 +17,7 @@ from sim.config import EngineConfig
 from sim.hardware import load_hardware
 from sim.planner.disagg import compare_layouts, parse_pd_ratios, split_cluster, split_gpus_and_cost
 from sim.planner.plan import SearchSettings, make_plan
+from sim.planner.verify import judged_run
 from sim.simulate import simulate
 from sim.summary import requests_frame
 from sim.workload.transforms import scale_rate
@@ -103,9 +104,10 @@ def test_aggregated_row_is_the_recommendation_and_the_cheapest_is_named(result):
 
 
 def test_a_split_run_matches_a_direct_simulation(trace, result):
-    """The judge is the aggregated verification's: one split run recomputed by hand."""
-    split = result["disaggregated"]["splits"][0]
-    run = split["runs"][0]
+    """The judge is the aggregated verification's: one passing split run (never stopped early)
+    recomputed by hand."""
+    run = next(run for split in result["disaggregated"]["splits"] for run in split["runs"] if run["passes"])
+    assert run["stopped_early"] is None
     cfg = EngineConfig.model_validate({**BASE.model_dump(), "policy": "chunked"})
     frame = requests_frame(simulate(split_cluster(cfg, run["prefill_replicas"], run["decode_replicas"]),
                                     scale_rate(trace, target_qps=TARGET_QPS)))
@@ -114,6 +116,17 @@ def test_a_split_run_matches_a_direct_simulation(trace, result):
     assert run["p99_s"]["ttft"] == pytest.approx(p99_s)
     assert run["slo"]["ttft_p99"]["met"] == (p99_s <= 0.5)
     assert run["attainment"]["ttft_p99"] == pytest.approx(np.sum(ttft_s <= 0.5) / len(frame))
+
+
+def test_a_failing_split_run_stops_early_with_the_full_runs_verdict(trace, result):
+    """1P:1D at k=1 misses the TTFT SLO: its run stopped once that was certain, as the full run agrees."""
+    first = result["disaggregated"]["splits"][0]["runs"][0]
+    cfg = EngineConfig.model_validate({**BASE.model_dump(), "policy": "chunked"})
+    full = judged_run(split_cluster(cfg, 1, 1), trace, TARGET_QPS, SLO)
+    assert first["k"] == 1 and not first["passes"] and not full["passes"] and full["stopped_early"] is None
+    stop = first["stopped_early"]
+    assert stop is not None and stop["at_s"] < full["sim_duration_s"]
+    assert 0 < stop["n_judged"] < full["n_requests"] == first["n_requests"]
 
 
 def test_a_ratio_that_never_passes_within_its_runs_is_reported_failing(trace, result):

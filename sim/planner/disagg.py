@@ -76,11 +76,12 @@ def split_gpus_and_cost(cfg: EngineConfig, n_prefill: int, n_decode: int) -> tup
 
 def split_run(cfg: EngineConfig, trace: Trace, n_prefill: int, n_decode: int, k: int, target_qps: float,
               slo: PlanSLO) -> dict:
-    """One whole-workload run of k*P prefill + k*D decode replicas; the plan.json record of it."""
+    """One whole-workload run of k*P prefill + k*D decode replicas; the plan.json record of it (a
+    failing run stops as soon as it is certain to fail: `stopped_early`, as for aggregated runs)."""
     gpus, cost = split_gpus_and_cost(cfg, k * n_prefill, k * n_decode)
     return {"k": k, "prefill_replicas": k * n_prefill, "decode_replicas": k * n_decode, "gpus": gpus,
             "cost_per_hour_usd": cost,
-            **judged_run(split_cluster(cfg, k * n_prefill, k * n_decode), trace, target_qps, slo)}
+            **judged_run(split_cluster(cfg, k * n_prefill, k * n_decode), trace, target_qps, slo, stop_failing=True)}
 
 
 def verify_split(task: SplitTask, trace: Trace, target_qps: float, slo: PlanSLO) -> list[dict]:
