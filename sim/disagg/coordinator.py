@@ -48,10 +48,6 @@ class Coordinator:
             self._queues[replica.sched.replica] = deque()
             self._incoming[replica.sched.replica] = 0
 
-    def n_incoming(self, sched) -> int:
-        """Transfers to `sched` queued for its blocks or on the wire."""
-        return self._incoming[sched.replica]
-
     def n_in_flight(self, sched) -> int:
         """Transfers to `sched` on the wire: their blocks are reserved there and they will land."""
         return self._incoming[sched.replica] - len(self._queues[sched.replica])

@@ -234,8 +234,9 @@ class BlockManager:
                 else:
                     table.append(block)
             return total
+        counts = [n_new] * len(req_ids) if isinstance(n_new, int) else n_new
         start = 0
-        for r, need in zip(req_ids, [n_new] * len(req_ids) if isinstance(n_new, int) else n_new):
+        for r, need in zip(req_ids, counts):
             if need:
                 tables.setdefault(r, []).extend(new_blocks[start : start + need])
                 start += need
