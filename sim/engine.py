@@ -54,7 +54,10 @@ class Replica:
 
 class ArrivalSource:
     """Open loop: replay the trace's arrival times. When the router decides every replica up front
-    (`Router.assign_all`), each replica's horizon is its own next arrival: others cannot join it."""
+    (`Router.assign_all`), each replica's horizon is its own next arrival (others cannot join it) and
+    its arrivals come from a process of its own, timed from its own previous arrival: its clock
+    then never depends on other replicas' requests (SimPy lands a timeout at now + delay, which can
+    be an ulp off `arrival` in rare ties), so it runs as it would alone (sim.replica_split)."""
 
     reacts_to_completions = False
 
@@ -62,8 +65,9 @@ class ArrivalSource:
                  progress: Callable[[int, int], None] | None = None):
         self.env, self.arrival_s, self.router, self.progress = env, arrival_s, router, progress
         self.replicas: list[Replica] = []
-        self._next = 0
+        self._n_arrived = 0
         self._replica_of: np.ndarray | None = None  # each arrival's replica, when decided up front
+        self._own_rows: list[np.ndarray] = []  # per replica: its arrivals, in order
         self._own: list[np.ndarray] = []  # per replica: its arrivals' times, in order
         self._own_next: list[int] = []  # per replica: how many of them have arrived
 
@@ -72,37 +76,39 @@ class ArrivalSource:
         if replica is not None and self._replica_of is not None:
             own, done = self._own[replica], self._own_next[replica]
             return float(own[done]) if done < own.shape[0] else math.inf
-        return float(self.arrival_s[self._next]) if self._next < len(self.arrival_s) else math.inf
+        # arrivals happen in time order (ties in any order), so the next one is the n-th earliest
+        return float(self.arrival_s[self._n_arrived]) if self._n_arrived < len(self.arrival_s) else math.inf
 
     def start(self, replicas: list[Replica]) -> None:
         self.replicas = replicas
         if len(replicas) > 1:
             self._replica_of = self.router.assign_all(len(self.arrival_s), len(replicas))
-        if self._replica_of is not None:
-            order = np.argsort(self._replica_of, kind="stable")
-            bounds = np.searchsorted(self._replica_of[order], np.arange(len(replicas) + 1))
-            self._own = [self.arrival_s[order[lo:hi]] for lo, hi in zip(bounds[:-1], bounds[1:])]
-            self._own_next = [0] * len(replicas)
-        self.env.process(self._arrivals())
-
-    def _pick(self, rid: int) -> int:
         if self._replica_of is None:
-            return self.router.pick(rid, self.replicas, self.env.now)
-        replica = int(self._replica_of[rid])
-        self._own_next[replica] += 1
-        return replica
+            self.env.process(self._arrivals(np.arange(len(self.arrival_s)), None))
+            return
+        order = np.argsort(self._replica_of, kind="stable")
+        bounds = np.searchsorted(self._replica_of[order], np.arange(len(replicas) + 1))
+        self._own_rows = [order[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+        self._own = [self.arrival_s[rows] for rows in self._own_rows]
+        self._own_next = [0] * len(replicas)
+        for replica, rows in enumerate(self._own_rows):
+            self.env.process(self._arrivals(rows, replica))
 
-    def _arrivals(self):
+    def _arrivals(self, rows: np.ndarray, replica: int | None):
+        """Add `rows` (in arrival order) as each arrives: to `replica`, or where the router picks."""
         env, n = self.env, len(self.arrival_s)
-        while self._next < n:
-            rid = self._next
+        for rid in rows.tolist():
             delay = self.arrival_s[rid] - env.now
             if delay > 0:
                 yield env.timeout(delay)
-            self._next += 1
-            self.replicas[self._pick(rid)].add(rid)
-            if self.progress is not None and self._next % 1000 == 0:
-                self.progress(self._next, n)
+            self._n_arrived += 1
+            if replica is None:
+                self.replicas[self.router.pick(rid, self.replicas, env.now)].add(rid)
+            else:
+                self._own_next[replica] += 1
+                self.replicas[replica].add(rid)
+            if self.progress is not None and self._n_arrived % 1000 == 0:
+                self.progress(self._n_arrived, n)
 
 
 class ClosedLoopSource:

@@ -15,23 +15,24 @@ if TYPE_CHECKING:
 
 
 def _spec_summary(result: SimResult) -> dict | None:
-    decoders = [r.sched.spec for r in result.replicas if getattr(r.sched, "spec", None) is not None]
-    if not decoders:
+    speculating = [facts for facts in result.facts if facts.spec_k]
+    if not speculating:
         return None
     from sim.spec_decode import expected_tokens_per_step
 
-    proposed = sum(d.n_proposed for d in decoders)
-    accepted = sum(d.n_accepted for d in decoders)
-    n_seq_steps = proposed / decoders[0].k if decoders[0].k else 0
+    first = speculating[0]
+    proposed = sum(facts.spec_proposed for facts in speculating)
+    accepted = sum(facts.spec_accepted for facts in speculating)
+    n_seq_steps = proposed / first.spec_k
     return {
-        "spec_tokens": decoders[0].k,
-        "acceptance": [float(a) for a in decoders[0].acceptance],
+        "spec_tokens": first.spec_k,
+        "acceptance": list(first.spec_acceptance),
         "proposed": proposed,
         "accepted": accepted,
         "acceptance_rate": accepted / proposed if proposed else None,
         # drawn, before capping at each request's remaining output
         "tokens_per_step_drawn": 1.0 + accepted / n_seq_steps if n_seq_steps else None,
-        "tokens_per_step_expected": expected_tokens_per_step(list(decoders[0].acceptance)),
+        "tokens_per_step_expected": expected_tokens_per_step(list(first.spec_acceptance)),
     }
 
 

@@ -74,6 +74,35 @@ class Recorder:
         self._kv_waste_time = 0.0  # integral of (slots held by requests - tokens in them) / those slots
         self._steps = {name: Growable(np.float64) for name in STEP_COLUMNS}
 
+    def sibling(self) -> Recorder:
+        """A fresh recorder for another replica of the same run (same settings, same attribution)."""
+        other = Recorder(self.record_steps)
+        other.attribution = self.attribution
+        return other
+
+    @classmethod
+    def merged(cls, parts: list[Recorder]) -> Recorder:
+        """One recorder for a cluster whose replicas each kept their own (`sibling`): samples side by
+        side in replica order, totals added in that order, steps ordered by start time (stable, so
+        replica order breaks ties). The same parts give the same bits, whatever ran them where."""
+        if len(parts) == 1:
+            return parts[0]
+        out = parts[0].sibling()
+        for part in parts:
+            out.gap_values.extend(part.gap_values.array())
+            out.gap_weights.extend(part.gap_weights.array())
+            out.preemptions += part.preemptions
+            out.n_steps += part.n_steps
+            out.busy_s += part.busy_s
+            out._kv_util_time += part._kv_util_time
+            out._kv_waste_time += part._kv_waste_time
+        if out.record_steps:
+            columns = {name: np.concatenate([part._steps[name].array() for part in parts]) for name in STEP_COLUMNS}
+            order = np.argsort(columns["start_s"], kind="stable")
+            for name, values in columns.items():
+                out._steps[name].extend(values[order])
+        return out
+
     def add_unit_gaps(self, values) -> None:
         """Inter-token gaps (a list or array) of weight 1 each: a single step's."""
         self.gap_values.claim(len(values))[:] = values

@@ -14,7 +14,8 @@ from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.output import atomic_run_dir, write_csv, write_json, write_parquet
 from sim.provenance import provenance
-from sim.simulate import SimResult, simulate
+from sim.replica_split import simulate_cluster
+from sim.simulate import SimResult
 from sim.slo import PlanSLO, slo_report
 from sim.summary import DEFAULT_PERCENTILES, requests_frame, summarize
 from sim.trace import ClosedLoop, Trace
@@ -91,7 +92,7 @@ def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
 def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = None,
         progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
         resample: Callable[[int], Trace | ClosedLoop] | None = None, percentiles=DEFAULT_PERCENTILES,
-        slo: PlanSLO | None = None, csv_path: Path | None = None) -> RunOutput:
+        slo: PlanSLO | None = None, csv_path: Path | None = None, workers: int = 1) -> RunOutput:
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
     with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
@@ -100,16 +101,17 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     The folder is replaced whole (see `sim.output.atomic_run_dir`): its parent's writability is
     checked before simulating, and a failed or killed run leaves an earlier run's folder as it was.
     summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
-    carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals)."""
+    carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
+    `workers` > 1 spreads the replicas over processes (sim.replica_split; same output)."""
     from sim.intervals import check_replays
 
     if uncertainty is not None:
         check_replays(uncertainty)
     if out_dir is None:
-        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo)
+        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, workers)
     else:
         with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo)
+            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, workers)
             write_parquet(tmp_dir / "requests.parquet", output.requests)
             if cfg.record_steps:
                 write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
@@ -121,10 +123,10 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
-              percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None) -> RunOutput:
+              percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None, workers: int = 1) -> RunOutput:
     from sim.intervals import prediction_intervals, run_extrapolating
 
-    result = simulate(cfg, workload, progress)
+    result = simulate_cluster(cfg, workload, workers, progress)
     frame = requests_frame(result)
     summary = summarize(result, frame, percentiles)
     summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)

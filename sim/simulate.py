@@ -27,6 +27,28 @@ from sim.spec_decode import draft_model_of, make_spec_decoder
 from sim.trace import ClosedLoop, Trace
 
 
+@dataclass(frozen=True)
+class ReplicaFacts:
+    """What the summary reads of each replica once the run is over (picklable, unlike a Replica)."""
+
+    hardware: str
+    evicted_blocks: int = 0  # radix: prefix-cache blocks evicted
+    spec_k: int = 0  # speculative decoding: proposals per step (0: off) ...
+    spec_acceptance: tuple[float, ...] = ()
+    spec_proposed: int = 0
+    spec_accepted: int = 0
+
+    @classmethod
+    def of(cls, replica: Replica) -> ReplicaFacts:
+        sched = replica.sched
+        radix, spec = getattr(sched, "radix", None), getattr(sched, "spec", None)
+        facts = {"hardware": sched.cfg.hardware, "evicted_blocks": radix.n_evicted_blocks if radix is not None else 0}
+        if spec is not None:
+            facts.update(spec_k=spec.k, spec_acceptance=tuple(float(a) for a in spec.acceptance),
+                         spec_proposed=spec.n_proposed, spec_accepted=spec.n_accepted)
+        return cls(**facts)
+
+
 @dataclass
 class SimResult:
     cfg: EngineConfig
@@ -40,6 +62,12 @@ class SimResult:
     replicas: list[Replica]
     disagg: object | None = None  # sim.disagg.build.DisaggCluster of a disaggregated run
     stopped_early_s: float | None = None  # when a stop_watch ended the run (requests still in flight)
+    # per replica, in order; from `replicas` unless given (a run split across processes has no Replica objects)
+    facts: list[ReplicaFacts] | None = None
+
+    def __post_init__(self) -> None:
+        if self.facts is None:
+            self.facts = [ReplicaFacts.of(replica) for replica in self.replicas]
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -47,13 +75,13 @@ class SimResult:
 
     @property
     def evicted_blocks(self) -> int:
-        return sum(getattr(r.sched, "radix", None).n_evicted_blocks for r in self.replicas if hasattr(r.sched, "radix"))
+        return sum(facts.evicted_blocks for facts in self.facts)
 
 
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
              progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
              time_scale: dict[str, float] | None = None, overhead: EngineOverhead | None = None,
-             stop_watch=None) -> SimResult:
+             stop_watch=None, only_replica: int | None = None) -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
@@ -63,7 +91,9 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     With `cfg.engine`, `overhead` replaces the preset's engine terms (engine calibration).
     `stop_watch` (e.g. sim.planner.early_stop.FailureWatch): `bind(table)`, then `finished(row)` as each
     request ends (on any replica, prefill or decode); the run stops when it returns True
-    (`stopped_early_s`). Open-loop runs without parallel samples only; ignored otherwise."""
+    (`stopped_early_s`). Open-loop runs without parallel samples only; ignored otherwise.
+    `only_replica`: build just that replica of the aggregated cluster (its index, hardware and seeds)
+    and replay `workload` on it alone: `workload` is its share (sim.replica_split)."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
@@ -89,13 +119,15 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
             replica.sched.finished_listener = disagg.prefill[0].sched.finished_listener
     else:
         replicas, memory, blocks_per_replica = _build_replicas(cfg, model, env, table, recorder, source,
-                                                                max_model_len, cost, parts)
+                                                                max_model_len, cost, parts, only_replica)
         source.start(replicas)
     stopped = _watch(env, replicas, table, stop_watch) if stop_watch is not None and _watchable(workload, table) \
         else None
     env.run()
     if stopped is None or not stopped.triggered:
         _check_every_request_ended(table)
+    if disagg is None:  # each aggregated replica kept its own recorder (merged in replica order)
+        recorder = Recorder.merged([replica.sched.recorder for replica in replicas])
     wall_time_s = time.perf_counter() - wall_time_start_s
     return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
                      replicas, disagg, float(env.now) if stopped is not None and stopped.triggered else None)
@@ -131,18 +163,22 @@ def _watch(env: simpy.Environment, replicas: list[Replica], table: RequestTable,
 
 
 def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_model_len: int,
-                    cost: CostModel | None, parts: Callable) -> tuple[list[Replica], MemoryPlan, list[int]]:
-    """The replicas of an aggregated cluster (one per profile in cfg.hardware_of_replicas());
-    `parts(cfg, model, hw_name, cost)` gives a profile's memory plan and cost model."""
+                    cost: CostModel | None, parts: Callable,
+                    only_replica: int | None = None) -> tuple[list[Replica], MemoryPlan, list[int]]:
+    """The replicas of an aggregated cluster (one per profile in cfg.hardware_of_replicas(), or just
+    `only_replica`), each with its own recorder; `parts(cfg, model, hw_name, cost)` gives a profile's
+    memory plan and cost model."""
     replicas, memories, blocks_per_replica = [], {}, []
-    for index, hw_name in enumerate(cfg.hardware_of_replicas()):
+    chosen = list(enumerate(cfg.hardware_of_replicas()))
+    for index, hw_name in chosen if only_replica is None else [chosen[only_replica]]:
         if hw_name not in memories:
             memories[hw_name] = parts(cfg, model, hw_name, cost)
         memory, replica_cost = memories[hw_name]
         n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
         blocks = BlockManager(n_blocks, cfg.block_size, int(cfg.watermark * n_blocks), cpu_blocks)
-        sched = make_scheduler(cfg, table, blocks, replica_cost, recorder, index, max_model_len)
+        sched = make_scheduler(cfg, table, blocks, replica_cost, recorder.sibling() if replicas else recorder, index,
+                               max_model_len)
         sched.spec = make_spec_decoder(cfg, replica_cost, index)
         replicas.append(Replica(env, sched, source))
         blocks_per_replica.append(n_blocks)

@@ -19,7 +19,7 @@ from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
-              "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty")
+              "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers")
 
 
 def _opt(help_text: str, *names: str):
@@ -121,6 +121,9 @@ def simulate(
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
                                     help="also run N perturbed replays; summary.json gains p10/p50/p90 `intervals`"),
+    workers: int = typer.Option(1, "--workers", "-w",
+                                help="simulate the replicas in up to N processes (round_robin or random router, "
+                                     "open loop, aggregated): same output, faster on several cores"),
 ) -> None:
     """Replay a trace through a scheduler policy on simulated GPUs.
 
@@ -149,7 +152,7 @@ def simulate(
         def resample(seed: int):
             return load_run_workload(trace, trace_format, rate_scale, max_requests, seed, qps)
     try:
-        output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv)
+        output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers)
     finally:
         progress.close()
     if as_json:
