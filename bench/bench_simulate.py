@@ -4,15 +4,16 @@ Rows (issue 12): the full bundled Splitwise conversation trace (19,366 requests)
 llama-2-7b / h100-sxm replica with continuous, chunked and radix; Llama-2-70B TP4 chunked;
 a synthetic Poisson replay (ShareGPT lengths, llama-3-8b, ONE h100-sxm replica, continuous,
 outputs written) at each of `--sizes` requests (the scaling table); the same replay of
-`CLUSTER_REQUESTS` requests at 8x the rate on 8 round-robin replicas; `workload sample` of the
-largest size. "before" runs the same commands from `git archive <--before>` of this repository,
+`CLUSTER_REQUESTS` requests at 8x the rate on 8 round-robin replicas, in one process and with
+`--workers` processes (`simulate --workers`, after only: same output), and the largest size the
+same way with `--workers`; `workload sample` of the largest size. "before" runs the same commands from `git archive <--before>` of this repository,
 "after" from this working tree. Each cell is the median of `--repeats` processes; peak RSS is
-that process's own (wait4). The default "before" is main just before issue 12, which also predates
+the largest of that process and its worker processes (wait4), cpu their sum. The default "before" is main just before issue 12, which also predates
 issues 10, 11 and 13: "after" pays for their features too (latency attribution, on by default,
 costs ~1/5 of a replay's simulation time; `latency_attribution: false` in a --config turns it off).
 
     python bench/bench_simulate.py [--before 30dfb69|none] [--sizes 10000,100000,1000000]
-                                   [--repeats 3] [--rows splitwise,70b,replay,cluster,sample]
+                                   [--repeats 3] [--rows splitwise,70b,replay,cluster,sample] [--workers 2]
 """
 
 from __future__ import annotations
@@ -70,14 +71,15 @@ def splitwise_args(policy: str, model: str = "llama-2-7b", tp: int = 1) -> list[
             "--policy", policy, "--tp", str(tp), "--replicas", "1", "--json"]
 
 
-def rows_to_run(args, work: Path) -> list[tuple[str, list[str], int]]:
-    """(label, command args, repeats) per table row."""
+def rows_to_run(args, work: Path) -> list[tuple[str, list[str], int, bool]]:
+    """(label, command args, repeats, after only) per table row."""
     rows = []
     if "splitwise" in args.rows:
         for policy in ("continuous", "chunked", "radix"):
-            rows.append((f"splitwise_conv 7B {policy}", splitwise_args(policy), args.repeats))
+            rows.append((f"splitwise_conv 7B {policy}", splitwise_args(policy), args.repeats, False))
     if "70b" in args.rows:
-        rows.append(("splitwise_conv 70B TP4 chunked", splitwise_args("chunked", "llama-2-70b", 4), args.repeats))
+        rows.append(("splitwise_conv 70B TP4 chunked", splitwise_args("chunked", "llama-2-70b", 4), args.repeats,
+                     False))
     sizes = [int(s) for s in args.sizes.split(",") if s]
     for n in sizes:
         spec = work / f"poisson_{n}.yaml"
@@ -86,18 +88,30 @@ def rows_to_run(args, work: Path) -> list[tuple[str, list[str], int]]:
             out = work / f"out_{n}"
             rows.append((f"poisson {n:,} replay (outputs)", ["simulate", "--trace", str(spec), "--model", "llama-3-8b",
                                                             "--policy", "continuous", "--json", "--out", str(out)],
-                         args.repeats if n < 1_000_000 else 1))
+                         args.repeats if n < 1_000_000 else 1, False))
     if "cluster" in args.rows:
-        spec = work / "poisson_cluster.yaml"
-        spec.write_text(POISSON_SPEC.format(rate=REPLAY_RATE_QPS * CLUSTER_REPLICAS, n=CLUSTER_REQUESTS))
-        rows.append((f"poisson {CLUSTER_REQUESTS:,} on {CLUSTER_REPLICAS} replicas", [
-            "simulate", "--trace", str(spec), "--model", "llama-3-8b", "--policy", "continuous", "--replicas",
-            str(CLUSTER_REPLICAS), "--router", "round_robin", "--json", "--out", str(work / "out_cluster")],
-            args.repeats))
+        rows += cluster_rows(args, work, sizes)
     if "sample" in args.rows and sizes:
         spec = work / f"poisson_{max(sizes)}.yaml"
         rows.append((f"workload sample {max(sizes):,}", ["workload", "sample", str(spec), "--out",
-                                                         str(work / "sample.jsonl")], 1))
+                                                         str(work / "sample.jsonl")], 1, False))
+    return rows
+
+
+def cluster_rows(args, work: Path, sizes: list[int]) -> list[tuple[str, list[str], int, bool]]:
+    """The replay's load per replica on 8 round-robin replicas: CLUSTER_REQUESTS in one process and
+    in --workers processes; the largest size (if larger) in --workers processes."""
+    rows = []
+    for n in sorted({CLUSTER_REQUESTS, max(sizes, default=0)}):
+        spec = work / f"poisson_cluster_{n}.yaml"
+        spec.write_text(POISSON_SPEC.format(rate=REPLAY_RATE_QPS * CLUSTER_REPLICAS, n=n))
+        command = ["simulate", "--trace", str(spec), "--model", "llama-3-8b", "--policy", "continuous", "--replicas",
+                   str(CLUSTER_REPLICAS), "--router", "round_robin", "--json", "--out", str(work / f"out_cluster_{n}")]
+        repeats = args.repeats if n < 1_000_000 else 1
+        if n == CLUSTER_REQUESTS:
+            rows.append((f"poisson {n:,} on {CLUSTER_REPLICAS} replicas", command, repeats, False))
+        rows.append((f"poisson {n:,} on {CLUSTER_REPLICAS} replicas, {args.workers} workers",
+                     [*command, "--workers", str(args.workers)], repeats, True))
     return rows
 
 
@@ -122,6 +136,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="synthetic replay sizes (scaling table)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rows", default="splitwise,70b,replay,cluster,sample")
+    parser.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, CLUSTER_REPLICAS),
+                        help="processes for the cluster rows' --workers runs [this machine's cores, at most 8]")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_simulate.") as tmp:
         work = Path(tmp)
@@ -129,21 +145,23 @@ def main() -> None:
         if args.before != "none":
             trees = {"before": export_tree(args.before, work / "before"), "after": ROOT}
         results = []
-        for label, command, repeats in rows_to_run(args, work):
-            cells = {name: median_run(command, tree, repeats) for name, tree in trees.items()}
+        for label, command, repeats, after_only in rows_to_run(args, work):
+            cells = {name: median_run(command, tree, repeats) for name, tree in trees.items()
+                     if name == "after" or not after_only}
             results.append((label, cells))
             print(f"  {label}: " + ", ".join(f"{k} {v['wall_s']:.2f} s ({v['cpu_s']:.2f} cpu) / {v['peak_mib']:.0f} MiB"
                                             for k, v in cells.items()), file=sys.stderr, flush=True)
     print(f"before = git {args.before}, after = working tree; median of {args.repeats} processes (1M rows: 1); "
           f"wall = whole process, cpu = its user+system CPU seconds (steadier on a shared machine), sim = "
-          f"simulation wall only (summary wall_time_s), RSS = peak MiB of the process")
-    print(f"{'row':<34} {'before wall':>11} {'cpu':>8} {'sim':>8} {'RSS':>7} | {'after wall':>10} {'cpu':>8} "
+          f"simulation wall only (summary wall_time_s), RSS = peak MiB of the process or its largest worker; "
+          f"--workers rows run after only (the flag is new)")
+    print(f"{'row':<44} {'before wall':>11} {'cpu':>8} {'sim':>8} {'RSS':>7} | {'after wall':>10} {'cpu':>8} "
           f"{'sim':>8} {'RSS':>7} {'wall x':>7} {'cpu x':>6}")
     for label, cells in results:
         before, after = cells.get("before"), cells["after"]
         wall_x = f"{before['wall_s'] / after['wall_s']:.2f}" if before else "-"
         cpu_x = f"{before['cpu_s'] / after['cpu_s']:.2f}" if before else "-"
-        print(f"{label:<34} {fmt(before):>37} | {fmt(after):>36} {wall_x:>7} {cpu_x:>6}")
+        print(f"{label:<44} {fmt(before):>37} | {fmt(after):>36} {wall_x:>7} {cpu_x:>6}")
     _ratios(results)
 
 

@@ -52,6 +52,13 @@ class Growable:
 
 
 GAP_COMPACT_AT = 4_000_000  # weighted gap samples kept before equal values are merged
+MIN_REPLICA_GAP_COMPACT_AT = 16_384  # a cluster's replicas compact at their share of it, but not below this
+
+
+def replica_gap_compact_at(n_replicas: int) -> int:
+    """Gap samples each of n replicas (one recorder each) keeps before compacting: together about
+    what one recorder keeps."""
+    return max(GAP_COMPACT_AT // n_replicas, min(GAP_COMPACT_AT, MIN_REPLICA_GAP_COMPACT_AT))
 
 
 STEP_COLUMNS = ("replica", "start_s", "step_time_s", "batch_size", "prefill_tokens", "decode_tokens",
@@ -61,12 +68,13 @@ STEP_COLUMNS = ("replica", "start_s", "step_time_s", "batch_size", "prefill_toke
 class Recorder:
     """Everything measured while the simulation runs (never plots or writes)."""
 
-    def __init__(self, record_steps: bool):
+    def __init__(self, record_steps: bool, gap_compact_at: int | None = None):
         self.record_steps = record_steps
         self.attribution = None  # a sim.attribution.Attribution when latency attribution is on
         self.gap_values = Growable()
         self.gap_weights = Growable(np.int64)
-        self._compact_at = GAP_COMPACT_AT
+        self._gap_compact_at = GAP_COMPACT_AT if gap_compact_at is None else gap_compact_at
+        self._compact_at = self._gap_compact_at
         self.preemptions = 0
         self.n_steps = 0
         self.busy_s = 0.0
@@ -76,18 +84,20 @@ class Recorder:
 
     def sibling(self) -> Recorder:
         """A fresh recorder for another replica of the same run (same settings, same attribution)."""
-        other = Recorder(self.record_steps)
+        other = Recorder(self.record_steps, self._gap_compact_at)
         other.attribution = self.attribution
         return other
 
     @classmethod
     def merged(cls, parts: list[Recorder]) -> Recorder:
         """One recorder for a cluster whose replicas each kept their own (`sibling`): samples side by
-        side in replica order, totals added in that order, steps ordered by start time (stable, so
-        replica order breaks ties). The same parts give the same bits, whatever ran them where."""
+        side in replica order (compacted past GAP_COMPACT_AT), totals added in that order, steps
+        ordered by start time (stable, so replica order breaks ties). The same parts give the same
+        bits, whatever ran them where."""
         if len(parts) == 1:
             return parts[0]
-        out = parts[0].sibling()
+        out = Recorder(parts[0].record_steps)
+        out.attribution = parts[0].attribution
         for part in parts:
             out.gap_values.extend(part.gap_values.array())
             out.gap_weights.extend(part.gap_weights.array())
@@ -96,6 +106,8 @@ class Recorder:
             out.busy_s += part.busy_s
             out._kv_util_time += part._kv_util_time
             out._kv_waste_time += part._kv_waste_time
+        if out.gap_values.size >= out._compact_at:
+            out.compact_gaps()
         if out.record_steps:
             columns = {name: np.concatenate([part._steps[name].array() for part in parts]) for name in STEP_COLUMNS}
             order = np.argsort(columns["start_s"], kind="stable")
@@ -127,7 +139,7 @@ class Recorder:
         self.gap_values, self.gap_weights = Growable(capacity=capacity), Growable(np.int64, capacity)
         self.gap_values.extend(values)
         self.gap_weights.extend(weights)
-        self._compact_at = max(GAP_COMPACT_AT, 2 * len(values))
+        self._compact_at = max(self._gap_compact_at, 2 * len(values))
 
     def _kv_sample(self, duration_s: float, used: int, request_blocks: int, tokens: float, block_size: int,
                    n_blocks: int) -> None:

@@ -1,9 +1,9 @@
 """A cluster's replicas simulated in parallel processes, when nothing couples them.
 
 With a router that places every arrival up front (round_robin, random: `Router.assign_all`), the
-replicas of an open-loop, aggregated cluster share nothing while they run: each sees only its own
-arrivals (at their exact trace times, `sim.engine.delay_until`), keeps its own recorder and writes
-only its own rows of the request table. So each replica can run alone on its share of the trace
+replicas of an open-loop, aggregated cluster share nothing while they run: each gets its arrivals
+from a process of its own (`sim.engine.ArrivalSource`, so its clock never depends on the others'),
+keeps its own recorder and writes only its own rows of the request table. So each replica can run alone on its share of the trace
 (`simulate(..., only_replica=r)`), in any process, and the shares merge into the very result the
 whole run gives, bit for bit (tests/test_replica_split.py): `--workers` changes speed, not output.
 """
@@ -11,7 +11,7 @@ whole run gives, bit for bit (tests/test_replica_split.py): `--workers` changes 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,18 +71,31 @@ def replica_shares(cfg: EngineConfig, trace: Trace) -> list[np.ndarray]:
 def simulate_split(cfg: EngineConfig, trace: Trace, run_tasks: Callable,
                    progress: Callable[[int, int], None] | None = None) -> SimResult:
     """Run each replica on its share through `run_tasks(fn, arg_tuples)` (which yields (index,
-    result) as tasks end, e.g. `LocalBackend.run_tasks`) and merge the shares."""
+    result) as tasks end, e.g. `LocalBackend.run_tasks`) and merge the shares as they come."""
     wall_time_start_s = time.perf_counter()  # reported only
     shares = replica_shares(cfg, trace)
-    tasks = [(cfg, trace.take(rows), replica) for replica, rows in enumerate(shares)]
-    outcomes: list[ShareOutcome | None] = [None] * len(shares)
+    merge = ShareMerge(cfg, trace, shares)
     n_done = 0
-    for replica, outcome in run_tasks(simulate_share, tasks):
-        outcomes[replica] = outcome
+    for replica, outcome in run_tasks(simulate_share, _ShareTasks(cfg, trace, shares)):
+        merge.add(replica, outcome)
         n_done += len(shares[replica])
         if progress is not None:
             progress(n_done, len(trace))
-    return merge_shares(cfg, trace, shares, outcomes, time.perf_counter() - wall_time_start_s)
+    return merge.result(time.perf_counter() - wall_time_start_s)
+
+
+class _ShareTasks(Sequence):
+    """The (cfg, share, replica) argument tuples, each share cut from the trace only when handed out.
+    Prefix ids go along only to a policy that reads them (radix)."""
+
+    def __init__(self, cfg: EngineConfig, trace: Trace, shares: list[np.ndarray]):
+        self.cfg, self.trace, self.shares = cfg, trace, shares
+
+    def __len__(self) -> int:
+        return len(self.shares)
+
+    def __getitem__(self, replica: int) -> tuple[EngineConfig, Trace, int]:
+        return self.cfg, self.trace.take(self.shares[replica], hash_ids=self.cfg.policy == "radix"), replica
 
 
 @dataclass
@@ -111,27 +124,42 @@ def simulate_share(cfg: EngineConfig, share: Trace, replica: int) -> ShareOutcom
                         result.max_model_len, result.sim_duration_s)
 
 
-def merge_shares(cfg: EngineConfig, trace: Trace, shares: list[np.ndarray], outcomes: list[ShareOutcome],
-                 wall_time_s: float) -> SimResult:
-    """The whole run's result from its replicas' (in replica order, as `simulate` adds them up)."""
-    table = RequestTable(trace, outcomes[0].max_model_len)
-    attribution = Attribution(table) if cfg.latency_attribution else None
-    rejected: dict[int, str] = {}
-    for rows, outcome in zip(shares, outcomes):
-        table_rows = _table_rows(table, rows)
+class ShareMerge:
+    """The whole run's result, built from its replicas' outcomes as they arrive (in any order): rows
+    go to the table and attribution at once; recorders and totals are added up in replica order at
+    the end, as `simulate` adds them up."""
+
+    def __init__(self, cfg: EngineConfig, trace: Trace, shares: list[np.ndarray]):
+        self.cfg, self.trace, self.shares = cfg, trace, shares
+        self.table: RequestTable | None = None  # made at the first outcome (it knows max_model_len)
+        self.attribution: Attribution | None = None
+        self.rejected: dict[int, str] = {}
+        self.outcomes: list[ShareOutcome | None] = [None] * len(shares)
+
+    def add(self, replica: int, outcome: ShareOutcome) -> None:
+        if self.table is None:
+            self.table = RequestTable(self.trace, outcome.max_model_len)
+            self.attribution = Attribution(self.table) if self.cfg.latency_attribution else None
+        rows = self.shares[replica]
+        table_rows = _table_rows(self.table, rows)
         for name in RUN_STATE_COLUMNS:
-            getattr(table, name)[table_rows] = outcome.columns[name]
-        rejected.update({int(table_rows[row]): reason for row, reason in outcome.reject_reason.items()})
-        if attribution is not None:
+            getattr(self.table, name)[table_rows] = outcome.columns[name]
+        self.rejected.update({int(table_rows[row]): reason for row, reason in outcome.reject_reason.items()})
+        if self.attribution is not None:
             for name, values in outcome.attribution.items():
-                getattr(attribution, name)[..., rows] = values
-    # a whole run records rejections as they happen: in time order
-    table.reject_reason = dict(sorted(rejected.items(), key=lambda item: (table.finish_s[item[0]], item[0])))
-    recorder = Recorder.merged([outcome.recorder for outcome in outcomes])
-    recorder.attribution = attribution
-    return SimResult(cfg, table, recorder, outcomes[0].memory, [outcome.n_blocks for outcome in outcomes],
-                     outcomes[0].max_model_len, max(outcome.sim_duration_s for outcome in outcomes), wall_time_s,
-                     replicas=[], facts=[outcome.facts for outcome in outcomes])
+                getattr(self.attribution, name)[..., rows] = values
+        outcome.columns, outcome.attribution = {}, None  # merged: let them go
+        self.outcomes[replica] = outcome
+
+    def result(self, wall_time_s: float) -> SimResult:
+        outcomes, table = self.outcomes, self.table
+        # a whole run records rejections as they happen: in time order
+        table.reject_reason = dict(sorted(self.rejected.items(), key=lambda item: (table.finish_s[item[0]], item[0])))
+        recorder = Recorder.merged([outcome.recorder for outcome in outcomes])
+        recorder.attribution = self.attribution
+        return SimResult(self.cfg, table, recorder, outcomes[0].memory, [outcome.n_blocks for outcome in outcomes],
+                         outcomes[0].max_model_len, max(outcome.sim_duration_s for outcome in outcomes), wall_time_s,
+                         replicas=[], facts=[outcome.facts for outcome in outcomes])
 
 
 def _table_rows(table: RequestTable, requests: np.ndarray) -> np.ndarray:

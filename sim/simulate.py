@@ -18,7 +18,7 @@ from sim.engines import EngineCost, EngineOverhead, load_engine
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
 from sim.memory import MemoryPlan, plan_memory
-from sim.metrics import Recorder
+from sim.metrics import Recorder, replica_gap_compact_at
 from sim.model import load_model
 from sim.request import RequestTable, Status
 from sim.router import make_router
@@ -59,7 +59,7 @@ class SimResult:
     max_model_len: int
     sim_duration_s: float
     wall_time_s: float
-    replicas: list[Replica]
+    replicas: list[Replica]  # the live replicas; none for a run split across processes (sim.replica_split)
     disagg: object | None = None  # sim.disagg.build.DisaggCluster of a disaggregated run
     stopped_early_s: float | None = None  # when a stop_watch ended the run (requests still in flight)
     # per replica, in order; from `replicas` unless given (a run split across processes has no Replica objects)
@@ -99,7 +99,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
-    recorder = Recorder(cfg.record_steps)
+    recorder = Recorder(cfg.record_steps, None if cfg.is_disaggregated else replica_gap_compact_at(cfg.replicas))
     recorder.attribution = Attribution(table) if cfg.latency_attribution else None
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))

@@ -53,13 +53,14 @@ class Trace:
             return np.ones(len(self), dtype=np.int64)
         return self.n_samples
 
-    def take(self, index) -> Trace:
-        """A new trace with the rows in `index` (in that order), hash ids carried along: the
-        ragged ids are gathered in vectorized chunks, so it scales to million-row traces. A
-        contiguous run of rows (a cut) shares the hash ids of this trace rather than copying."""
+    def take(self, index, hash_ids: bool = True) -> Trace:
+        """A new trace with the rows in `index` (in that order), hash ids carried along (unless
+        `hash_ids` is False): the ragged ids are gathered in vectorized chunks, so it scales to
+        million-row traces. A contiguous run of rows (a cut) shares the hash ids of this trace
+        rather than copying."""
         index = np.asarray(index, dtype=np.int64)
         flat = offsets = None
-        if self.hash_offsets is not None:
+        if self.hash_offsets is not None and hash_ids:
             flat, offsets = self._take_hash_ids(index)
         return Trace(
             arrival_s=self.arrival_s[index],

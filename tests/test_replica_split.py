@@ -64,6 +64,12 @@ def test_replicas_apart_give_the_whole_runs_output(workloads, case):
     assert_same_output(whole, simulate_split(cfg, trace, in_process))
 
 
+def test_replicas_left_without_requests(workloads):
+    cfg = EngineConfig(replicas=5)
+    trace = workloads["splitwise"].take(range(3))
+    assert_same_output(simulate(cfg, trace), simulate_split(cfg, trace, in_process))
+
+
 def test_worker_processes_give_the_same_output(workloads):
     cfg = EngineConfig(replicas=4, policy="chunked", record_steps=True)
     trace = workloads["prompts"]

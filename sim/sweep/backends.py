@@ -5,11 +5,12 @@ so a crash anywhere loses only the points still in flight."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
@@ -83,21 +84,28 @@ class LocalBackend:
         for _, row in self.run_tasks(run_point, [(point,) for point in points]):
             yield row
 
-    def run_tasks(self, fn: Callable, arg_tuples: list[tuple]) -> Iterator[tuple[int, Any]]:
+    def run_tasks(self, fn: Callable, arg_tuples: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
         """(index, fn(*arg_tuples[index])) as each task finishes; one task or one worker runs here,
-        in-process. On any error (or when the caller stops early) the pool is closed."""
+        in-process. At most 2 x workers tasks are handed out at once, each read from `arg_tuples`
+        only then (a lazy sequence keeps only those in memory). On any error (or when the caller
+        stops early) the pool is closed."""
         if not arg_tuples:
             return
         if self.workers == 1 or len(arg_tuples) == 1:
-            for index, args in enumerate(arg_tuples):
-                yield call_in_worker(fn, args, index)
+            for index in range(len(arg_tuples)):
+                yield call_in_worker(fn, arg_tuples[index], index)
             return
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=get_context("spawn"),
                                              initializer=_exit_with_parent, initargs=(os.getpid(),))
-        pending = {self._pool.submit(call_in_worker, fn, args, index) for index, args in enumerate(arg_tuples)}
+        queued = iter(range(len(arg_tuples)))
+        pending: set = set()
         try:
-            while pending:
+            while True:
+                for index in itertools.islice(queued, 2 * self.workers - len(pending)):
+                    pending.add(self._pool.submit(call_in_worker, fn, arg_tuples[index], index))
+                if not pending:
+                    return
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     yield future.result()
