@@ -11,7 +11,7 @@ capacities it finds under perturbed cost models: `perturbed_cost_scales` gives t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -57,14 +57,17 @@ def check_replays(n: int) -> None:
 
 
 def prediction_intervals(cfg: EngineConfig, workload: Trace | ClosedLoop, n: int,
-                         resample: Callable[[int], Trace | ClosedLoop] | None = None) -> dict:
+                         resample: Callable[[int], Trace | ClosedLoop] | None = None,
+                         run_tasks: Callable | None = None) -> dict:
     """`intervals` for summary.json from `n` perturbed replays; `resample(seed)` reloads a
-    synthetic workload with another seed (None: every replay uses `workload`)."""
+    synthetic workload with another seed (None: every replay uses `workload`). `run_tasks(fn,
+    arg_tuples)` (a backend's: yields (index, result) as tasks end) runs the replays, e.g. in
+    worker processes; by default they run here, one after another. The result does not depend on it."""
     check_replays(n)
-    summaries = []
-    for i, scale in enumerate(perturbed_cost_scales(cfg, n)):
-        replay_workload = resample(cfg.seed + 1 + i) if resample is not None else workload
-        summaries.append(summarize(simulate(cfg, replay_workload, time_scale=scale)))
+    summaries: list[dict | None] = [None] * n
+    replays = _Replays(cfg, workload, resample, perturbed_cost_scales(cfg, n))
+    for index, summary in (run_tasks or _one_by_one)(replay_summary, replays):
+        summaries[index] = summary
     out: dict = {"n_replays": n, "arrivals_resampled": resample is not None,
                  "method": "p10/p50/p90 over replays; cost-model time scales drawn from the profile's uncertainty"}
     for key in LATENCY_KEYS:
@@ -72,6 +75,31 @@ def prediction_intervals(cfg: EngineConfig, workload: Trace | ClosedLoop, n: int
     for key in THROUGHPUT_KEYS:
         out[key] = band(s[key] for s in summaries)
     return out
+
+
+def replay_summary(cfg: EngineConfig, workload: Trace | ClosedLoop, time_scale: dict[str, float]) -> dict:
+    """The summary of one perturbed replay (a task: may run in a worker process)."""
+    return summarize(simulate(cfg, workload, time_scale=time_scale))
+
+
+class _Replays(Sequence):
+    """(cfg, workload, time scale) of each replay; a resampled workload is drawn only when its
+    replay is handed out."""
+
+    def __init__(self, cfg: EngineConfig, workload, resample, scales: list[dict[str, float]]):
+        self.cfg, self.workload, self.resample, self.scales = cfg, workload, resample, scales
+
+    def __len__(self) -> int:
+        return len(self.scales)
+
+    def __getitem__(self, i: int) -> tuple:
+        workload = self.resample(self.cfg.seed + 1 + i) if self.resample is not None else self.workload
+        return self.cfg, workload, self.scales[i]
+
+
+def _one_by_one(fn: Callable, arg_tuples: Sequence[tuple]):
+    for index in range(len(arg_tuples)):
+        yield index, fn(*arg_tuples[index])
 
 
 def run_extrapolating(cfg: EngineConfig) -> list[str]:

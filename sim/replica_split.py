@@ -44,21 +44,17 @@ def why_not_split(cfg: EngineConfig, workload: Trace | ClosedLoop) -> str | None
     return None
 
 
-def simulate_cluster(cfg: EngineConfig, workload: Trace | ClosedLoop, workers: int = 1,
+def simulate_cluster(cfg: EngineConfig, workload: Trace | ClosedLoop, backend=None,
                      progress: Callable[[int, int], None] | None = None) -> SimResult:
-    """`simulate(cfg, workload, progress)`, with the replicas spread over up to `workers` processes
-    (`workers` > 1 needs a run whose replicas can run apart: `why_not_split`; one replica just runs)."""
-    if workers < 1:
-        raise InputError("--workers", None, f"must be at least 1; got {workers}")
+    """`simulate(cfg, workload, progress)`, with the replicas spread over the processes of `backend`
+    (a `sim.sweep.backends.LocalBackend`; None or one worker: here). More than one worker needs a run
+    whose replicas can run apart (`why_not_split`); a single replica just runs here."""
     reason = why_not_split(cfg, workload)
-    if workers == 1 or reason == ONE_REPLICA:
+    if backend is None or backend.workers == 1 or reason == ONE_REPLICA:
         return simulate(cfg, workload, progress)
     if reason is not None:
         raise InputError("--workers", None, f"must be 1 for this run: {reason}")
-    from sim.sweep.backends import LocalBackend  # processes; imported here (sim.sweep imports sim.run)
-
-    with LocalBackend(min(workers, cfg.replicas)) as backend:
-        return simulate_split(cfg, workload, backend.run_tasks, progress)
+    return simulate_split(cfg, workload, backend.run_tasks, progress)
 
 
 def replica_shares(cfg: EngineConfig, trace: Trace) -> list[np.ndarray]:

@@ -102,7 +102,8 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     checked before simulating, and a failed or killed run leaves an earlier run's folder as it was.
     summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
-    `workers` > 1 spreads the replicas over processes (sim.replica_split; same output)."""
+    `workers` > 1 spreads the replicas (sim.replica_split) and the perturbed replays over that many
+    processes; the output is the same."""
     from sim.intervals import check_replays
 
     if uncertainty is not None:
@@ -125,13 +126,15 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
               percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None, workers: int = 1) -> RunOutput:
     from sim.intervals import prediction_intervals, run_extrapolating
+    from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
 
-    result = simulate_cluster(cfg, workload, workers, progress)
-    frame = requests_frame(result)
-    summary = summarize(result, frame, percentiles)
-    summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)
-    summary.update(provenance(cfg, workload))
-    summary["extrapolating"] = run_extrapolating(cfg)
-    if uncertainty is not None:
-        summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample)
+    with make_backend("local", workers, None) as backend:
+        result = simulate_cluster(cfg, workload, backend, progress)
+        frame = requests_frame(result)
+        summary = summarize(result, frame, percentiles)
+        summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)
+        summary.update(provenance(cfg, workload))
+        summary["extrapolating"] = run_extrapolating(cfg)
+        if uncertainty is not None:
+            summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, backend.run_tasks)
     return RunOutput(result, summary, frame)

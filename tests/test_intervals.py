@@ -15,6 +15,7 @@ from sim.cost.tables import table_entry
 from sim.cost.uncertainty import class_sigmas, draw_time_scale
 from sim.hardware import load_hardware
 from sim.intervals import band, prediction_intervals, run_extrapolating
+from sim.sweep.backends import LocalBackend
 from sim.model import load_model
 from sim.run import run
 from sim.trace import Trace
@@ -55,6 +56,25 @@ def test_intervals_reproducible_with_a_seed_and_ordered():
             b = first[key][stat]
             assert b["p10"] <= b["p50"] <= b["p90"]
     assert first["tpot_s"]["p50"]["p10"] < first["tpot_s"]["p50"]["p90"]  # perturbation moves the numbers
+
+
+def test_intervals_do_not_depend_on_where_the_replays_run():
+    """Replays handed to worker processes (finishing in any order) give the same intervals; a
+    resampled workload is drawn in this process for each replay, with that replay's seed."""
+    cfg = EngineConfig(model="llama-2-7b", hardware="h100-sxm", seed=5)
+    seeds = []
+
+    def resample(seed):
+        seeds.append(seed)
+        trace = _trace()
+        trace.arrival_s = trace.arrival_s * (1.0 + 0.1 * (seed % 3))
+        return trace
+
+    here = prediction_intervals(cfg, _trace(), 3, resample)
+    with LocalBackend(2) as backend:
+        apart = prediction_intervals(cfg, _trace(), 3, resample, backend.run_tasks)
+    assert apart == here and apart["arrivals_resampled"]
+    assert seeds == [6, 7, 8] * 2
 
 
 def test_draws_follow_the_profile_sigmas():

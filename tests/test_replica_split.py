@@ -16,6 +16,7 @@ from sim.request import RUN_STATE_COLUMNS, RequestTable
 from sim.run import load_run_workload
 from sim.simulate import simulate
 from sim.summary import requests_frame, summarize
+from sim.sweep.backends import LocalBackend
 from sim.trace import ClosedLoop, Trace
 
 CASES = {
@@ -74,7 +75,8 @@ def test_worker_processes_give_the_same_output(workloads):
     cfg = EngineConfig(replicas=4, policy="chunked", record_steps=True)
     trace = workloads["prompts"]
     seen = []
-    split = simulate_cluster(cfg, trace, workers=2, progress=lambda done, total: seen.append((done, total)))
+    with LocalBackend(2) as backend:
+        split = simulate_cluster(cfg, trace, backend, progress=lambda done, total: seen.append((done, total)))
     assert_same_output(simulate(cfg, trace), split)
     assert seen[-1] == (len(trace), len(trace)) and len(seen) == 4
 
@@ -97,7 +99,7 @@ def test_runs_whose_replicas_interact_are_not_split(workloads):
     closed = ClosedLoop(pool=trace, concurrency=4)
     assert "closed-loop" in why_not_split(EngineConfig(replicas=2), closed)
     with pytest.raises(Exception, match="--workers"):
-        simulate_cluster(EngineConfig(replicas=2, router="least_outstanding"), trace, workers=2)
+        simulate_cluster(EngineConfig(replicas=2, router="least_outstanding"), trace, LocalBackend(2))
 
 
 @pytest.mark.parametrize("args, message", [
@@ -113,7 +115,7 @@ def test_cli_refuses_workers_it_cannot_use_in_one_line(args, message):
 def test_one_replica_or_one_worker_runs_in_process(workloads):
     trace = workloads["splitwise"]
     cfg = EngineConfig(replicas=1)
-    assert requests_frame(simulate_cluster(cfg, trace, workers=4)).equals(requests_frame(simulate(cfg, trace)))
+    assert requests_frame(simulate_cluster(cfg, trace, LocalBackend(4))).equals(requests_frame(simulate(cfg, trace)))
 
 
 def test_every_column_a_run_writes_travels_back(workloads):

@@ -122,8 +122,8 @@ def simulate(
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
                                     help="also run N perturbed replays; summary.json gains p10/p50/p90 `intervals`"),
     workers: int = typer.Option(1, "--workers", "-w",
-                                help="simulate the replicas in up to N processes (round_robin or random router, "
-                                     "open loop, aggregated): same output, faster on several cores"),
+                                help="simulate the replicas (round_robin or random router, open loop, aggregated) "
+                                     "and the --uncertainty replays in up to N processes: same output, faster"),
 ) -> None:
     """Replay a trace through a scheduler policy on simulated GPUs.
 
