@@ -1,7 +1,8 @@
 """Seeded random configurations on real trace slices: every run either refuses its input with one
 InputError or ends with every request finished or rejected (`simulate` raises "the simulation
 stalled" otherwise). A broader run of this found a disaggregated decode replica that waited forever
-on a transfer queued for its own blocks."""
+on a transfer queued for its own blocks. Clusters whose replicas can run apart also run split
+(sim.replica_split, in this process) and must give the same requests frame and summary."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pydantic import ValidationError
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.request import Status
+from sim.replica_split import simulate_split, why_not_split
 from sim.run import load_run_workload
 from sim.simulate import simulate
+from sim.summary import requests_frame, summarize
 from sim.workload.spec_models import Synthetic
 from sim.workload.synthetic.generate import generate_synthetic
 
@@ -58,8 +61,16 @@ def random_knobs(rng: random.Random, trace_name: str) -> dict:
     return knobs
 
 
+def same_when_split(cfg: EngineConfig, trace, whole) -> bool:
+    split = simulate_split(cfg, trace, lambda fn, tasks: ((i, fn(*tasks[i])) for i in range(len(tasks))))
+    whole_frame, split_frame = requests_frame(whole), requests_frame(split)
+    whole_summary, split_summary = summarize(whole, whole_frame), summarize(split, split_frame)
+    whole_summary.pop("wall_time_s"), split_summary.pop("wall_time_s")
+    return whole_frame.equals(split_frame) and repr(whole_summary) == repr(split_summary)
+
+
 def test_random_configurations_end_every_request(traces):
-    ran = preempted = 0
+    ran = preempted = split = 0
     for case in range(N_CONFIGS):
         rng = random.Random(case)
         trace_name = rng.choice(sorted(traces))
@@ -73,4 +84,8 @@ def test_random_configurations_end_every_request(traces):
         assert set(result.table.status.tolist()) <= {Status.FINISHED, Status.REJECTED}, knobs
         ran += 1
         preempted += result.recorder.preemptions > 0
+        if why_not_split(cfg, traces[trace_name]) is None:
+            assert same_when_split(cfg, traces[trace_name], result), knobs
+            split += 1
     assert ran >= 36 and preempted >= 15  # the draws really run, and under block pressure
+    assert split >= 3
