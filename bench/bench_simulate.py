@@ -1,16 +1,17 @@
 """Speed and memory benchmark of whole `infersim` processes, before and after, in one sitting.
 
-Rows (issue 12): the full bundled Splitwise conversation trace (19,366 requests) on one
-llama-2-7b / h100-sxm replica with continuous, chunked and radix; Llama-2-70B TP4 chunked;
-a synthetic Poisson replay (ShareGPT lengths, llama-3-8b, ONE h100-sxm replica, continuous,
-outputs written) at each of `--sizes` requests (the scaling table); the same replay of
-`CLUSTER_REQUESTS` requests at 8x the rate on 8 round-robin replicas, in one process and with
-`--workers` processes (`simulate --workers`, after only: same output), and the largest size the
-same way with `--workers`; `workload sample` of the largest size. "before" runs the same commands from `git archive <--before>` of this repository,
-"after" from this working tree. Each cell is the median of `--repeats` processes; peak RSS is
-the largest of that process and its worker processes (wait4), cpu their sum. The default "before" is main just before issue 12, which also predates
-issues 10, 11 and 13: "after" pays for their features too (latency attribution, on by default,
-costs ~1/5 of a replay's simulation time; `latency_attribution: false` in a --config turns it off).
+Rows (issue 12): the full bundled Splitwise conversation trace (19,366 requests) on one llama-2-7b /
+h100-sxm replica with continuous, chunked and radix; Llama-2-70B TP4 chunked; a synthetic Poisson
+replay (ShareGPT lengths, llama-3-8b, ONE h100-sxm replica, continuous, outputs written) at each of
+`--sizes` requests (the scaling table); the same replay of `CLUSTER_REQUESTS` requests at 8x the
+rate on 8 round-robin replicas, in one process and with `--workers` processes (`simulate --workers`,
+after only: same output), and the largest size the same way with `--workers`; `workload sample` of
+the largest size. "before" runs the same commands from `git archive <--before>` of this repository,
+"after" from this working tree. Each cell is the median of `--repeats` processes; peak RSS is the
+largest of that process and its worker processes (wait4), cpu their sum. The default "before" is
+main just before issue 12, which also predates issues 10, 11 and 13: "after" pays for their features
+too (latency attribution, on by default, costs ~1/5 of a replay's simulation time;
+`latency_attribution: false` in a --config turns it off).
 
     python bench/bench_simulate.py [--before 30dfb69|none] [--sizes 10000,100000,1000000]
                                    [--repeats 3] [--rows splitwise,70b,replay,cluster,sample] [--workers 2]

@@ -3,9 +3,10 @@
 With a router that places every arrival up front (round_robin, random: `Router.assign_all`), the
 replicas of an open-loop, aggregated cluster share nothing while they run: each gets its arrivals
 from a process of its own (`sim.engine.ArrivalSource`, so its clock never depends on the others'),
-keeps its own recorder and writes only its own rows of the request table. So each replica can run alone on its share of the trace
-(`simulate(..., only_replica=r)`), in any process, and the shares merge into the very result the
-whole run gives, bit for bit (tests/test_replica_split.py): `--workers` changes speed, not output.
+keeps its own recorder and writes only its own rows of the request table. So each replica can run
+alone on its share of the trace (`simulate(..., only_replica=r)`), in any process, and the shares
+merge into the very result the whole run gives, bit for bit (tests/test_replica_split.py):
+`--workers` changes speed, not output.
 """
 
 from __future__ import annotations

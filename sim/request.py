@@ -25,9 +25,9 @@ class Status(enum.IntEnum):
 
 # the columns a run writes (the others follow from the trace and max_model_len; a closed loop and
 # parallel samples' forks write arrival_s)
-RUN_STATE_COLUMNS = ("arrival_s", "status", "n_computed", "n_tokens", "cached_tokens", "host_cached_tokens", "first_token_s",
-                     "last_token_s", "finish_s", "scheduled_s", "preemptions", "preempted_s", "kv_transfer_s",
-                     "replica")
+RUN_STATE_COLUMNS = ("arrival_s", "status", "n_computed", "n_tokens", "cached_tokens", "host_cached_tokens",
+                     "first_token_s", "last_token_s", "finish_s", "scheduled_s", "preemptions", "preempted_s",
+                     "kv_transfer_s", "replica")
 
 
 class RequestTable:

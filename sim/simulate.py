@@ -33,7 +33,7 @@ class ReplicaFacts:
 
     hardware: str
     evicted_blocks: int = 0  # radix: prefix-cache blocks evicted
-    spec_k: int = 0  # speculative decoding: proposals per step (0: off) ...
+    spec_k: int = 0  # speculative decoding: proposals per step (0: off)
     spec_acceptance: tuple[float, ...] = ()
     spec_proposed: int = 0
     spec_accepted: int = 0

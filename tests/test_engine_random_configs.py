@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.request import Status
 from sim.replica_split import simulate_split, why_not_split
+from sim.request import Status
 from sim.run import load_run_workload
 from sim.simulate import simulate
 from sim.summary import requests_frame, summarize

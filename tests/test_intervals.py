@@ -15,9 +15,9 @@ from sim.cost.tables import table_entry
 from sim.cost.uncertainty import class_sigmas, draw_time_scale
 from sim.hardware import load_hardware
 from sim.intervals import band, prediction_intervals, run_extrapolating
-from sim.sweep.backends import LocalBackend
 from sim.model import load_model
 from sim.run import run
+from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
 
 

@@ -103,7 +103,8 @@ def test_runs_whose_replicas_interact_are_not_split(workloads):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--replicas", "2", "--router", "least_kv", "--workers", "2"], "--workers: must be 1 for this run: router least_kv"),
+    (["--replicas", "2", "--router", "least_kv", "--workers", "2"],
+     "--workers: must be 1 for this run: router least_kv"),
     (["--workers", "0"], "--workers: must be at least 1"),
 ])
 def test_cli_refuses_workers_it_cannot_use_in_one_line(args, message):
