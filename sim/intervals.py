@@ -93,6 +93,8 @@ class _Replays(Sequence):
         return len(self.scales)
 
     def __getitem__(self, i: int) -> tuple:
+        if not 0 <= i < len(self.scales):
+            raise IndexError(i)
         workload = self.resample(self.cfg.seed + 1 + i) if self.resample is not None else self.workload
         return self.cfg, workload, self.scales[i]
 

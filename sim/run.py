@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,7 +93,8 @@ def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
 def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = None,
         progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
         resample: Callable[[int], Trace | ClosedLoop] | None = None, percentiles=DEFAULT_PERCENTILES,
-        slo: PlanSLO | None = None, csv_path: Path | None = None, workers: int = 1) -> RunOutput:
+        slo: PlanSLO | None = None, csv_path: Path | None = None, workers: int = 1, backend: str = "local",
+        address: str | None = None) -> RunOutput:
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
     with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
@@ -103,16 +105,18 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
     `workers` > 1 spreads the replicas (sim.replica_split) and the perturbed replays over that many
-    processes; the output is the same."""
+    processes of `backend` (local | ray, at `address`); the output is the same."""
     from sim.intervals import check_replays
+    from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
 
     if uncertainty is not None:
         check_replays(uncertainty)
+    runner = make_backend(backend, workers, address)
     if out_dir is None:
-        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, workers)
+        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
     else:
         with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, workers)
+            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
             write_parquet(tmp_dir / "requests.parquet", output.requests)
             if cfg.record_steps:
                 write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
@@ -124,11 +128,10 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
-              percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None, workers: int = 1) -> RunOutput:
+              percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None, backend=None) -> RunOutput:
     from sim.intervals import prediction_intervals, run_extrapolating
-    from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
 
-    with make_backend("local", workers, None) as backend:
+    with backend or contextlib.nullcontext():
         result = simulate_cluster(cfg, workload, backend, progress)
         frame = requests_frame(result)
         summary = summarize(result, frame, percentiles)
@@ -136,5 +139,6 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
         summary.update(provenance(cfg, workload))
         summary["extrapolating"] = run_extrapolating(cfg)
         if uncertainty is not None:
-            summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, backend.run_tasks)
+            run_tasks = backend.run_tasks if backend is not None and backend.workers > 1 else None
+            summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, run_tasks)
     return RunOutput(result, summary, frame)

@@ -16,7 +16,7 @@ from sim.request import RUN_STATE_COLUMNS, RequestTable
 from sim.run import load_run_workload
 from sim.simulate import simulate
 from sim.summary import requests_frame, summarize
-from sim.sweep.backends import LocalBackend
+from sim.sweep.backends import LocalBackend, RayBackend
 from sim.trace import ClosedLoop, Trace
 
 CASES = {
@@ -79,6 +79,19 @@ def test_worker_processes_give_the_same_output(workloads):
         split = simulate_cluster(cfg, trace, backend, progress=lambda done, total: seen.append((done, total)))
     assert_same_output(simulate(cfg, trace), split)
     assert seen[-1] == (len(trace), len(trace)) and len(seen) == 4
+
+
+def test_a_ray_cluster_gives_the_same_output(workloads):
+    ray = pytest.importorskip("ray")
+    cfg = EngineConfig(replicas=3, policy="radix", router="random")
+    trace = workloads["prompts"]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        with RayBackend(None, 2) as backend:
+            split = simulate_cluster(cfg, trace, backend)
+    finally:
+        ray.shutdown()
+    assert_same_output(simulate(cfg, trace), split)
 
 
 def test_shares_are_the_whole_runs_router_picks(workloads):

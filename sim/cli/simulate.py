@@ -19,7 +19,8 @@ from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
-              "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers")
+              "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers", "backend",
+              "address")
 
 
 def _opt(help_text: str, *names: str):
@@ -124,6 +125,8 @@ def simulate(
     workers: int = typer.Option(1, "--workers", "-w",
                                 help="simulate the replicas (round_robin or random router, open loop, aggregated) "
                                      "and the --uncertainty replays in up to N processes: same output, faster"),
+    backend: str = typer.Option("local", "--backend", help="where --workers run: local (processes) | ray"),
+    address: str = typer.Option(None, "--address", help="ray: address of a running cluster"),
 ) -> None:
     """Replay a trace through a scheduler policy on simulated GPUs.
 
@@ -152,7 +155,8 @@ def simulate(
         def resample(seed: int):
             return load_run_workload(trace, trace_format, rate_scale, max_requests, seed, qps)
     try:
-        output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers)
+        output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers, backend,
+                     address)
     finally:
         progress.close()
     if as_json:
