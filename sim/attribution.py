@@ -33,9 +33,10 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from sim.request import RequestTable
     from sim.sched.base import Scheduler
     from sim.sched.plan import StepPlan

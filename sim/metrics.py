@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from sim.sched.base import Scheduler
     from sim.sched.plan import StepPlan
 
@@ -233,6 +234,8 @@ class Recorder:
         return self._kv_waste_time / self.busy_s if self.busy_s else 0.0
 
     def steps_frame(self) -> pd.DataFrame:
+        import pandas as pd  # here: a worker process that only simulates never needs it
+
         frame = pd.DataFrame({name: buf.array() for name, buf in self._steps.items()})
         for name in ("replica", "batch_size", "prefill_tokens", "decode_tokens", "kv_blocks_used"):
             frame[name] = frame[name].astype(np.int64)
