@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,10 +127,10 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
-              percentiles=DEFAULT_PERCENTILES, slo: PlanSLO | None = None, backend=None) -> RunOutput:
+              percentiles, slo: PlanSLO | None, backend) -> RunOutput:
     from sim.intervals import prediction_intervals, run_extrapolating
 
-    with backend or contextlib.nullcontext():
+    with backend:
         result = simulate_cluster(cfg, workload, backend, progress)
         frame = requests_frame(result)
         summary = summarize(result, frame, percentiles)
@@ -139,6 +138,6 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
         summary.update(provenance(cfg, workload))
         summary["extrapolating"] = run_extrapolating(cfg)
         if uncertainty is not None:
-            run_tasks = backend.run_tasks if backend is not None and backend.workers > 1 else None
+            run_tasks = backend.run_tasks if backend.workers > 1 else None
             summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, run_tasks)
     return RunOutput(result, summary, frame)
