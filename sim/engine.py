@@ -67,7 +67,6 @@ class ArrivalSource:
         self.replicas: list[Replica] = []
         self._n_arrived = 0
         self._replica_of: np.ndarray | None = None  # each arrival's replica, when decided up front
-        self._own_rows: list[np.ndarray] = []  # per replica: its arrivals, in order
         self._own: list[np.ndarray] = []  # per replica: its arrivals' times, in order
         self._own_next: list[int] = []  # per replica: how many of them have arrived
 
@@ -88,10 +87,10 @@ class ArrivalSource:
             return
         order = np.argsort(self._replica_of, kind="stable")
         bounds = np.searchsorted(self._replica_of[order], np.arange(len(replicas) + 1))
-        self._own_rows = [order[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
-        self._own = [self.arrival_s[rows] for rows in self._own_rows]
+        own_rows = [order[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]  # per replica, in arrival order
+        self._own = [self.arrival_s[rows] for rows in own_rows]
         self._own_next = [0] * len(replicas)
-        for replica, rows in enumerate(self._own_rows):
+        for replica, rows in enumerate(own_rows):
             self.env.process(self._arrivals(rows, replica))
 
     def _arrivals(self, rows: np.ndarray, replica: int | None):
