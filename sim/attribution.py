@@ -76,6 +76,7 @@ class Attribution:
         if rows.size == 0:
             return
         q = plan.new_tokens
+        own = None
         if not self._all_own_rows:
             own = rows < n
             if not own.all():
@@ -83,6 +84,13 @@ class Attribution:
                 if rows.size == 0:
                     return
         start_s = end_s - plan.duration_s
+        if plan.seq_steps is not None:  # a run past finishes (no transfer): each row's work ends with its steps
+            row_end_s = plan.step_end_s[plan.seq_steps - 1]
+            if own is not None:
+                row_end_s = row_end_s[own]
+            self._part["decode"][rows] += row_end_s - self._account_wait(rows, start_s)
+            self.mark_s[rows] = row_end_s
+            return
         if rows.shape[0] <= SCALAR_MAX_ROWS:
             self._on_plan_scalar(rows, q, plan, start_s, end_s, sched)
             return

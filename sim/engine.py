@@ -82,6 +82,9 @@ class ArrivalSource:
         self.replicas = replicas
         if len(replicas) > 1:
             self._replica_of = self.router.assign_all(len(self.arrival_s), len(replicas))
+        if len(replicas) == 1 or self._replica_of is not None:  # no one reads a replica's state mid-run
+            for replica in replicas:
+                replica.sched.runs_past_finishes = replica.sched.can_run_past_finishes
         if self._replica_of is None:
             self.env.process(self._arrivals(np.arange(len(self.arrival_s)), None))
             return

@@ -121,14 +121,16 @@ class Recorder:
         self.gap_values.claim(len(values))[:] = values
         self.gap_weights.claim(len(values))[:] = 1
 
-    def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray) -> None:
-        """A decode run's gaps: each sequence's own first gap, then every later step once per sequence."""
+    def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray,
+                     later_weights: np.ndarray | None = None) -> None:
+        """A decode run's gaps: each sequence's own first gap, then every later step once per sequence
+        (`later_weights`: per step, how many sequences it computes, when some left the run)."""
         n, n_later = first_gaps.shape[0], later_steps_s.shape[0]
         values, weights = self.gap_values.claim(n + n_later), self.gap_weights.claim(n + n_later)
         values[:n] = first_gaps
         values[n:] = later_steps_s
         weights[:n] = 1
-        weights[n:] = n
+        weights[n:] = n if later_weights is None else later_weights
         if self.gap_values.size >= self._compact_at:
             self.compact_gaps()
 
@@ -205,6 +207,36 @@ class Recorder:
             starts = run_start_s + np.concatenate([[0.0], np.cumsum(durations[:-1])])
             cols = (np.full(k, sched.replica), starts, durations, np.full(k, n_growing), np.zeros(k),
                     np.full(k, plan.req_ids.shape[0]), used_now - later_growth)
+            for name, value in zip(STEP_COLUMNS, cols):
+                self._steps[name].extend(value)
+
+    def run_past_finishes(self, sched: Scheduler, plan: StepPlan, contexts: np.ndarray, used_now: int,
+                          request_blocks_now: int, released: list[tuple[int, int, int]]) -> None:
+        """A committed run past finishes (sim/sched/past_finishes.py), recorded as its single steps
+        would have been: `contexts` before the run, the pool's used and request blocks after the run
+        took all its blocks, and per finishing step (first step without them, used blocks freed,
+        request blocks given up) what releasing the sequences that finished early changed."""
+        blocks, k, steps, durations = sched.blocks, plan.n_steps, plan.seq_steps, plan.step_times_s
+        size = blocks.block_size
+        later_growth = np.add.accumulate(plan.block_taken, dtype=np.float64)
+        later_growth -= later_growth[-1]  # minus the blocks taken after each step
+        freed, given_up = np.zeros(k + 1), np.zeros(k + 1)
+        for step, n_freed, n_given_up in released:
+            freed[step] += n_freed
+            given_up[step] += n_given_up
+        used = np.add.accumulate(freed[:k])
+        np.subtract(used_now + later_growth, used, out=used)
+        request_blocks = np.add.accumulate(given_up[:k])
+        np.subtract(request_blocks_now + later_growth, request_blocks, out=request_blocks)
+        left_contexts = np.add.accumulate(np.bincount(steps, weights=contexts, minlength=k + 1)[:k])
+        tokens = float(np.add.reduce(contexts)) - left_contexts + plan.n_active * (np.arange(k) + 1.0)
+        self.busy_s += float(np.add.reduce(durations))
+        self._kv_util_time += float(durations @ used) / blocks.n_blocks
+        self._waste_where_held(durations, request_blocks, tokens, size)
+        self.n_steps += k
+        if self.record_steps:
+            starts = plan.step_end_s - durations
+            cols = (np.full(k, sched.replica), starts, durations, plan.n_active, np.zeros(k), plan.n_active, used)
             for name, value in zip(STEP_COLUMNS, cols):
                 self._steps[name].extend(value)
 

@@ -4,7 +4,8 @@
 the bundled traces (preemption by recompute and swap, radix hits and evictions, several replicas),
 the requests frame, the summary and the steps table must agree with the normal run; times agree to
 1e-9 s (runs add step times in a different order, so the last bits may differ), everything
-else exactly. Static batching is not covered: its batch decode never consults the constant.
+else exactly. The normal run includes decode runs past finishes (sim/sched/past_finishes.py).
+Static batching is not covered: its batch decode never consults the constant.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def mooncake():
     return load_run_workload("mooncake_conversation", rate_scale=0.25, max_requests=100)
 
 
+PAST_FINISHES = {"runs": 0}  # runs past finishes committed by the last `run_both` with decode runs
+
+
 def run_both(cfg: EngineConfig, workload, monkeypatch):
     """(frame, summary, steps, n_commits) with decode runs, then with single steps only."""
     out = []
@@ -42,9 +46,13 @@ def run_both(cfg: EngineConfig, workload, monkeypatch):
         monkeypatch.setattr(decode_runs, "MAX_DECODE_RUN_STEPS", longest)
         n_commits = [0]
         original = sched_base.Scheduler.commit
+        if longest > 1:
+            PAST_FINISHES["runs"] = 0
 
-        def counting_commit(self, plan, end_s, original=original, n_commits=n_commits):
+        def counting_commit(self, plan, end_s, original=original, n_commits=n_commits, longest=longest):
             n_commits[0] += 1
+            if longest > 1 and plan.seq_steps is not None:
+                PAST_FINISHES["runs"] += 1
             return original(self, plan, end_s)
 
         monkeypatch.setattr(sched_base.Scheduler, "commit", counting_commit)
@@ -104,6 +112,7 @@ SPLITWISE_CASES = [
     ("continuous", {"num_gpu_blocks_override": 600}),
     ("continuous", {"num_gpu_blocks_override": 600, "preemption_mode": "swap"}),
     ("continuous", {"replicas": 2, "router": "least_outstanding", "num_gpu_blocks_override": 400}),
+    ("continuous", {"replicas": 2, "router": "round_robin", "num_gpu_blocks_override": 400}),
     ("chunked", {}),
     ("chunked", {"num_gpu_blocks_override": 600}),
     ("chunked", {"num_gpu_blocks_override": 600, "preemption_mode": "swap", "max_num_batched_tokens": 256}),
@@ -117,6 +126,8 @@ def test_splitwise_slice_single_steps_equal_decode_runs(splitwise, monkeypatch, 
     assert summary["n_finished"] == 300
     if knobs.get("num_gpu_blocks_override"):
         assert summary["preemptions"] > 0  # the preemption paths were part of the comparison
+    # runs past finishes were part of it too, except where a router reads the replicas mid-run
+    assert (PAST_FINISHES["runs"] > 0) == (knobs.get("router") != "least_outstanding")
 
 
 MOONCAKE_CASES = [
@@ -131,11 +142,19 @@ def test_mooncake_slice_radix_single_steps_equal_decode_runs(mooncake, monkeypat
     cfg = EngineConfig(policy="radix", max_model_len=131072, **knobs)
     summary = check_equivalent(cfg, mooncake, monkeypatch)
     assert summary["prefix_hit_rate"] > 0.02 and summary["evicted_blocks"] > 0
+    assert PAST_FINISHES["runs"] > 0
 
 
-def test_kv_metrics_equal_single_steps(splitwise, monkeypatch):
-    cfg = EngineConfig(policy="continuous", num_gpu_blocks_override=600)
-    (_, summary, steps, _), (_, summary_1, steps_1, _) = run_both(cfg, splitwise, monkeypatch)
+@pytest.mark.parametrize(("workload", "knobs"), [
+    ("splitwise", {"policy": "continuous", "num_gpu_blocks_override": 600}),
+    ("splitwise", {"policy": "chunked", "replicas": 2, "router": "random"}),
+    # a finished request's prompt blocks stay cached: releasing it moves them from request blocks to cache
+    ("mooncake", {"policy": "radix", "max_model_len": 131072, "num_gpu_blocks_override": 4000}),
+])
+def test_kv_metrics_equal_single_steps(request, monkeypatch, workload, knobs):
+    cfg = EngineConfig(**knobs)
+    (_, summary, steps, _), (_, summary_1, steps_1, _) = run_both(cfg, request.getfixturevalue(workload), monkeypatch)
+    assert PAST_FINISHES["runs"] > 0
     for key in KV_METRICS:
         assert summary[key] == pytest.approx(summary_1[key], rel=1e-9), key
     assert (steps["kv_blocks_used"].to_numpy() == steps_1["kv_blocks_used"].to_numpy()).all()

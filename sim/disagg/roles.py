@@ -20,6 +20,7 @@ class PrefillRole:
     never decodes here) but keeps its blocks until its KV has landed on a decode replica."""
 
     coordinator: Coordinator | None = None
+    can_run_past_finishes = False  # a finish hands the request over (sim/sched/past_finishes.py)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -58,6 +59,7 @@ class DecodeRole:
     the transfer started) and join the running batch as decoding sequences."""
 
     coordinator: Coordinator | None = None
+    can_run_past_finishes = False  # freed blocks let waiting transfers start (sim/sched/past_finishes.py)
 
     def accept_transfer(self, rid: int) -> None:
         t = self.table

@@ -19,10 +19,11 @@ from sim.metrics import Recorder
 from sim.request import RequestTable, Status
 from sim.sched.commit import Commits
 from sim.sched.decode_runs import DecodeRuns
+from sim.sched.past_finishes import PastFinishes
 from sim.sched.plan import StepPlan
 
 
-class Scheduler(DecodeRuns, Commits):
+class Scheduler(DecodeRuns, PastFinishes, Commits):
     """One replica's scheduler. Mutates the shared RequestTable rows of its requests."""
 
     uses_waiting_order = False  # True when a new arrival may overtake the head of the queue

@@ -91,6 +91,8 @@ class Commits:
         return self._finish_done(sampled, end_s)
 
     def _commit_decode_run(self, plan: StepPlan, end_s: float) -> int:
+        if plan.seq_steps is not None:
+            return self._commit_run_past_finishes(plan, end_s)
         t = self.table
         rid, k = plan.req_ids, plan.n_steps
         start_s = end_s - plan.duration_s + plan.transfer_s
@@ -112,6 +114,12 @@ class Commits:
             done = candidates[t.n_tokens[candidates] >= t.final_tokens[candidates]].tolist()
         if not done:
             return 0
+        self._release_finished(done, end_s)
+        return len(done)
+
+    def _release_finished(self, done: list[int], end_s: float) -> None:
+        """`done` (running rows that generated their last token) finish at `end_s`."""
+        t = self.table
         done_set = set(done)
         self.running = [r for r in self.running if r not in done_set]
         for r in done:
@@ -123,4 +131,3 @@ class Commits:
             self._unsettled.discard(r)
             if self.finished_listener is not None and t.is_request_done(r):
                 self.finished_listener(int(t.sample_of[r]))
-        return len(done)

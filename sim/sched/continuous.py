@@ -23,7 +23,7 @@ class ContinuousScheduler(Scheduler):
         if not decodes:
             return None
         horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf
-        return self.decode_run(decodes, now_s, horizon, transfer_s + more_s)
+        return self.decode_run(decodes, now_s, horizon, transfer_s + more_s, past_finishes=not self.waiting)
 
     def _admit_prefills(self, now_s: float) -> tuple[list[int], list[int]]:
         """Admit waiting requests FCFS while seats, token budget and blocks allow."""

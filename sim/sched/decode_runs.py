@@ -22,11 +22,13 @@ class DecodeRuns:
     """Planning decode runs (needs the Scheduler's table, blocks, cost, swapped queue and spec hook)."""
 
     def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0,
-                   first_step_grown: bool = False) -> StepPlan:
+                   first_step_grown: bool = False, past_finishes: bool = False) -> StepPlan:
         """As many decode steps of `ids` as can run before anything could change: stop at the first
-        completion, at the step during which `horizon_s` (the next relevant arrival) falls, and
-        before blocks would run short. Takes the run's blocks now (`first_step_grown`: the tables
-        already hold the first step's, as `prepare_decodes(grow=True)` leaves them)."""
+        completion (`past_finishes`: nothing waits for a seat, so go on past finishes when
+        `may_pass_finishes`, sim/sched/past_finishes.py), at the step during which `horizon_s` (the
+        next relevant arrival) falls, and before blocks would run short. Takes the run's blocks now
+        (`first_step_grown`: the tables already hold the first step's, as `prepare_decodes(grow=True)`
+        leaves them)."""
         if self.spec is not None:  # hook: speculating sequences take one step at a time
             return self.spec.plan_step(self, ids, [1] * len(ids), transfer_s)
         t, size = self.table, self.blocks.block_size
@@ -40,6 +42,10 @@ class DecodeRuns:
             counts, _ = residue_counts(contexts, size)
             counts = counts.tolist()
             k = self._steps_blocks_allow(counts, len(ids), k)
+        if past_finishes and k == remaining and self.may_pass_finishes(ids, transfer_s, horizon_s):
+            plan = self.run_past_finishes(ids, rid, contexts, now_s, horizon_s, int(first_step_grown))
+            if plan is not None:
+                return plan
         times, block_tokens = self._run_times(contexts, k, now_s + transfer_s, horizon_s)
         k = times.shape[0]
         self._grow_run(ids, contexts, k, int(first_step_grown))

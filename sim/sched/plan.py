@@ -35,6 +35,12 @@ class StepPlan:
     # single steps costed by the roofline hot path while latency attribution is on: its
     # `HotPath.step_parts`, from which attribution takes the decode-only step time
     cost_parts: tuple[int, float, int, float] | None = None
+    # decode runs past finishes (sim/sched/past_finishes.py): steps each sequence takes (the last of
+    # them ends it), each step's end, how many sequences each step computes and blocks it takes
+    seq_steps: np.ndarray | None = None
+    step_end_s: np.ndarray | None = None
+    n_active: np.ndarray | None = None
+    block_taken: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = int(self.step_times_s.shape[0])
