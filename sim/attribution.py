@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 PARTS = ("queue", "prefill", "interference", "decode", "preempted", "recompute", "swap", "kv_transfer",
          "samples")
 _INDEX = {name: i for i, name in enumerate(PARTS)}
-SCALAR_MAX_ROWS = 16  # plans of at most this many own rows are accounted in one Python pass
+SCALAR_MAX_ROWS = 32  # plans of at most this many own rows are accounted in one Python pass
 SAME_INSTANT_S = 1e-9  # a mark this close to a step's start is that start (float rounding of end - duration)
 
 

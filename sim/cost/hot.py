@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sim.cost.model import CostModel
 
 
-SCALAR_MAX_SEQS = 16  # steps of at most this many sequences take the plain-Python path
+SCALAR_MAX_SEQS = 32  # steps of at most this many sequences take the plain-Python path
 HISTOGRAM_LOOP_MAX_SEQS = 32  # a decode run's residue histogram: a Python loop up to this many, numpy above
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from sim.request import Status
 from sim.sched.plan import StepPlan
 
-SCALAR_COMMIT_MAX_SEQS = 32  # steps of at most this many sequences commit in one Python pass
+SCALAR_COMMIT_MAX_SEQS = 64  # steps of at most this many sequences commit in one Python pass
 
 
 class Commits:
