@@ -228,11 +228,19 @@ class Recorder:
         np.subtract(used_now + later_growth, used, out=used)
         request_blocks = np.add.accumulate(given_up[:k])
         np.subtract(request_blocks_now + later_growth, request_blocks, out=request_blocks)
-        left_contexts = np.add.accumulate(np.bincount(steps, weights=contexts, minlength=k + 1)[:k])
-        tokens = float(np.add.reduce(contexts)) - left_contexts + plan.n_active * (np.arange(k) + 1.0)
+        tokens = np.add.accumulate(np.bincount(steps, weights=contexts, minlength=k + 1)[:k])  # of those gone
+        np.subtract(float(np.add.reduce(contexts)), tokens, out=tokens)
+        tokens += plan.n_active * _step_numbers(k)  # each has computed one more token per step
         self.busy_s += float(np.add.reduce(durations))
         self._kv_util_time += float(durations @ used) / blocks.n_blocks
-        self._waste_where_held(durations, request_blocks, tokens, size)
+        if request_blocks.min() > 0:
+            slots = request_blocks * size
+            waste = np.subtract(slots, tokens, out=tokens)
+            np.maximum(waste, 0.0, out=waste)
+            waste /= slots
+            self._kv_waste_time += float(durations @ waste)
+        else:
+            self._waste_where_held(durations, request_blocks, tokens, size)
         self.n_steps += k
         if self.record_steps:
             starts = plan.step_end_s - durations
@@ -272,6 +280,17 @@ class Recorder:
         for name in ("replica", "batch_size", "prefill_tokens", "decode_tokens", "kv_blocks_used"):
             frame[name] = frame[name].astype(np.int64)
         return frame
+
+
+_STEP_NUMBERS = np.arange(1.0, 4097.0)
+
+
+def _step_numbers(k: int) -> np.ndarray:
+    """[1.0, 2.0, ..., k] (a view of a shared table; do not mutate)."""
+    global _STEP_NUMBERS
+    if k > _STEP_NUMBERS.shape[0]:
+        _STEP_NUMBERS = np.arange(1.0, 2.0 * k + 1.0)
+    return _STEP_NUMBERS[:k]
 
 
 _COUNTDOWN = np.arange(4095, -1, -1)

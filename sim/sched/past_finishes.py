@@ -21,7 +21,6 @@ import numpy as np
 
 import sim.sched.decode_runs as decode_runs
 from sim.cost.hot_past_finishes import decode_steps_past_finishes
-from sim.kv.decode_growth import blocks_taken
 from sim.sched.plan import StepPlan, ones_int64
 
 # runs past finishes are planned in plain Python (~1 us a step): at most this many steps (the engine
@@ -72,7 +71,9 @@ class PastFinishes:
         """Take the blocks each sequence j needs for its steps[j] steps beyond the first `n_grown`
         (0 or 1) steps' (see `DecodeRuns._grow_run`)."""
         size = self.blocks.block_size
-        counts = [blocks_taken(-c % size, n_steps, size) - (n_grown and c % size == 0)
+        # one block at each step s < n_steps with s = (-c) mod B (mod B): (n_steps - 1 + c mod B) // B of
+        # them, plus the one of step 0 when c fills its blocks (c mod B = 0) unless already taken
+        counts = [(n_steps - 1 + c % size) // size + (0 if c % size else 1 - n_grown)
                   for c, n_steps in zip(contexts.tolist(), steps.tolist())]
         self.blocks.grow_by(ids, counts)
 
