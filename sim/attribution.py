@@ -92,6 +92,8 @@ class Attribution:
             self.mark_s[rows] = row_end_s
             return
         if rows.shape[0] <= SCALAR_MAX_ROWS:
+            if plan.n_decoding > 1 and own is None and self._on_mixed_step(rows, q, plan, start_s, end_s, sched):
+                return
             self._on_plan_scalar(rows, q, plan, start_s, end_s, sched)
             return
         # work span per row = end - (its last mark, or the step start after a real wait): the
@@ -129,6 +131,34 @@ class Attribution:
         else:
             self._split_step_scalar(row_ids.tolist(), q.tolist(), spans_s, plan, sched)
         mark_s[row_ids] = end_s
+
+    def _on_mixed_step(self, rows: np.ndarray, q: np.ndarray, plan: StepPlan, start_s: float, end_s: float,
+                       sched: Scheduler) -> bool:
+        """`_on_plan_scalar` for a step whose first `plan.n_decoding` rows decode and ran in the step
+        just before and whose other rows prefill (chunked prefill's usual step): the decoding rows in
+        a few array operations, the same float operations per row. False (nothing booked) otherwise."""
+        head = plan.n_decoding
+        dec_rows, pre_rows = rows[:head], rows[head:].tolist()
+        dec_marks = self.mark_s[dec_rows]
+        if plan.transfer_s or not pre_rows or not (np.abs(dec_marks - start_s) <= SAME_INSTANT_S).all():
+            return False
+        t, part = self.table, self._part
+        pre_q = q[head:].tolist()
+        pre_contexts = t.n_computed[pre_rows].tolist()
+        if any(n_new == 1 and c >= prompt for n_new, c, prompt in zip(pre_q, pre_contexts,
+                                                                      t.prompt_tokens[pre_rows].tolist())):
+            return False  # a row past its prompt computing one token counts as decoding
+        step_s = plan.duration_s
+        dec_s = min(self._decode_only_s(plan, t.n_computed[dec_rows].tolist(), sched), step_s)
+        part["decode"][dec_rows] += dec_s
+        part["interference"][dec_rows] += (end_s - dec_marks) - dec_s
+        self.mark_s[dec_rows] = end_s
+        spans_s = self._book_waits(pre_rows, self.mark_s[pre_rows].tolist(), start_s, end_s)
+        share_s = (step_s - dec_s) / sum(pre_q)
+        for row, c, n_new, span_s in zip(pre_rows, pre_contexts, pre_q, spans_s):
+            self._book_prefill(row, c, n_new, share_s, span_s)
+        self.mark_s[pre_rows] = end_s
+        return True
 
     def _book_waits(self, rows: list[int], marks: list[float], start_s: float, end_s: float) -> list[float]:
         """`_account_wait` for a few rows; returns each row's span (end - where its work starts)."""

@@ -310,7 +310,9 @@ class Scheduler(DecodeRuns, PastFinishes, Commits):
         """Query tokens a decoding sequence brings to a step (k+1 when it speculates)."""
         return 1 if self.spec is None else self.spec.k + 1
 
-    def single_step(self, ids: list[int], new_tokens: list[int], transfer_s: float = 0.0) -> StepPlan:
+    def single_step(self, ids: list[int], new_tokens: list[int], transfer_s: float = 0.0,
+                    n_decoding: int = 0) -> StepPlan:
+        """One step of `ids` computing `new_tokens` each; the first `n_decoding` of them are decoding."""
         if self.spec is not None:  # hook: speculative decoding plans every step itself
             return self.spec.plan_step(self, ids, new_tokens, transfer_s)
         t = self.table
@@ -324,7 +326,8 @@ class Scheduler(DecodeRuns, PastFinishes, Commits):
         else:
             n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
         if self._hot is None or self.recorder.attribution is None:
-            return StepPlan(rid, q, np.array([self.cost.step_time_s(q, c, n_sampled)]), transfer_s=transfer_s)
+            return StepPlan(rid, q, np.array([self.cost.step_time_s(q, c, n_sampled)]), transfer_s=transfer_s,
+                            n_decoding=n_decoding)
         parts = self._hot.step_parts(q, c)  # kept for attribution's decode-only time (`decode_only_time_s`)
         return StepPlan(rid, q, np.array([self._hot.total_s(parts, n_sampled)]), transfer_s=transfer_s,
-                        cost_parts=parts)
+                        cost_parts=parts, n_decoding=n_decoding)

@@ -48,7 +48,7 @@ class ChunkedScheduler(Scheduler):
             return self.decode_run(decodes, now_s, horizon, transfer_s, first_step_grown=True)
         if not ids and not decodes:
             return None
-        return self.single_step(decodes + ids, [1] * len(decodes) + tokens, transfer_s)
+        return self.single_step(decodes + ids, [1] * len(decodes) + tokens, transfer_s, n_decoding=len(decodes))
 
     def _prefill_chunks(self, prefilling: list[int], budget: int, now_s: float,
                         admit: bool = True) -> tuple[list[int], list[int]]:

@@ -63,7 +63,18 @@ class Commits:
         prefill_done: list[int] = []
         gaps: list[float] = []
         prefill_tokens = decode_tokens = 0
-        for r, n_new in zip(plan.req_ids.tolist(), plan.new_tokens.tolist()):
+        head = plan.n_decoding
+        if head > 1:  # decoding rows: each samples its next token (the loop's effects, in a few array operations)
+            rows = plan.req_ids[:head]
+            n_computed[rows] += 1
+            n_tokens[rows] += 1
+            self.recorder.add_unit_gaps(end_s - last_token_s[rows])
+            last_token_s[rows] = end_s
+            sampled = rows.tolist()
+            decode_tokens = head
+        else:
+            head = 0
+        for r, n_new in zip(plan.req_ids[head:].tolist(), plan.new_tokens[head:].tolist()):
             if n_new > 1:
                 prefill_tokens += n_new
             elif n_new == 1:

@@ -35,6 +35,9 @@ class StepPlan:
     # single steps costed by the roofline hot path while latency attribution is on: its
     # `HotPath.step_parts`, from which attribution takes the decode-only step time
     cost_parts: tuple[int, float, int, float] | None = None
+    # single steps: the first n_decoding sequences decode (one token each over a cached prompt), as in
+    # chunked prefill's steps of the whole decoding batch plus prompt chunks
+    n_decoding: int = 0
     # decode runs past finishes (sim/sched/past_finishes.py): steps each sequence takes (the last of
     # them ends it), each step's end, how many sequences each step computes and blocks it takes
     seq_steps: np.ndarray | None = None

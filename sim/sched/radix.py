@@ -88,10 +88,10 @@ class RadixMixin:
         if self.host_loads is not None:
             self.host_loads.undo(rid)
 
-    def single_step(self, ids, new_tokens, transfer_s: float = 0.0):
+    def single_step(self, ids, new_tokens, transfer_s: float = 0.0, n_decoding: int = 0):
         if self.host_loads is not None:  # hook: host-tier loads of the requests admitted in this step
             transfer_s += self.host_loads.take_pending_s(ids)
-        return super().single_step(ids, new_tokens, transfer_s)
+        return super().single_step(ids, new_tokens, transfer_s, n_decoding)
 
     def on_prefill_done(self, rid: int, now_s: float) -> None:
         keys = self.keys_of(rid)
