@@ -26,6 +26,13 @@ class Growable:
         self._data = np.empty(capacity, dtype=dtype)
         self.size = 0
 
+    @classmethod
+    def holding(cls, values: np.ndarray) -> Growable:
+        """A buffer holding exactly `values` (no spare room until the next extend)."""
+        out = cls(values.dtype, 0)
+        out._data, out.size = values, values.shape[0]
+        return out
+
     def extend(self, values) -> None:
         if not isinstance(values, np.ndarray):
             values = np.atleast_1d(values)
@@ -93,15 +100,17 @@ class Recorder:
     def merged(cls, parts: list[Recorder]) -> Recorder:
         """One recorder for a cluster whose replicas each kept their own (`sibling`): samples side by
         side in replica order (compacted past GAP_COMPACT_AT), totals added in that order, steps
-        ordered by start time (stable, so replica order breaks ties). The same parts give the same
-        bits, whatever ran them where."""
+        ordered by start time (stable, so replica order breaks ties); each part's gaps compacted
+        first (`compact_as_part`). The same parts give the same bits, whatever ran them where."""
         if len(parts) == 1:
             return parts[0]
+        for part in parts:
+            part.compact_as_part()
         out = Recorder(parts[0].record_steps)
         out.attribution = parts[0].attribution
+        out.gap_values = Growable.holding(np.concatenate([part.gap_values.array() for part in parts]))
+        out.gap_weights = Growable.holding(np.concatenate([part.gap_weights.array() for part in parts]))
         for part in parts:
-            out.gap_values.extend(part.gap_values.array())
-            out.gap_weights.extend(part.gap_weights.array())
             out.preemptions += part.preemptions
             out.n_steps += part.n_steps
             out.busy_s += part.busy_s
@@ -132,6 +141,13 @@ class Recorder:
         weights[:n] = 1
         weights[n:] = n if later_weights is None else later_weights
         if self.gap_values.size >= self._compact_at:
+            self.compact_gaps()
+
+    def compact_as_part(self) -> None:
+        """One replica's recorder about to be merged into its cluster's (`merged`; a worker process
+        calls it before sending it): its gaps compacted, unless it holds only a few (the same
+        result wherever it runs: compacting twice changes nothing)."""
+        if self.gap_values.size > MIN_REPLICA_GAP_COMPACT_AT:
             self.compact_gaps()
 
     def compact_gaps(self) -> None:

@@ -116,6 +116,7 @@ def simulate_share(cfg: EngineConfig, share: Trace, replica: int) -> ShareOutcom
     table, recorder = result.table, result.recorder
     attribution = None if recorder.attribution is None else _arrays_of(recorder.attribution)
     recorder.attribution = None
+    recorder.compact_as_part()  # as the merge would: less to send and to hold
     return ShareOutcome({name: getattr(table, name) for name in RUN_STATE_COLUMNS}, table.reject_reason,
                         attribution, recorder, result.facts[0], result.memory, result.num_gpu_blocks,
                         result.max_model_len, result.sim_duration_s)

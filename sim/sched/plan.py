@@ -12,11 +12,13 @@ _NO_IDS.flags.writeable = False
 
 @dataclass
 class StepPlan:
-    """One step, or `n_steps` identical-shape decode steps run back to back (a decode run).
+    """One step, or `n_steps` decode steps run back to back (a decode run).
 
-    `req_ids[i]` computes `new_tokens[i]` tokens in every step of the plan. A decode run is only
-    planned when nothing can change in between (no arrival that could join, no completion before
-    the last step, enough free blocks), so it equals n_steps single steps (up to the order of floating-point sums).
+    `req_ids[i]` computes `new_tokens[i]` tokens in every step of the plan (a run past finishes:
+    in its first `seq_steps[i]` steps, then it has finished). A decode run is only planned when
+    nothing can change in between but the batch shrinking as sequences finish (no arrival that could
+    join, enough free blocks, and a completion ends the run unless nothing waits for its seat), so it
+    equals n_steps single steps (up to the order of floating-point sums).
     """
 
     req_ids: np.ndarray
