@@ -90,6 +90,12 @@ class EngineConfig(FeatureKnobs):
     def hardware_of_replicas(self) -> list[str]:
         return list(self.replica_hardware) if self.replica_hardware is not None else [self.hardware] * self.replicas
 
+    def reads_prefix_ids(self) -> bool:
+        """Whether a run reads the workload's prefix hash ids: a radix cache (in any disaggregated
+        group too) or the prefix_affinity router."""
+        policies = {self.policy, self.prefill.policy, self.decode.policy} if self.is_disaggregated else {self.policy}
+        return "radix" in policies or self.router == "prefix_affinity"
+
     @model_validator(mode="after")
     def _features_fit_policy(self) -> EngineConfig:
         if self.spec_tokens and self.policy == "static":

@@ -13,7 +13,10 @@ from sim.trace import ClosedLoop, Trace
 
 def trace_sha256(trace: Trace) -> str:
     """SHA-256 over the replayed content (arrival times, prompt and output lengths, samples, prefix
-    hash ids), so the same requests give the same hash whatever file or format they came from."""
+    hash ids), so the same requests give the same hash whatever file or format they came from. A trace
+    whose prefix ids were dropped for a run that does not read them keeps the hash it had with them."""
+    if trace.content_sha256 is not None:
+        return trace.content_sha256
     digest = hashlib.sha256()
     for array in (trace.arrival_s, trace.prompt_tokens, trace.output_tokens, trace.n_samples,
                   trace.hash_ids_flat, trace.hash_offsets):

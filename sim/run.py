@@ -13,7 +13,7 @@ import pandas as pd
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.output import atomic_run_dir, write_csv, write_json, write_parquet
-from sim.provenance import provenance
+from sim.provenance import provenance, trace_sha256
 from sim.replica_split import simulate_cluster
 from sim.simulate import SimResult
 from sim.slo import PlanSLO, slo_report
@@ -53,6 +53,14 @@ def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: flo
         raise InputError("--qps", None, "give at most one of --qps and --rate-scale")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
     return _cut(workload, max_requests, rate_scale, qps, seed)
+
+
+def without_unread_prefix_ids(cfg: EngineConfig, workload: Trace | ClosedLoop) -> Trace | ClosedLoop:
+    """The workload without its prefix hash ids when cfg's run never reads them (they are ~2/3 of a
+    synthetic trace's memory: 560 MiB of 1M ShareGPT-length requests); summaries keep its hash."""
+    if isinstance(workload, ClosedLoop) or not workload.has_hash_ids or cfg.reads_prefix_ids():
+        return workload
+    return workload.without_prefix_ids(trace_sha256(workload))
 
 
 def is_synthetic(trace: str | None, fmt: str | None = None) -> bool:

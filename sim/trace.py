@@ -25,6 +25,8 @@ class Trace:
     hash_block_tokens: int | None = None
     source: str = ""  # where it came from, for reports
     extra: dict = field(default_factory=dict)  # optional per-request columns (session_id, turn...)
+    # the content hash when it is not this object's own: set by `without_prefix_ids` (sim.provenance)
+    content_sha256: str | None = None
 
     def __post_init__(self) -> None:
         self.arrival_s = np.asarray(self.arrival_s, dtype=np.float64)
@@ -52,6 +54,12 @@ class Trace:
         if self.n_samples is None:
             return np.ones(len(self), dtype=np.int64)
         return self.n_samples
+
+    def without_prefix_ids(self, content_sha256: str) -> Trace:
+        """The same requests (arrays shared) without prefix hash ids, for a run that never reads them;
+        `content_sha256` (this trace's, ids included) still identifies the workload."""
+        return Trace(self.arrival_s, self.prompt_tokens, self.output_tokens, self.n_samples, source=self.source,
+                     extra=self.extra, content_sha256=content_sha256)
 
     def take(self, index, hash_ids: bool = True) -> Trace:
         """A new trace with the rows in `index` (in that order), hash ids carried along (unless

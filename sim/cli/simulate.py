@@ -12,7 +12,7 @@ from sim.cli.common import console, print_json, print_table
 from sim.cli.feature_facts import feature_facts
 from sim.config import load_config
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run
+from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
 from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
 from sim.summary import parse_percentiles
 from sim.workload.bench import bench_workload
@@ -148,12 +148,14 @@ def simulate(
                                               "--rate-scale, --qps or --max-requests")
         workload = bench_workload(bench)
     else:
-        workload = load_run_workload(trace, trace_format, rate_scale, max_requests, cfg.seed, qps)
+        workload = without_unread_prefix_ids(cfg, load_run_workload(trace, trace_format, rate_scale, max_requests,
+                                                                    cfg.seed, qps))
     progress = _LazyProgress(enabled=not as_json and console.is_terminal)
     resample = None
     if uncertainty is not None and bench is None and (qps is not None or is_synthetic(trace, trace_format)):
         def resample(seed: int):
-            return load_run_workload(trace, trace_format, rate_scale, max_requests, seed, qps)
+            return without_unread_prefix_ids(cfg, load_run_workload(trace, trace_format, rate_scale, max_requests,
+                                                                    seed, qps))
     try:
         output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers, backend,
                      address)
