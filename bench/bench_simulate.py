@@ -10,7 +10,7 @@ the largest size. "before" runs the same commands from `git archive <--before>` 
 "after" from this working tree. Each cell is the median of `--repeats` processes; peak RSS is the
 largest of that process and its worker processes (wait4), cpu their sum. The default "before" is
 main just before issue 12, which also predates issues 10, 11 and 13: "after" pays for their features
-too (latency attribution, on by default, costs ~1/5 of a replay's simulation time;
+too (latency attribution, on by default, costs ~1/6 of a replay's simulation time;
 `latency_attribution: false` in a --config turns it off).
 
     python bench/bench_simulate.py [--before 30dfb69|none] [--sizes 10000,100000,1000000]

@@ -25,7 +25,7 @@ class GroupKnobs(StrictModel):
 
 
 class FeatureKnobs(StrictModel):
-    # per-request latency attribution (sim/attribution.py); ~0.45 s of the ~2.35 s full Splitwise simulation
+    # per-request latency attribution (sim/attribution.py); ~0.3 s of the ~1.75 s full Splitwise simulation
     # (bench/bench_simulate.py); planner runs switch it off
     latency_attribution: bool = True
     # speculative decoding (sim/spec_decode.py): off while spec_tokens == 0
