@@ -116,6 +116,8 @@ SPLITWISE_CASES = [
     ("chunked", {}),
     ("chunked", {"num_gpu_blocks_override": 600}),
     ("chunked", {"num_gpu_blocks_override": 600, "preemption_mode": "swap", "max_num_batched_tokens": 256}),
+    # a request preempted to recompute gets its first small chunk back at the very next step
+    ("chunked", {"num_gpu_blocks_override": 600, "chunk_size": 64}),
     ("radix", {"num_gpu_blocks_override": 600, "radix_chunked": False}),
 ]
 

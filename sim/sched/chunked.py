@@ -34,7 +34,9 @@ class ChunkedScheduler(Scheduler):
             decodes, more_s = self.prepare_decodes(decoding, now_s, grow=False)
             if not decodes:
                 return None
-            return self.decode_run(decodes, now_s, horizon_s, transfer_s + more_s, past_finishes=True)
+            # a request preempted just now to recompute waits again: its first chunk may fit next step
+            horizon = now_s if self.waiting else horizon_s
+            return self.decode_run(decodes, now_s, horizon, transfer_s + more_s, past_finishes=True)
         n_running = len(self.running)
         decodes, more_s = self.prepare_decodes(decoding, now_s, grow=True)
         if len(self.running) != n_running:  # preemptions: the victims are no longer running
