@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -133,39 +134,17 @@ class HotPath:
         """`decode_run` in plain Python for a few sequences, stopping after the step during which
         `horizon_s` falls (steps start at `start_s`): (times, KV tokens in whole blocks) of at most
         `n_steps` steps. None when a measured decode table applies or more than `max_steps` steps
-        would be needed (the caller takes the array path). Each step's time is `_blend` over the
-        same quantities as `step_time_s_scalar` of that step (Python float arithmetic)."""
-        n = len(contexts)
-        if self.decode_ratio is not None or not n:
+        would be needed (the caller takes the array path). `decode_steps_past_finishes` with
+        nobody leaving before n_steps."""
+        if not len(contexts):
             return None
-        size = self.block_size
-        total, taken_at, blocks = _residue_histogram(contexts, size)
-        fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
-        io_bytes, layers, launch_s = n * self.io_token_bytes, self.n_layers, self.launch_s
-        kv_token_bytes, kv_bw, pair_s = self.kv_token_bytes, self.kv_bw, self.pair_s
-        # the least memory time is the first step's, the most compute the last's: when even those are
-        # apart by `negligible_ratio`, every step's blend is its memory time (see __init__)
-        first_kv = (blocks + taken_at[0]) * size
-        last_compute_s = (total + n * (min(n_steps, max_steps) - 0.5)) * pair_s
-        memory_bound = last_compute_s < (first_kv * kv_token_bytes + io_bytes) / kv_bw * self.negligible_ratio
-        times: list[float] = []
-        kv_tokens: list[int] = []
-        elapsed_s = 0.0
-        for step in range(min(n_steps, max_steps)):
-            blocks += taken_at[step % size]
-            kv = blocks * size
-            t_memory = (kv * kv_token_bytes + io_bytes) / kv_bw
-            if memory_bound:
-                attention_s = t_memory + launch_s
-            else:
-                attention_s = self._blend((total + n * (step + 0.5)) * pair_s, t_memory) + launch_s
-            time_s = attention_s * layers + fixed_s
-            times.append(time_s)
-            kv_tokens.append(kv)
-            elapsed_s += time_s
-            if elapsed_s + start_s >= horizon_s:
-                return times, kv_tokens
-        return (times, kv_tokens) if n_steps <= max_steps else None
+        if isinstance(contexts, np.ndarray):
+            contexts = contexts.tolist()
+        run = decode_steps_past_finishes(self, contexts, [n_steps] * len(contexts), start_s, horizon_s,
+                                         min(n_steps, max_steps), math.inf)
+        if run is None or (n_steps > max_steps and not run.reached_horizon):
+            return None
+        return run.times_s, run.kv_tokens
 
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """(times, KV tokens in whole blocks) of n_steps consecutive decode steps in which each
@@ -205,6 +184,86 @@ class HotPath:
         attention *= self.n_layers
         attention += fixed_s
         return attention, kv_tokens
+
+
+@dataclass
+class RunPastFinishes:
+    """One entry per step: its time, the blocks it takes, the KV tokens (whole blocks) its
+    sequences read, and how many sequences it computes; whether the horizon ended it."""
+
+    times_s: list[float]
+    taken: list[int]
+    kv_tokens: list[int]
+    n_active: list[int]
+    reached_horizon: bool = False
+
+
+def decode_steps_past_finishes(hot: HotPath, contexts: list[int], remaining: list[int], start_s: float,
+                               horizon_s: float, max_steps: int, free_blocks: float) -> RunPastFinishes | None:
+    """Decode steps of sequences with these `contexts` from `start_s`; sequence j computes
+    `remaining[j]` more tokens and then leaves. Stops after the step during which `horizon_s`
+    falls, before a step whose new blocks would exceed `free_blocks` (blocks of finished sequences
+    count as taken), when everyone has left, or at `max_steps`. None when a measured decode table
+    applies (the caller plans a plain run)."""
+    if hot.decode_ratio is not None:
+        return None
+    size, layers, launch_s = hot.block_size, hot.n_layers, hot.launch_s
+    kv_token_bytes, kv_bw, pair_s = hot.kv_token_bytes, hot.kv_bw, hot.pair_s
+    leaving: dict[int, list[int]] = {}
+    for c, n_left in zip(contexts, remaining):
+        leaving.setdefault(n_left, []).append(c)
+    bounds = sorted(s for s in leaving if s < max_steps)
+    bounds.append(max_steps)
+    n = len(contexts)
+    total, taken_at, blocks = _residue_histogram(contexts, size)
+    out = RunPastFinishes([], [], [], [])
+    times, taken, kv_tokens = out.times_s, out.taken, out.kv_tokens
+    elapsed_s, free, step = 0.0, free_blocks, 0
+    for segment_end in bounds:  # steps [step, segment_end) compute the same sequences
+        fixed_s = layers * hot.cost.layer_time_s(n) + hot.cost.lm_head_time_s(n) + hot.overhead_s
+        io_bytes = n * hot.io_token_bytes
+        # the least memory time is the segment's first step's, the most compute its last's: when even
+        # those are apart by `negligible_ratio`, every step's blend is its memory time (see HotPath)
+        first_kv = (blocks + taken_at[step % size]) * size
+        last_compute_s = (total + n * (segment_end - 0.5)) * pair_s
+        memory_bound = last_compute_s < (first_kv * kv_token_bytes + io_bytes) / kv_bw * hot.negligible_ratio
+        first = step
+        for step in range(first, segment_end):
+            take = taken_at[step % size]
+            if take > free:
+                return _with_active(out, first, n)
+            free -= take
+            blocks += take
+            kv = blocks * size
+            t_memory = (kv * kv_token_bytes + io_bytes) / kv_bw
+            if memory_bound:
+                attention_s = t_memory + launch_s
+            else:
+                attention_s = hot._blend((total + n * (step + 0.5)) * pair_s, t_memory) + launch_s
+            time_s = attention_s * layers + fixed_s
+            times.append(time_s)
+            taken.append(take)
+            kv_tokens.append(kv)
+            elapsed_s += time_s
+            if elapsed_s + start_s >= horizon_s:
+                out.reached_horizon = True
+                return _with_active(out, first, n)
+        _with_active(out, first, n)
+        step = segment_end
+        for c in leaving.get(step, ()):  # they computed their last token in the step just before
+            n -= 1
+            total -= c
+            taken_at[-c % size] -= 1
+            blocks -= -(-(c + step) // size)
+        if not n:
+            break
+    return out
+
+
+def _with_active(run: RunPastFinishes, first_step: int, n_seqs: int) -> RunPastFinishes:
+    """Fill `run.n_active` for the steps from `first_step` on (they compute `n_seqs` sequences)."""
+    run.n_active += [n_seqs] * (len(run.times_s) - first_step)
+    return run
 
 
 _HALF_STEPS = np.arange(4096, dtype=np.float64) + 0.5

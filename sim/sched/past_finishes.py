@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 import sim.sched.decode_runs as decode_runs
-from sim.cost.hot_past_finishes import decode_steps_past_finishes
+from sim.cost.hot import decode_steps_past_finishes
 from sim.sched.plan import StepPlan, ones_int64
 
 # runs past finishes are planned in plain Python (~1 us a step): at most this many steps (the engine
@@ -44,7 +44,7 @@ class PastFinishes:
     def run_past_finishes(self, ids: list[int], rid: np.ndarray, contexts: np.ndarray, now_s: float,
                           horizon_s: float, n_grown: int) -> StepPlan | None:
         """Plan and take the blocks of a decode run of `ids` that goes on past finishes (plain
-        Python, `sim.cost.hot_past_finishes`); None when it cannot be planned that way (the caller
+        Python, `sim.cost.hot.decode_steps_past_finishes`); None when it cannot be planned that way (the caller
         plans the plain run)."""
         t = self.table
         remaining = (t.final_tokens[rid] - t.n_tokens[rid]).tolist()
