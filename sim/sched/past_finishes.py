@@ -43,9 +43,9 @@ class PastFinishes:
 
     def run_past_finishes(self, ids: list[int], rid: np.ndarray, contexts: np.ndarray, now_s: float,
                           horizon_s: float, n_grown: int) -> StepPlan | None:
-        """Plan and take the blocks of a decode run of `ids` that goes on past finishes (plain
-        Python, `sim.cost.hot.decode_steps_past_finishes`); None when it cannot be planned that way (the caller
-        plans the plain run)."""
+        """Plan and take the blocks of a decode run of `ids` that goes on past finishes (plain Python:
+        `sim.cost.hot.decode_steps_past_finishes`); None when it cannot be planned that way (the
+        caller plans the plain run)."""
         t = self.table
         remaining = (t.final_tokens[rid] - t.n_tokens[rid]).tolist()
         max_steps = min(decode_runs.MAX_DECODE_RUN_STEPS, MAX_STEPS_PAST_FINISHES)
