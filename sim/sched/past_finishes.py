@@ -92,11 +92,12 @@ class PastFinishes:
         for r, n_steps in zip(rid.tolist(), steps.tolist()):
             if n_steps < k:
                 finishing.setdefault(n_steps, []).append(r)
-        used_now, request_blocks_now = self.blocks.n_used, self.n_request_blocks()
+        used_now, request_blocks_now = used, request_blocks = self.blocks.n_used, self.n_request_blocks()
         released = []  # (first step without them, blocks freed, request blocks given up)
         for n_steps in sorted(finishing):
-            used, request_blocks = self.blocks.n_used, self.n_request_blocks()
             self._release_finished(finishing[n_steps], float(plan.step_end_s[n_steps - 1]))
-            released.append((n_steps, used - self.blocks.n_used, request_blocks - self.n_request_blocks()))
+            used_after, request_blocks_after = self.blocks.n_used, self.n_request_blocks()
+            released.append((n_steps, used - used_after, request_blocks - request_blocks_after))
+            used, request_blocks = used_after, request_blocks_after
         self.recorder.run_past_finishes(self, plan, contexts, used_now, request_blocks_now, released)
         return sum(map(len, finishing.values())) + self._finish_done(rid[steps == k], end_s)
