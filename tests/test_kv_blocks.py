@@ -145,6 +145,47 @@ def test_release_of_a_table_matches_decref(shared):
     assert managers[0].allocate(n_free) == managers[1].allocate(n_free)
 
 
+def _churn(bm: BlockManager, seed: int) -> list:
+    """Random grow / free / swap traffic of unshared tables; returns everything observable."""
+    import random
+
+    rng, seen = random.Random(seed), []
+    for _ in range(400):
+        req = rng.randrange(6)
+        action = rng.random()
+        try:
+            if action < 0.5 and not bm.is_swapped(req):
+                bm.grow(req, len(bm.table(req)) * 4 + rng.randrange(1, 9))
+            elif action < 0.7:
+                seen.append(bm.free_request(req))
+            elif action < 0.85 and bm.table(req):
+                seen.append(bm.swap_out(req))
+            elif bm.is_swapped(req):
+                seen.append(bm.swap_in(req))
+        except NoFreeBlocks:
+            seen.append("short")
+        seen.append((bm.n_free, bm.n_cpu_free, [bm.table(r) for r in range(6)]))
+    return seen
+
+
+def test_a_pool_keeps_no_counts_until_something_is_shared():
+    """Unshared traffic hands out the same ids whether or not counts are kept; the first count
+    query or incref builds the counts the pool would have kept (1 handed out, 0 freed)."""
+    lazy, counted = BlockManager(n_blocks=20, block_size=4, n_cpu_blocks=10), BlockManager(20, 4, n_cpu_blocks=10)
+    counted.refcount(0)  # counts from the start
+    assert not lazy._gpu.counting and counted._gpu.counting
+    assert _churn(lazy, seed=3) == _churn(counted, seed=3)
+    assert not lazy._gpu.counting
+    assert [lazy.refcount(b) for b in range(20)] == [counted.refcount(b) for b in range(20)]
+    held = next(r for r in range(6) if len(lazy.table(r)) > 1)
+    for bm in (lazy, counted):
+        bm.fork(held, 99)  # now shared: nothing is freed while the fork holds the blocks
+    assert lazy._gpu.counting
+    assert lazy.free_request(held) == counted.free_request(held) == 0
+    assert lazy.free_request(99) == counted.free_request(99) > 1
+    assert _churn(lazy, seed=4) == _churn(counted, seed=4)
+
+
 def test_millions_of_blocks_cost_nothing_up_front():
     bm = BlockManager(n_blocks=5_000_000, block_size=16)
     assert bm.n_free == 5_000_000

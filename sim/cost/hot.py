@@ -209,17 +209,15 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int], remaining: lis
         return None
     size, layers, launch_s = hot.block_size, hot.n_layers, hot.launch_s
     kv_token_bytes, kv_bw, pair_s = hot.kv_token_bytes, hot.kv_bw, hot.pair_s
-    leaving: dict[int, list[int]] = {}
-    for c, n_left in zip(contexts, remaining):
-        leaving.setdefault(n_left, []).append(c)
-    bounds = sorted(s for s in leaving if s < max_steps)
-    bounds.append(max_steps)
     n = len(contexts)
     total, taken_at, blocks = _residue_histogram(contexts, size)
+    leaving_at, leaving_contexts = _by_steps_left(contexts, remaining)  # ascending steps left
+    next_leaver = 0  # index into them
     out = RunPastFinishes([], [], [], [])
     times, taken, kv_tokens = out.times_s, out.taken, out.kv_tokens
     elapsed_s, free, step = 0.0, free_blocks, 0
-    for segment_end in bounds:  # steps [step, segment_end) compute the same sequences
+    while True:  # steps [step, segment_end) compute the same sequences
+        segment_end = min(leaving_at[next_leaver], max_steps) if n else max_steps
         fixed_s = layers * hot.cost.layer_time_s(n) + hot.cost.lm_head_time_s(n) + hot.overhead_s
         io_bytes = n * hot.io_token_bytes
         # the least memory time is the segment's first step's, the most compute its last's: when even
@@ -250,7 +248,11 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int], remaining: lis
                 return _with_active(out, first, n)
         _with_active(out, first, n)
         step = segment_end
-        for c in leaving.get(step, ()):  # they computed their last token in the step just before
+        if step >= max_steps:
+            break
+        while n and leaving_at[next_leaver] == step:  # their last token was the step before
+            c = leaving_contexts[next_leaver]
+            next_leaver += 1
             n -= 1
             total -= c
             taken_at[-c % size] -= 1
@@ -258,6 +260,16 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int], remaining: lis
         if not n:
             break
     return out
+
+
+def _by_steps_left(contexts: list[int] | np.ndarray, remaining: list[int] | np.ndarray) -> tuple[list[int], list[int]]:
+    """(steps left, context) of each sequence as two lists, in ascending steps left."""
+    if len(contexts) > HISTOGRAM_LOOP_MAX_SEQS:
+        steps_left = np.asarray(remaining)
+        order = np.argsort(steps_left, kind="stable")
+        return steps_left[order].tolist(), np.asarray(contexts)[order].tolist()
+    pairs = sorted(zip(remaining, contexts))
+    return [r for r, _ in pairs], [c for _, c in pairs]
 
 
 def _with_active(run: RunPastFinishes, first_step: int, n_seqs: int) -> RunPastFinishes:
