@@ -180,7 +180,7 @@ class Recorder:
             self._kv_waste_time += float((durations_s[held] * waste).sum())
 
     def _running_tokens(self, sched: Scheduler) -> float:
-        return float(sched.table.n_computed[sched.running].sum()) if sched.running else 0.0
+        return float(np.add.reduce(sched.table.n_computed[sched.running])) if sched.running else 0.0
 
     def step(self, sched: Scheduler, end_s: float, plan: StepPlan, prefill_tokens: int,
              decode_tokens: int) -> None:

@@ -198,8 +198,9 @@ class RunPastFinishes:
     reached_horizon: bool = False
 
 
-def decode_steps_past_finishes(hot: HotPath, contexts: list[int], remaining: list[int], start_s: float,
-                               horizon_s: float, max_steps: int, free_blocks: float) -> RunPastFinishes | None:
+def decode_steps_past_finishes(hot: HotPath, contexts: list[int] | np.ndarray, remaining: list[int] | np.ndarray,
+                               start_s: float, horizon_s: float, max_steps: int,
+                               free_blocks: float) -> RunPastFinishes | None:
     """Decode steps of sequences with these `contexts` from `start_s`; sequence j computes
     `remaining[j]` more tokens and then leaves. Stops after the step during which `horizon_s`
     falls, before a step whose new blocks would exceed `free_blocks` (blocks of finished sequences
@@ -210,6 +211,8 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int], remaining: lis
     size, layers, launch_s = hot.block_size, hot.n_layers, hot.launch_s
     kv_token_bytes, kv_bw, pair_s = hot.kv_token_bytes, hot.kv_bw, hot.pair_s
     n = len(contexts)
+    if n <= HISTOGRAM_LOOP_MAX_SEQS:  # a few: plain Python throughout
+        contexts, remaining = _as_list(contexts), _as_list(remaining)
     total, taken_at, blocks = _residue_histogram(contexts, size)
     leaving_at, leaving_contexts = _by_steps_left(contexts, remaining)  # ascending steps left
     next_leaver = 0  # index into them
@@ -263,13 +266,18 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int], remaining: lis
 
 
 def _by_steps_left(contexts: list[int] | np.ndarray, remaining: list[int] | np.ndarray) -> tuple[list[int], list[int]]:
-    """(steps left, context) of each sequence as two lists, in ascending steps left."""
+    """(steps left, context) of each sequence as two lists, in ascending steps left (numpy sorts
+    many, arrays; Python a few, lists)."""
     if len(contexts) > HISTOGRAM_LOOP_MAX_SEQS:
         steps_left = np.asarray(remaining)
-        order = np.argsort(steps_left, kind="stable")
+        order = steps_left.argsort(kind="stable")
         return steps_left[order].tolist(), np.asarray(contexts)[order].tolist()
     pairs = sorted(zip(remaining, contexts))
     return [r for r, _ in pairs], [c for _, c in pairs]
+
+
+def _as_list(values: list[int] | np.ndarray) -> list[int]:
+    return values.tolist() if isinstance(values, np.ndarray) else values
 
 
 def _with_active(run: RunPastFinishes, first_step: int, n_seqs: int) -> RunPastFinishes:

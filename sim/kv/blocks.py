@@ -251,6 +251,8 @@ class BlockManager:
         if swapped:
             for r in req_ids:
                 self._require_resident(r)
+        if not isinstance(n_new, int) and max(n_new) == 1:  # one each for some (a decode run's usual growth)
+            req_ids, n_new = [r for r, need in zip(req_ids, n_new) if need], 1
         new_blocks = self._gpu.allocate(total)
         tables = self._tables
         if n_new == 1:  # one each

@@ -3,6 +3,7 @@ steps and KV use, free what finished requests held. Mixed into `sim.sched.base.S
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from sim.request import Status
 from sim.sched.plan import StepPlan
 
 SCALAR_COMMIT_MAX_SEQS = 64  # steps of at most this many sequences commit in one Python pass
+FEW_FINISHED = 4  # at most this many finished requests leave the running list one by one
 
 
 class Commits:
@@ -131,8 +133,12 @@ class Commits:
     def _release_finished(self, done: list[int], end_s: float) -> None:
         """`done` (running rows that generated their last token) finish at `end_s`."""
         t = self.table
-        done_set = set(done)
-        self.running = [r for r in self.running if r not in done_set]
+        if len(done) <= FEW_FINISHED:  # a few: each found by one list scan in C
+            for r in done:
+                _discard(self.running, r)
+        else:
+            done_set = set(done)
+            self.running = [r for r in self.running if r not in done_set]
         for r in done:
             t.status[r] = Status.FINISHED
             t.finish_s[r] = end_s
@@ -142,3 +148,9 @@ class Commits:
             self._unsettled.discard(r)
             if self.finished_listener is not None and t.is_request_done(r):
                 self.finished_listener(int(t.sample_of[r]))
+
+
+def _discard(items: list[int], item: int) -> None:
+    """Remove `item` from `items` if there (in place, keeping the others' order)."""
+    with contextlib.suppress(ValueError):
+        items.remove(item)

@@ -21,6 +21,7 @@ import numpy as np
 
 import sim.sched.decode_runs as decode_runs
 from sim.cost.hot import decode_steps_past_finishes
+from sim.sched.decode_runs import SCALAR_GROW_MAX_SEQS
 from sim.sched.plan import StepPlan, ones_int64
 
 # runs past finishes are planned in plain Python (~1 us a step): at most this many steps (the engine
@@ -47,9 +48,9 @@ class PastFinishes:
         `sim.cost.hot.decode_steps_past_finishes`); None when it cannot be planned that way (the
         caller plans the plain run)."""
         t = self.table
-        remaining = (t.final_tokens[rid] - t.n_tokens[rid]).tolist()
+        remaining = t.final_tokens[rid] - t.n_tokens[rid]
         max_steps = min(decode_runs.MAX_DECODE_RUN_STEPS, MAX_STEPS_PAST_FINISHES)
-        run = decode_steps_past_finishes(self._hot, contexts.tolist(), remaining, now_s, horizon_s, max_steps,
+        run = decode_steps_past_finishes(self._hot, contexts, remaining, now_s, horizon_s, max_steps,
                                          self.blocks.n_free)
         if run is None or not run.times_s:
             return None
@@ -57,9 +58,10 @@ class PastFinishes:
         times = np.array(run.times_s)
         if run.n_active[-1] == len(ids):  # nobody left before the last step: a plain run
             self._grow_run(ids, contexts, k, n_grown)
-            return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, steps_to_first_finish=min(remaining),
-                            block_tokens=np.array(run.kv_tokens, dtype=np.float64))
-        steps = np.minimum(np.array(remaining, dtype=np.int64), k)
+            return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True,
+                            steps_to_first_finish=int(remaining.min()), block_tokens=np.array(run.kv_tokens,
+                                                                                              dtype=np.float64))
+        steps = np.minimum(remaining, k)
         self._grow_each(ids, contexts, steps, n_grown)
         plan = StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, seq_steps=steps,
                         n_active=np.array(run.n_active), block_taken=np.array(run.taken))
@@ -73,9 +75,18 @@ class PastFinishes:
         size = self.blocks.block_size
         # one block at each step s < n_steps with s = (-c) mod B (mod B): (n_steps - 1 + c mod B) // B of
         # them, plus the one of step 0 when c fills its blocks (c mod B = 0) unless already taken
-        counts = [(n_steps - 1 + c % size) // size + (0 if c % size else 1 - n_grown)
-                  for c, n_steps in zip(contexts.tolist(), steps.tolist())]
-        self.blocks.grow_by(ids, counts)
+        if len(ids) <= SCALAR_GROW_MAX_SEQS:
+            counts = [(n_steps - 1 + c % size) // size + (0 if c % size else 1 - n_grown)
+                      for c, n_steps in zip(contexts.tolist(), steps.tolist())]
+            self.blocks.grow_by(ids, counts)
+            return
+        filled = contexts % size
+        counts = steps - 1
+        counts += filled
+        counts //= size
+        if not n_grown:
+            counts += filled == 0
+        self.blocks.grow_by(ids, counts.tolist())
 
     def _commit_run_past_finishes(self, plan: StepPlan, end_s: float) -> int:
         """Commit a run past finishes: each sequence advances by its own steps and ends at its last

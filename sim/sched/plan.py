@@ -48,8 +48,9 @@ class StepPlan:
     block_taken: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        self.n_steps = int(self.step_times_s.shape[0])
-        self.duration_s = float(np.add.reduce(self.step_times_s)) + self.transfer_s
+        self.n_steps = n_steps = self.step_times_s.shape[0]
+        total_s = float(self.step_times_s[0]) if n_steps == 1 else float(np.add.reduce(self.step_times_s))
+        self.duration_s = total_s + self.transfer_s
 
 
 _ONES = np.ones(256, dtype=np.int64)
