@@ -184,3 +184,27 @@ def test_duration_bounds_the_arrivals():
         _spec(n_requests=None, duration_s=100.0, arrival={"kind": "constant", "rate_qps": 2.0}), 0
     )
     assert len(trace) == 200 and trace.arrival_s.max() < 100.0
+
+
+@pytest.mark.parametrize("with_prefixes", [False, True])
+def test_row_ids_follow_the_block_rules(with_prefixes):
+    """`_row_ids` (array code) against its contract written as a plain loop: shared-prefix block ids,
+    then session blocks `session_start + j`, then the row's own id for a partly filled last block."""
+    from sim.workload.synthetic.prefix_ids import SharedPrefixes, _row_ids
+
+    rng = np.random.default_rng(5)
+    n_rows, n_prefixes, width = 300, 4, 6
+    block_ids = rng.integers(0, 50, size=(n_prefixes, width))
+    prefixes = SharedPrefixes(np.zeros(n_prefixes, dtype=np.int64), block_ids, 50)
+    prefix_of = rng.integers(0, n_prefixes, n_rows)
+    n_prefix = rng.integers(0, width + 1, n_rows) if with_prefixes else np.zeros(n_rows, dtype=np.int64)
+    n_session = rng.integers(0, 5, n_rows)
+    lengths = n_prefix + n_session + rng.integers(0, 2, n_rows)
+    session_start = rng.integers(100, 10_000, n_rows)
+    expected = []
+    for r in range(n_rows):
+        expected += block_ids[prefix_of[r], : n_prefix[r]].tolist()
+        expected += [int(session_start[r]) + j for j in range(n_prefix[r], n_prefix[r] + n_session[r])]
+        expected += [70_000 + r] if lengths[r] > n_prefix[r] + n_session[r] else []
+    got = _row_ids(prefixes, prefix_of, session_start, n_prefix, n_session, lengths, 70_000)
+    assert got.tolist() == expected

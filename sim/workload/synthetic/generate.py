@@ -74,9 +74,10 @@ def _shared_prefixes(spec: Synthetic, rng: np.random.Generator, n_sessions: int)
         shots = sample_dist(few_shot.shot_tokens, rng, few_shot.n_templates * few_shot.n_shots)
         example_tokens = shots.reshape(few_shot.n_templates, few_shot.n_shots).sum(axis=1)
         few_shot_of = zipf_choice(rng, few_shot.n_templates, few_shot.zipf_s, n_sessions)
-    pairs, prefix_of = np.unique(
-        np.stack([system_of, few_shot_of], axis=1), axis=0, return_inverse=True
-    )
+    # the distinct (system, few-shot) pairs in lexicographic order: one int key per pair
+    n_few_shot = int(few_shot_of.max()) + 1 if n_sessions else 1
+    keys, prefix_of = np.unique(system_of * n_few_shot + few_shot_of, return_inverse=True)
+    pairs = np.stack(np.divmod(keys, n_few_shot), axis=1)
     prefixes = build_shared_prefixes(
         system_tokens, instruction, example_tokens, pairs, spec.hash_block_tokens
     )

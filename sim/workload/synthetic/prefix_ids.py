@@ -106,11 +106,10 @@ def _row_ids(prefixes: SharedPrefixes, prefix_of: np.ndarray, session_start: np.
     offsets = ragged_offsets(lengths)
     row = np.repeat(np.arange(len(lengths)), lengths)
     position = np.arange(offsets[-1]) - offsets[row]
-    flat = np.empty(offsets[-1], dtype=np.int64)
-    in_prefix = position < n_prefix_blocks[row]
-    flat[in_prefix] = prefixes.block_ids[prefix_of[row[in_prefix]], position[in_prefix]]
-    session_part = ~in_prefix & (position < (n_prefix_blocks + n_session_blocks)[row])
-    flat[session_part] = session_start[row[session_part]] + position[session_part]
-    partial = ~in_prefix & ~session_part
-    flat[partial] = first_partial_id + row[partial]
+    flat = session_start[row] + position  # every id a session block's, then the others put right
+    partial_rows = np.flatnonzero(lengths > n_prefix_blocks + n_session_blocks)
+    flat[offsets[partial_rows + 1] - 1] = first_partial_id + partial_rows
+    if n_prefix_blocks.any():
+        in_prefix = np.flatnonzero(position < n_prefix_blocks[row])
+        flat[in_prefix] = prefixes.block_ids[prefix_of[row[in_prefix]], position[in_prefix]]
     return flat
