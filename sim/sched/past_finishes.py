@@ -21,7 +21,6 @@ import numpy as np
 
 import sim.sched.decode_runs as decode_runs
 from sim.cost.hot import decode_steps_past_finishes
-from sim.sched.decode_runs import SCALAR_GROW_MAX_SEQS
 from sim.sched.plan import StepPlan, ones_int64
 
 # runs past finishes are planned in plain Python (~1 us a step): at most this many steps (the engine
@@ -75,7 +74,7 @@ class PastFinishes:
         size = self.blocks.block_size
         # one block at each step s < n_steps with s = (-c) mod B (mod B): (n_steps - 1 + c mod B) // B of
         # them, plus the one of step 0 when c fills its blocks (c mod B = 0) unless already taken
-        if len(ids) <= SCALAR_GROW_MAX_SEQS:
+        if len(ids) <= decode_runs.SCALAR_GROW_MAX_SEQS:
             counts = [(n_steps - 1 + c % size) // size + (0 if c % size else 1 - n_grown)
                       for c, n_steps in zip(contexts.tolist(), steps.tolist())]
             self.blocks.grow_by(ids, counts)
