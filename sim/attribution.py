@@ -140,20 +140,25 @@ class Attribution:
         head = plan.n_decoding
         dec_rows, pre_rows = rows[:head], rows[head:].tolist()
         dec_marks = self.mark_s[dec_rows]
-        if plan.transfer_s or not pre_rows or not (np.abs(dec_marks - start_s) <= SAME_INSTANT_S).all():
+        dec_mark_s = float(dec_marks[0])  # the decoding rows all ended the step before: one mark (checked)
+        if (plan.transfer_s or not pre_rows or not abs(dec_mark_s - start_s) <= SAME_INSTANT_S
+                or not np.equal(dec_marks, dec_mark_s).all()):
             return False
         t, part = self.table, self._part
         pre_q = q[head:].tolist()
-        pre_contexts = t.n_computed[pre_rows].tolist()
-        if any(n_new == 1 and c >= prompt for n_new, c, prompt in zip(pre_q, pre_contexts,
-                                                                      t.prompt_tokens[pre_rows].tolist())):
+        n_computed, prompt_tokens = t.n_computed, t.prompt_tokens
+        pre_contexts = [int(n_computed[r]) for r in pre_rows]  # a few rows: scalar reads
+        if any(n_new == 1 and c >= prompt_tokens[r] for r, n_new, c in zip(pre_rows, pre_q, pre_contexts)):
             return False  # a row past its prompt computing one token counts as decoding
         step_s = plan.duration_s
-        dec_s = min(self._decode_only_s(plan, t.n_computed[dec_rows].tolist(), sched), step_s)
+        if plan.cost_parts is not None and 1 not in pre_q:  # the step's own costing (`_decode_only_s`)
+            dec_s = min(sched.decode_only_time_s((), plan), step_s)
+        else:
+            dec_s = min(self._decode_only_s(plan, n_computed[dec_rows].tolist(), sched), step_s)
         part["decode"][dec_rows] += dec_s
-        part["interference"][dec_rows] += (end_s - dec_marks) - dec_s
+        part["interference"][dec_rows] += (end_s - dec_mark_s) - dec_s
         self.mark_s[dec_rows] = end_s
-        spans_s = self._book_waits(pre_rows, self.mark_s[pre_rows].tolist(), start_s, end_s)
+        spans_s = self._book_waits(pre_rows, [float(self.mark_s[r]) for r in pre_rows], start_s, end_s)
         share_s = (step_s - dec_s) / sum(pre_q)
         for row, c, n_new, span_s in zip(pre_rows, pre_contexts, pre_q, spans_s):
             self._book_prefill(row, c, n_new, share_s, span_s)
