@@ -61,6 +61,7 @@ class Growable:
 
 GAP_COMPACT_AT = 4_000_000  # weighted gap samples kept before equal values are merged
 MIN_REPLICA_GAP_COMPACT_AT = 16_384  # a cluster's replicas compact at their share of it, but not below this
+RUNNING_SUM_LOOP_MAX = 32  # a step's running tokens are summed in plain Python up to this many requests
 
 
 def replica_gap_compact_at(n_replicas: int) -> int:
@@ -180,7 +181,11 @@ class Recorder:
             self._kv_waste_time += float((durations_s[held] * waste).sum())
 
     def _running_tokens(self, sched: Scheduler) -> float:
-        return float(np.add.reduce(sched.table.n_computed[sched.running])) if sched.running else 0.0
+        """Tokens the running requests have computed (a sum of integers: exact either way)."""
+        running = sched.running
+        if len(running) <= RUNNING_SUM_LOOP_MAX:  # a few: one pass over Python ints beats a gather
+            return float(sum(map(sched.table.n_computed.item, running)))
+        return float(np.add.reduce(sched.table.n_computed[running]))
 
     def step(self, sched: Scheduler, end_s: float, plan: StepPlan, prefill_tokens: int,
              decode_tokens: int) -> None:

@@ -63,6 +63,7 @@ def set_thresholds(monkeypatch, n_seqs: int, histogram_loop_seqs: int | None = N
     monkeypatch.setattr(decode_runs, "SCALAR_GROW_MAX_SEQS", n_seqs)
     monkeypatch.setattr(sched_commit, "SCALAR_COMMIT_MAX_SEQS", n_seqs)
     monkeypatch.setattr(sched_commit, "FEW_FINISHED", n_seqs)
+    monkeypatch.setattr(metrics, "RUNNING_SUM_LOOP_MAX", n_seqs)
     monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", n_seqs)
 
 

@@ -319,10 +319,11 @@ class Scheduler(DecodeRuns, PastFinishes, Commits):
         rid = np.array(ids, dtype=np.int64)
         q = np.array(new_tokens, dtype=np.int64)
         c = t.n_computed[rid]
-        if len(ids) <= SCALAR_MAX_SEQS:
+        if len(ids) <= SCALAR_MAX_SEQS:  # the decoding rows each sample; the others when their prompt is done
             n_tokens = t.n_tokens
-            n_sampled = sum(1 for r, n_new, n_cached in zip(ids, new_tokens, c.tolist())
-                            if n_cached + n_new == n_tokens[r])
+            n_sampled = n_decoding + sum(1 for r, n_new, n_cached in zip(ids[n_decoding:], new_tokens[n_decoding:],
+                                                                         c[n_decoding:].tolist())
+                                         if n_cached + n_new == n_tokens[r])
         else:
             n_sampled = int(np.count_nonzero(c + q == t.n_tokens[rid]))
         if self._hot is None or self.recorder.attribution is None:
