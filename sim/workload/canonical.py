@@ -39,22 +39,20 @@ def _line_parts(trace: Trace, rows: slice) -> list[tuple[str, list]]:
 
 
 def _write_rows(handle, trace: Trace, start: int, stop: int) -> None:
-    """Lines of rows start..stop-1."""
+    """Lines of rows start..stop-1: each line one %-format of the row's values (the repr of a Python
+    int or float is its JSON text, floats round-trip exactly; a list of ints' repr is its JSON array)."""
     parts = _line_parts(trace, slice(start, stop))
-    ids = offsets = None
-    if trace.has_hash_ids:
-        offsets = (trace.hash_offsets[start : stop + 1] - trace.hash_offsets[start]).tolist()
-        ids = trace.hash_ids_flat[trace.hash_offsets[start] : trace.hash_offsets[stop]].tolist()
-    lines = []
-    for row in range(stop - start):
-        # repr of a Python int/float is its JSON text (floats round-trip exactly)
-        fields = [f'"{key}": {values[row]!r}' for key, values in parts]
-        if ids is not None:
-            row_ids = ", ".join(map(str, ids[offsets[row] : offsets[row + 1]]))
-            fields.append(f'"hash_ids": [{row_ids}]')
-            fields.append(f'"hash_block_tokens": {trace.hash_block_tokens}')
-        lines.append("{" + ", ".join(fields) + "}\n")
-    handle.write("".join(lines))
+    line_format = "{" + ", ".join(f'"{key}": %r' for key, _ in parts)
+    rows = zip(*(values for _, values in parts))
+    if not trace.has_hash_ids:
+        line_format += "}\n"
+        handle.write("".join([line_format % row for row in rows]))
+        return
+    line_format += f', "hash_ids": %r, "hash_block_tokens": {trace.hash_block_tokens}}}\n'
+    offsets = (trace.hash_offsets[start : stop + 1] - trace.hash_offsets[start]).tolist()
+    ids = trace.hash_ids_flat[trace.hash_offsets[start] : trace.hash_offsets[stop]].tolist()
+    handle.write("".join([line_format % (*row, ids[begin:end])
+                          for row, begin, end in zip(rows, offsets, offsets[1:])]))
 
 
 def _chunk_end(trace: Trace, start: int) -> int:
