@@ -45,6 +45,7 @@ PARTS = ("queue", "prefill", "interference", "decode", "preempted", "recompute",
          "samples")
 _INDEX = {name: i for i, name in enumerate(PARTS)}
 SCALAR_MAX_ROWS = 32  # plans of at most this many own rows are accounted in one Python pass
+FEW_ROWS = 4  # and of at most this many, read and marked row by row (a gather costs more)
 SAME_INSTANT_S = 1e-9  # a mark this close to a step's start is that start (float rounding of end - duration)
 
 
@@ -113,7 +114,8 @@ class Attribution:
         """`on_plan` for a few rows in one Python pass: the same float operations per row as the
         array path (`_account_wait`, `_split_step`), so the same values."""
         mark_s, part = self.mark_s, self._part
-        marks = mark_s[row_ids].tolist()
+        rows = row_ids.tolist()
+        marks = list(map(mark_s.item, rows)) if len(rows) <= FEW_ROWS else mark_s[row_ids].tolist()
         first = marks[0]
         if abs(first - start_s) <= SAME_INSTANT_S and marks.count(first) == len(marks):  # all ran in the step before
             if plan.is_decode_run and not plan.transfer_s:  # the common case: one span for all
@@ -122,15 +124,19 @@ class Attribution:
                 return
             spans_s = [end_s - first] * len(marks)
         else:
-            spans_s = self._book_waits(row_ids.tolist(), marks, start_s, end_s)
+            spans_s = self._book_waits(rows, marks, start_s, end_s)
         if plan.transfer_s:
             part["swap"][row_ids] += plan.transfer_s
             spans_s = [span - plan.transfer_s for span in spans_s]
         if plan.is_decode_run:
             part["decode"][row_ids] += spans_s
         else:
-            self._split_step_scalar(row_ids.tolist(), q.tolist(), spans_s, plan, sched)
-        mark_s[row_ids] = end_s
+            self._split_step_scalar(rows, q.tolist(), spans_s, plan, sched)
+        if len(rows) <= FEW_ROWS:
+            for r in rows:
+                mark_s[r] = end_s
+        else:
+            mark_s[row_ids] = end_s
 
     def _on_mixed_step(self, rows: np.ndarray, q: np.ndarray, plan: StepPlan, start_s: float, end_s: float,
                        sched: Scheduler) -> bool:
@@ -186,8 +192,10 @@ class Attribution:
         """`_split_step` for a few rows (same arithmetic per row)."""
         t, part = self.table, self._part
         step_s = plan.duration_s - plan.transfer_s
-        contexts = t.n_computed[rows].tolist()
-        prompts = t.prompt_tokens[rows].tolist()
+        if len(rows) <= FEW_ROWS:
+            contexts, prompts = list(map(t.n_computed.item, rows)), list(map(t.prompt_tokens.item, rows))
+        else:
+            contexts, prompts = t.n_computed[rows].tolist(), t.prompt_tokens[rows].tolist()
         prefilling = [i for i, (n_new, c, prompt) in enumerate(zip(q, contexts, prompts)) if n_new != 1 or c < prompt]
         if not prefilling:
             part["decode"][rows] += spans_s

@@ -65,6 +65,7 @@ def set_thresholds(monkeypatch, n_seqs: int, histogram_loop_seqs: int | None = N
     monkeypatch.setattr(sched_commit, "FEW_FINISHED", n_seqs)
     monkeypatch.setattr(metrics, "RUNNING_SUM_LOOP_MAX", n_seqs)
     monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", n_seqs)
+    monkeypatch.setattr(attribution, "FEW_ROWS", n_seqs)
 
 
 def assert_identical(left, right) -> None:
