@@ -136,6 +136,14 @@ class _Pool:
                 return len(blocks)
         return self.decref(blocks)
 
+    def release_table(self, table: list[int]) -> int:
+        """`release` of a table's blocks from its last to its first (so the next allocation of the same
+        size gets them back in table order)."""
+        if not self.counting:
+            self.freed.extend(reversed(table))
+            return len(table)
+        return self.release(table[::-1])
+
     def refcount(self, block: int) -> int:
         if not 0 <= block < self.capacity:
             raise IndexError(f"{self.name}: block {block} outside 0..{self.capacity - 1}")
@@ -308,11 +316,11 @@ class BlockManager:
         """Drop the request's references (GPU or CPU) and forget it; returns GPU blocks freed."""
         cpu_blocks = self._swapped.pop(req_id, None)
         if cpu_blocks is not None:
-            self._cpu.release(cpu_blocks[::-1])
+            self._cpu.release_table(cpu_blocks)
         table = self._tables.pop(req_id, None)
         if not table:
             return 0
-        return self._gpu.release(table[::-1])
+        return self._gpu.release_table(table)
 
     # ---- swap -------------------------------------------------------------------------------
     def n_swapped_blocks(self, req_id: int) -> int:
@@ -332,7 +340,7 @@ class BlockManager:
         table = self._tables.get(req_id, [])
         cpu_blocks = self._cpu.allocate(len(table))
         self._tables.pop(req_id, None)
-        self._gpu.release(table[::-1])
+        self._gpu.release_table(table)
         self._swapped[req_id] = cpu_blocks
         self.n_swapped_out_blocks += len(table)
         return len(table)
@@ -347,7 +355,7 @@ class BlockManager:
             raise RuntimeError(f"request {req_id} is not swapped out")
         gpu_blocks = self._gpu.allocate(len(cpu_blocks))
         del self._swapped[req_id]
-        self._cpu.release(cpu_blocks[::-1])
+        self._cpu.release_table(cpu_blocks)
         self._tables[req_id] = gpu_blocks
         self.n_swapped_in_blocks += len(gpu_blocks)
         return len(gpu_blocks)

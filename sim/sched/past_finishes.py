@@ -99,9 +99,9 @@ class PastFinishes:
         t.n_tokens[rid] += steps
         t.last_token_s[rid] = plan.step_end_s[steps - 1]
         finishing: dict[int, list[int]] = {}  # step after which they are done -> rows, in run order
-        for r, n_steps in zip(rid.tolist(), steps.tolist()):
-            if n_steps < k:
-                finishing.setdefault(n_steps, []).append(r)
+        early = steps < k
+        for r, n_steps in zip(rid[early].tolist(), steps[early].tolist()):
+            finishing.setdefault(n_steps, []).append(r)
         used_now, request_blocks_now = used, request_blocks = self.blocks.n_used, self.n_request_blocks()
         released = []  # (first step without them, blocks freed, request blocks given up)
         for n_steps in sorted(finishing):
