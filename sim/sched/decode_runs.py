@@ -34,7 +34,8 @@ class DecodeRuns:
         t, size = self.table, self.blocks.block_size
         rid = np.array(ids, dtype=np.int64)
         contexts = t.n_computed[rid]
-        remaining = int((t.final_tokens[rid] - t.n_tokens[rid]).min())
+        steps_left = t.final_tokens[rid] - t.n_tokens[rid]
+        remaining = int(steps_left.min())
         longest = 1 if self.swapped else MAX_DECODE_RUN_STEPS  # a swapped request may return after any step
         k = min(remaining, longest)
         counts = None
@@ -43,7 +44,7 @@ class DecodeRuns:
             counts = counts.tolist()
             k = self._steps_blocks_allow(counts, len(ids), k)
         if past_finishes and k == remaining and self.may_pass_finishes(ids, transfer_s, horizon_s):
-            plan = self.run_past_finishes(ids, rid, contexts, now_s, horizon_s, int(first_step_grown))
+            plan = self.run_past_finishes(ids, rid, contexts, steps_left, now_s, horizon_s, int(first_step_grown))
             if plan is not None:
                 return plan
         times, block_tokens = self._run_times(contexts, k, now_s + transfer_s, horizon_s)

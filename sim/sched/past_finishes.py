@@ -41,13 +41,11 @@ class PastFinishes:
                 and not self._cow_pending and len(ids) == len(self.running) and len(ids) <= MAX_SEQS_PAST_FINISHES
                 and self._hot is not None and math.isfinite(horizon_s))
 
-    def run_past_finishes(self, ids: list[int], rid: np.ndarray, contexts: np.ndarray, now_s: float,
-                          horizon_s: float, n_grown: int) -> StepPlan | None:
+    def run_past_finishes(self, ids: list[int], rid: np.ndarray, contexts: np.ndarray, remaining: np.ndarray,
+                          now_s: float, horizon_s: float, n_grown: int) -> StepPlan | None:
         """Plan and take the blocks of a decode run of `ids` that goes on past finishes (plain Python:
-        `sim.cost.hot.decode_steps_past_finishes`); None when it cannot be planned that way (the
-        caller plans the plain run)."""
-        t = self.table
-        remaining = t.final_tokens[rid] - t.n_tokens[rid]
+        `sim.cost.hot.decode_steps_past_finishes`; `remaining`: the tokens each has left to compute);
+        None when it cannot be planned that way (the caller plans the plain run)."""
         max_steps = min(decode_runs.MAX_DECODE_RUN_STEPS, MAX_STEPS_PAST_FINISHES)
         run = decode_steps_past_finishes(self._hot, contexts, remaining, now_s, horizon_s, max_steps,
                                          self.blocks.n_free)
