@@ -30,13 +30,12 @@ they sum to finish - arrival up to float rounding (tests hold 1e-9 s). Only a re
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from sim.request import RequestTable
     from sim.sched.base import Scheduler
     from sim.sched.plan import StepPlan
@@ -302,20 +301,23 @@ class Attribution:
         return {f"attr_{name}_s": parts[i] for i, name in enumerate(PARTS)}
 
 
-def attribution_summary(frame: pd.DataFrame) -> dict | None:
-    """For summary.json (one flat level): `mean_<part>_s` over finished requests, and for the p50
-    and p99 requests by e2e (nearest rank) `p50_request_id`, `p50_e2e_s`, `p50_<part>_s` (same for
-    p99). None when no request finished."""
-    done = frame[frame["status"] == "FINISHED"]
+def attribution_summary(table: Mapping[str, np.ndarray]) -> dict | None:
+    """For summary.json (one flat level), from a requests table (`sim.summary.requests_columns` or
+    a DataFrame of them): `mean_<part>_s` over finished requests, and for the p50 and p99 requests
+    by e2e (nearest rank) `p50_request_id`, `p50_e2e_s`, `p50_<part>_s` (same for p99). None when
+    no request finished."""
+    done = np.asarray(table["status"]) == "FINISHED"
     columns = [f"attr_{name}_s" for name in PARTS]
-    if done.empty or columns[0] not in done:
+    if not done.any() or columns[0] not in table:
         return None
-    order = np.argsort(done["e2e_s"].to_numpy(), kind="stable")
-    out: dict = {f"mean_{name}_s": float(done[c].mean()) for name, c in zip(PARTS, columns)}
+    e2e_s = np.asarray(table["e2e_s"])[done]
+    parts_s = {name: np.asarray(table[column])[done] for name, column in zip(PARTS, columns)}
+    order = np.argsort(e2e_s, kind="stable")
+    out: dict = {f"mean_{name}_s": float(values.mean()) for name, values in parts_s.items()}
+    request_ids = np.asarray(table["request_id"])[done]
     for label, quantile in (("p50", 0.5), ("p99", 0.99)):
-        rank = max(int(np.ceil(quantile * len(done))) - 1, 0)
-        row = done.iloc[order[rank]]
-        out[f"{label}_request_id"] = int(row["request_id"])
-        out[f"{label}_e2e_s"] = float(row["e2e_s"])
-        out.update({f"{label}_{name}_s": float(row[c]) for name, c in zip(PARTS, columns)})
+        row = order[max(int(np.ceil(quantile * e2e_s.shape[0])) - 1, 0)]
+        out[f"{label}_request_id"] = int(request_ids[row])
+        out[f"{label}_e2e_s"] = float(e2e_s[row])
+        out.update({f"{label}_{name}_s": float(values[row]) for name, values in parts_s.items()})
     return out

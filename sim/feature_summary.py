@@ -3,15 +3,17 @@ decoding, the host-memory prefix tier and disaggregation. Merged into `sim.summa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from sim.attribution import attribution_summary
 
 if TYPE_CHECKING:
     from sim.simulate import SimResult
+
+RequestsTable = Mapping[str, np.ndarray]  # see sim.summary
 
 
 def _spec_summary(result: SimResult) -> dict | None:
@@ -36,17 +38,16 @@ def _spec_summary(result: SimResult) -> dict | None:
     }
 
 
-def _tier_hit_rates(result: SimResult, frame: pd.DataFrame) -> dict:
-    prompt_total = float(frame.loc[frame["status"] != "REJECTED", "prompt_tokens"].sum())
+def _tier_hit_rates(result: SimResult, table: RequestsTable) -> dict:
+    prompt_total = float(np.asarray(table["prompt_tokens"])[np.asarray(table["status"]) != "REJECTED"].sum())
     host = float(result.table.host_cached_tokens[: result.table.n_requests].sum())
-    gpu = float(frame["cached_tokens"].sum()) - host
+    gpu = float(np.asarray(table["cached_tokens"]).sum()) - host
     return {"prefix_hit_rate_gpu": gpu / prompt_total if prompt_total else 0.0,
             "prefix_hit_rate_host": host / prompt_total if prompt_total else 0.0}
 
 
-def _transfer_stats(frame: pd.DataFrame) -> dict | None:
-    done = frame[frame["status"] == "FINISHED"]
-    values = done["kv_transfer_s"].to_numpy()
+def _transfer_stats(table: RequestsTable) -> dict | None:
+    values = np.asarray(table["kv_transfer_s"])[np.asarray(table["status"]) == "FINISHED"]
     moved = values[values > 0]
     if moved.size == 0:
         return None
@@ -55,12 +56,13 @@ def _transfer_stats(frame: pd.DataFrame) -> dict | None:
             "p99": float(p99), "max": float(moved.max())}
 
 
-def feature_summary(result: SimResult, frame: pd.DataFrame) -> dict:
+def feature_summary(result: SimResult, table: RequestsTable) -> dict:
+    """These fields for a run and its requests table (`sim.summary.requests_columns` or a DataFrame)."""
     out = {
-        "latency_attribution": attribution_summary(frame),
+        "latency_attribution": attribution_summary(table),
         "spec_decoding": _spec_summary(result),
-        **_tier_hit_rates(result, frame),
-        "kv_transfer_s": _transfer_stats(frame),
+        **_tier_hit_rates(result, table),
+        "kv_transfer_s": _transfer_stats(table),
     }
     disagg = getattr(result, "disagg", None)
     if disagg is not None:

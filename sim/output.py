@@ -17,10 +17,12 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from sim.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def prepare_out_dir(out_dir: Path) -> Path:
@@ -91,6 +93,16 @@ def write_text(path: Path, text: str) -> None:
 
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     _atomic_write(Path(path), lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def write_columns_parquet(path: Path, columns: dict) -> None:
+    """A table given as {name: values} (numpy arrays or lists, all one length) as parquet, with
+    pyarrow alone; read back with pandas it is the DataFrame of those columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(columns)
+    _atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp))
 
 
 def write_png(path: Path, figure) -> Path:

@@ -5,23 +5,27 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.output import atomic_run_dir, write_csv, write_json, write_parquet
+from sim.output import atomic_run_dir, write_columns_parquet, write_csv, write_json, write_parquet
 from sim.provenance import provenance, trace_sha256
 from sim.replica_split import simulate_cluster
 from sim.simulate import SimResult
 from sim.slo import PlanSLO, slo_report
-from sim.summary import DEFAULT_PERCENTILES, requests_frame, summarize
+from sim.summary import DEFAULT_PERCENTILES, requests_columns, summarize
 from sim.trace import ClosedLoop, Trace
 from sim.workload import apply_transforms, load_workload
 from sim.workload.load import spec_seed
 from sim.workload.synthetic.arrivals import arrival_times_s
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_TRACE = "splitwise_conv"
 RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet")  # what a run folder may hold
@@ -31,7 +35,14 @@ RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet")  # what a run 
 class RunOutput:
     result: SimResult
     summary: dict
-    requests: pd.DataFrame
+    columns: dict  # the requests table (sim.summary.requests_columns)
+
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        """The requests table as a DataFrame (built on first use: writing a run does not need it)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns)
 
 
 def resolve_seed(cfg: EngineConfig, trace: str | None, fmt: str | None = None) -> EngineConfig:
@@ -124,7 +135,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     else:
         with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
             output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
-            write_parquet(tmp_dir / "requests.parquet", output.requests)
+            write_columns_parquet(tmp_dir / "requests.parquet", output.columns)
             if cfg.record_steps:
                 write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
             write_json(tmp_dir / "summary.json", output.summary)
@@ -140,12 +151,12 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
 
     with backend:
         result = simulate_cluster(cfg, workload, backend, progress)
-        frame = requests_frame(result)
-        summary = summarize(result, frame, percentiles)
-        summary["slo_attainment"] = None if slo is None else slo_report(frame, slo, result.sim_duration_s)
+        columns = requests_columns(result)
+        summary = summarize(result, columns, percentiles)
+        summary["slo_attainment"] = None if slo is None else slo_report(columns, slo, result.sim_duration_s)
         summary.update(provenance(cfg, workload))
         summary["extrapolating"] = run_extrapolating(cfg)
         if uncertainty is not None:
             run_tasks = backend.run_tasks if backend.workers > 1 else None
             summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, run_tasks)
-    return RunOutput(result, summary, frame)
+    return RunOutput(result, summary, columns)

@@ -17,10 +17,10 @@ that SLO's limit.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from sim.errors import InputError
 
@@ -103,29 +103,31 @@ def percentile_or_none(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
 
 
-def good_requests(frame: pd.DataFrame, limits_s: dict[str, float]) -> np.ndarray:
-    """Boolean per row: FINISHED and every metric column within its limit (NaN passes: no TPOT)."""
-    ok = (frame["status"] == "FINISHED").to_numpy().copy()
+def good_requests(table: Mapping[str, np.ndarray], limits_s: dict[str, float]) -> np.ndarray:
+    """Boolean per row of a requests table (`sim.summary.requests_columns`, or a DataFrame of them):
+    FINISHED and every metric column within its limit (NaN passes: no TPOT)."""
+    ok = np.asarray(table["status"]) == "FINISHED"
     for column, limit_s in limits_s.items():
-        ok &= frame[column].fillna(0.0).to_numpy() <= limit_s
+        values = np.asarray(table[column], dtype=float)
+        ok &= np.where(np.isnan(values), 0.0, values) <= limit_s
     return ok
 
 
-def slo_report(frame: pd.DataFrame, slo: PlanSLO, duration_s: float | None) -> dict:
-    """How a run did against `slo` over the rows of `frame`: per SLO its percentile value, limit,
-    whether it is met and its attainment; goodput (good requests: count, share, req/s); `met`."""
-    n = len(frame)
-    finished = frame[frame["status"] == "FINISHED"]
+def slo_report(table: Mapping[str, np.ndarray], slo: PlanSLO, duration_s: float | None) -> dict:
+    """How a run did against `slo` over the rows of a requests table: per SLO its percentile value,
+    limit, whether it is met and its attainment; goodput (good requests: count, share, req/s); `met`."""
+    finished = np.asarray(table["status"]) == "FINISHED"
+    n, n_finished = finished.shape[0], int(np.count_nonzero(finished))
     per_slo = {}
     for s in slo.limits:
-        value = percentile_or_none(finished[s.column].to_numpy(dtype=float), s.percentile)
-        within = good_requests(frame, {s.column: s.limit_s})
+        value = percentile_or_none(np.asarray(table[s.column], dtype=float)[finished], s.percentile)
+        within = good_requests(table, {s.column: s.limit_s})
         per_slo[s.key] = {"value_s": value, "value_ms": None if value is None else value * 1e3,
                           "limit_s": s.limit_s, "limit_ms": s.limit_s * 1e3,
                           "met": value is not None and value <= s.limit_s,
                           "attainment": float(within.mean()) if n else 0.0}
-    good = good_requests(frame, slo.per_request_limits_s())
-    finished_share = len(finished) / n if n else 0.0
+    good = good_requests(table, slo.per_request_limits_s())
+    finished_share = n_finished / n if n else 0.0
     n_good = int(good.sum())
     return {
         "limits_s": {s.key: s.limit_s for s in slo.limits}, "goodput_min": slo.goodput_min,

@@ -1,9 +1,16 @@
-"""Tables after a run: one row per request, and the summary.json contract of DESIGN.md."""
+"""Tables after a run: one row per request, and the summary.json contract of DESIGN.md.
+
+The requests table is built as plain columns (`requests_columns`, numpy only: `simulate` writes
+them to parquet and summarizes them without importing pandas) and as a DataFrame of the same
+columns (`requests_frame`). Everything that reads a requests table here takes either.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from sim.engines.apply import effective_settings
 from sim.errors import InputError
@@ -11,11 +18,24 @@ from sim.feature_summary import feature_summary
 from sim.metrics import weighted_percentiles
 from sim.request import Status
 from sim.simulate import SimResult
+from sim.slo import good_requests
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RequestsTable = Mapping[str, np.ndarray]  # requests_columns, or a DataFrame of them (column -> values)
 
 
 def requests_frame(result: SimResult) -> pd.DataFrame:
-    """One row per request; a request with parallel samples sums their output tokens, ends with
-    its last sample and is FINISHED only when every sample is."""
+    """`requests_columns` as a DataFrame."""
+    import pandas as pd  # here: `simulate` on the command line never needs it
+
+    return pd.DataFrame(requests_columns(result))
+
+
+def requests_columns(result: SimResult) -> dict[str, np.ndarray | list]:
+    """One row per request, as columns; a request with parallel samples sums their output tokens,
+    ends with its last sample and is FINISHED only when every sample is."""
     t = result.table
     n = t.n_requests
     owner = t.sample_of
@@ -32,7 +52,7 @@ def requests_frame(result: SimResult) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(own > 1, (t.finish_s[:n] - t.first_token_s[:n]) / (own - 1), np.nan)
     status_names = np.array([s.name for s in Status])
-    frame = pd.DataFrame({
+    columns = {
         "request_id": np.arange(n),
         "replica": t.replica[:n],
         "status": status_names[status],
@@ -52,12 +72,11 @@ def requests_frame(result: SimResult) -> pd.DataFrame:
         "preempted_s": np.bincount(owner, weights=t.preempted_s, minlength=n),
         "kv_transfer_s": t.kv_transfer_s[:n],
         "reject_reason": [t.reject_reason.get(i) for i in range(n)],
-    })
+    }
     attribution = result.recorder.attribution
     if attribution is not None:
-        for name, values in attribution.columns(status == Status.FINISHED, finish_s).items():
-            frame[name] = values
-    return frame
+        columns.update(attribution.columns(status == Status.FINISHED, finish_s))
+    return columns
 
 
 DEFAULT_PERCENTILES = (50, 90, 99)
@@ -108,45 +127,51 @@ def in_ms(stats: dict) -> dict:
     return {k: None if v is None else v * 1e3 for k, v in stats.items()}
 
 
-def _goodput(frame: pd.DataFrame, result: SimResult) -> dict | None:
+def _goodput(table: RequestsTable, result: SimResult) -> dict | None:
     slo = result.cfg.slo
-    if slo.ttft_s is None and slo.tpot_s is None and slo.e2e_s is None:
+    limits = {column: limit for column, limit in (("ttft_s", slo.ttft_s), ("tpot_s", slo.tpot_s),
+                                                  ("e2e_s", slo.e2e_s)) if limit is not None}
+    if not limits:
         return None
-    ok = frame["status"] == "FINISHED"
-    for column, limit in (("ttft_s", slo.ttft_s), ("tpot_s", slo.tpot_s), ("e2e_s", slo.e2e_s)):
-        if limit is not None:
-            ok &= frame[column].fillna(0.0) <= limit
+    ok = good_requests(table, limits)
     n_ok = int(ok.sum())
-    return {"slo": slo.model_dump(exclude_none=True), "n_met": n_ok, "fraction": n_ok / max(len(frame), 1),
+    return {"slo": slo.model_dump(exclude_none=True), "n_met": n_ok, "fraction": n_ok / max(ok.shape[0], 1),
             "request_throughput": n_ok / result.sim_duration_s if result.sim_duration_s else 0.0}
 
 
-def summarize(result: SimResult, frame: pd.DataFrame | None = None, percentiles=DEFAULT_PERCENTILES) -> dict:
+def summarize(result: SimResult, table: RequestsTable | None = None, percentiles=DEFAULT_PERCENTILES) -> dict:
     """The summary.json contract (DESIGN.md, Outputs): seconds in `*_s` fields, and the latency
-    statistics again in milliseconds in `*_ms` fields (ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_delay_ms)."""
-    frame = requests_frame(result) if frame is None else frame
-    finished = frame[frame["status"] == "FINISHED"]
+    statistics again in milliseconds in `*_ms` fields (ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_delay_ms).
+    `table`: the run's requests table (`requests_columns` or `requests_frame`), built when not given."""
+    table = requests_columns(result) if table is None else table
+    status = np.asarray(table["status"])
+    finished = status == "FINISHED"
+    n_finished = int(np.count_nonzero(finished))
+
+    def of_finished(column: str) -> np.ndarray:
+        return np.asarray(table[column])[finished]
+
     duration = result.sim_duration_s or float("nan")
-    prompt_total = float(frame.loc[frame["status"] != "REJECTED", "prompt_tokens"].sum())
+    prompt_total = float(np.asarray(table["prompt_tokens"])[status != "REJECTED"].sum())
     cfg = result.cfg
     summary = {
         "policy": cfg.policy, "model": cfg.model, "hardware": cfg.hardware, "tp": cfg.tp, "replicas": cfg.replicas,
         "seed": cfg.seed,  # the one the run used: --seed, else the config's, else the workload spec's, else 0
-        "n_requests": len(frame),
-        "n_finished": len(finished),
-        "n_rejected": int((frame["status"] == "REJECTED").sum()),
+        "n_requests": status.shape[0],
+        "n_finished": n_finished,
+        "n_rejected": int(np.count_nonzero(status == "REJECTED")),
         "sim_duration_s": result.sim_duration_s,
         "wall_time_s": result.wall_time_s,
         "n_steps": result.recorder.n_steps,
-        "request_throughput": len(finished) / duration,
-        "output_throughput_tok_s": float(finished["output_tokens"].sum()) / duration,
-        "input_throughput_tok_s": float(finished["prompt_tokens"].sum()) / duration,
-        "ttft_s": _stats(finished["ttft_s"].to_numpy(), percentiles),
-        "tpot_s": _stats(finished["tpot_s"].to_numpy(), percentiles),
+        "request_throughput": n_finished / duration,
+        "output_throughput_tok_s": float(of_finished("output_tokens").sum()) / duration,
+        "input_throughput_tok_s": float(of_finished("prompt_tokens").sum()) / duration,
+        "ttft_s": _stats(of_finished("ttft_s"), percentiles),
+        "tpot_s": _stats(of_finished("tpot_s"), percentiles),
         "itl_s": _itl_stats(result, percentiles),
-        "e2e_s": _stats(finished["e2e_s"].to_numpy(), percentiles),
-        "queue_delay_s": _stats(finished["queue_delay_s"].to_numpy(), percentiles),
-        "goodput": _goodput(frame, result),
+        "e2e_s": _stats(of_finished("e2e_s"), percentiles),
+        "queue_delay_s": _stats(of_finished("queue_delay_s"), percentiles),
+        "goodput": _goodput(table, result),
         "num_gpu_blocks": result.num_gpu_blocks,
         "num_gpu_blocks_per_replica": result.num_gpu_blocks_per_replica,
         "replica_hardware": cfg.hardware_of_replicas(),
@@ -154,11 +179,11 @@ def summarize(result: SimResult, frame: pd.DataFrame | None = None, percentiles=
         "kv_utilization_mean": result.recorder.kv_utilization_mean,
         "kv_fragmentation": result.recorder.kv_fragmentation,
         "preemptions": result.recorder.preemptions,
-        "prefix_hit_rate": float(frame["cached_tokens"].sum()) / prompt_total if prompt_total else 0.0,
+        "prefix_hit_rate": float(np.asarray(table["cached_tokens"]).sum()) / prompt_total if prompt_total else 0.0,
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
         "engine": effective_settings(cfg),
-        **feature_summary(result, frame),  # hook: sim/feature_summary.py
+        **feature_summary(result, table),  # hook: sim/feature_summary.py
     }
     summary.update({key[:-2] + "_ms": in_ms(summary[key]) for key in LATENCY_KEYS})
     return summary

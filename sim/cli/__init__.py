@@ -1,5 +1,9 @@
 """The `infersim` command line (typer): one module per command group; errors become one line in
-`sim.cli.errors` (every group is built by `sim.cli.common.new_app`)."""
+`sim.cli.errors` (every group is built by `sim.cli.common.new_app`).
+
+Every command module is imported to build the CLI, so each keeps its module-level imports to what
+its options need and imports its command's machinery (planner, sweeps, validation: pandas and
+more) inside the command; `tests/test_requests_table.py` checks that starting the CLI loads no pandas."""
 
 from __future__ import annotations
 

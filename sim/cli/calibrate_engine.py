@@ -5,18 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-import yaml
 
 from sim.cli.common import console, print_json, print_table
-from sim.engines.overhead import EngineOverhead
-from sim.engines.preset import load_engine
-from sim.errors import InputError
-from sim.output import write_text
-from sim.validate.bench_json import cases_from_bench_json
-from sim.validate.cases import load_cases
-from sim.validate.fit import fit_overhead, tap_case
-from sim.validate.report import summary_rows
-from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, predict
+from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 
 
 def engine(
@@ -33,6 +24,18 @@ def engine(
     as_json: bool = typer.Option(False, "--json", help="print the before/after report as JSON"),
 ) -> None:
     """Fit per-step / per-sequence / per-token CPU costs; write a new engine YAML; report before/after error."""
+    import yaml
+
+    from sim.engines.overhead import EngineOverhead
+    from sim.engines.preset import load_engine
+    from sim.errors import InputError
+    from sim.output import write_text
+    from sim.validate.bench_json import cases_from_bench_json
+    from sim.validate.cases import load_cases
+    from sim.validate.fit import fit_overhead, tap_case
+    from sim.validate.report import summary_rows
+    from sim.validate.run import predict
+
     if split not in ("all", "fit"):
         raise typer.BadParameter("must be all or fit", param_hint="--split")
     base = load_engine(preset)

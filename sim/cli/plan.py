@@ -11,21 +11,9 @@ from rich import box
 from rich.table import Table
 
 from sim.cli.common import StageProgress, console, print_json
-from sim.config import load_config
 from sim.errors import InputError
-from sim.intervals import check_replays
-from sim.output import atomic_run_dir, write_json
-from sim.planner.band import band_line, capacity_band
-from sim.planner.candidates import parse_list, parse_tps
-from sim.planner.disagg import parse_pd_ratios
-from sim.planner.knobs import parse_knob_search
-from sim.planner.plan import SearchSettings, make_plan, run_on
-from sim.planner.plots import write_plots
-from sim.planner.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS, parse_slo
-from sim.run import DEFAULT_TRACE, resolve_seed
-from sim.sweep.backends import make_backend
-from sim.trace import ClosedLoop
-from sim.workload import load_workload
+from sim.run import DEFAULT_TRACE
+from sim.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS
 
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png")  # what a plan folder may hold
 
@@ -81,6 +69,21 @@ def plan(
     Search: double or halve, then bisect to 4.4% steps (assumes lower rates never do worse).
 
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
+    from sim.config import load_config
+    from sim.intervals import check_replays
+    from sim.output import atomic_run_dir, write_json
+    from sim.planner.band import capacity_band
+    from sim.planner.candidates import parse_list, parse_tps
+    from sim.planner.disagg import parse_pd_ratios
+    from sim.planner.knobs import parse_knob_search
+    from sim.planner.plan import SearchSettings, make_plan, run_on
+    from sim.planner.plots import write_plots
+    from sim.run import resolve_seed
+    from sim.slo import parse_slo
+    from sim.sweep.backends import make_backend
+    from sim.trace import ClosedLoop
+    from sim.workload import load_workload
+
     wall_time_start_s = time.monotonic()  # reported only
     for flag, value in (("--workers", workers), ("--top", top)):
         if value < 1:
@@ -161,6 +164,8 @@ def print_plan(result: dict, top: int) -> None:
                       f"{best['policy']}{_knobs(best['knobs'], ' ')} = {best['gpus']} GPUs, "
                       f"${best['cost_per_hour_usd']:.2f}/hour{check}")
         if "uncertainty" in best:
+            from sim.planner.band import band_line
+
             console.print(band_line(best["uncertainty"]))
         launch = result["launch"]
         console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)

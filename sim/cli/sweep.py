@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -11,11 +12,9 @@ from sim.cli.common import console, print_table
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
 from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
-from sim.sweep.backends import make_backend
-from sim.sweep.grid import expand, load_base, parse_grid
-from sim.sweep.runner import SweepOutcome, run_sweep
-from sim.sweep.slo import add_slo_columns, sort_best_first
-from sim.workload.load import spec_seed
+
+if TYPE_CHECKING:
+    from sim.sweep.runner import SweepOutcome
 
 TABLE_METRICS = {"request_throughput": "req/s", "goodput_request_throughput": "good req/s",
                  "goodput_fraction": "in SLO", "ttft_s_p99": "P99 TTFT (ms)", "tpot_s_p99": "P99 TPOT (ms)",
@@ -52,6 +51,11 @@ def sweep(
 
     The same command again skips finished points: an interrupted sweep (even kill -9) loses only those in flight.
     """
+    from sim.sweep.backends import make_backend
+    from sim.sweep.grid import expand, load_base, parse_grid
+    from sim.sweep.slo import add_slo_columns, sort_best_first
+    from sim.workload.load import spec_seed
+
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)
     slo_spec = parse_slo(slo, goodput_min) if slo else None
@@ -84,6 +88,8 @@ def sweep(
 
 
 def _run_with_progress(points, grid_keys: list[str], out: Path, runner) -> SweepOutcome:
+    from sim.sweep.runner import run_sweep
+
     bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
                    disable=not console.is_terminal)

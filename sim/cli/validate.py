@@ -7,9 +7,7 @@ from pathlib import Path
 import typer
 
 from sim.cli.common import print_json, print_table
-from sim.validate.cases import load_cases
-from sim.validate.report import report_dict
-from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, predict
+from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 
 
 def _pct(value) -> str:
@@ -30,6 +28,10 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
     """Measured vs predicted for each case, error per point, median |error| per source (fit/score halves)."""
+    from sim.validate.cases import load_cases
+    from sim.validate.report import report_dict
+    from sim.validate.run import predict
+
     if split not in ("all", "fit", "score"):
         raise typer.BadParameter("must be all, fit or score", param_hint="--split")
     chosen = [c for c in load_cases(cases or None) if split == "all" or c.split == split]

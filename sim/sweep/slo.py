@@ -7,10 +7,13 @@ second, each within every limit) comes from the row's own summary (the base conf
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from sim.errors import InputError
 from sim.slo import PlanSLO
+
+if TYPE_CHECKING:  # imported where used: a sweep point's worker never needs pandas
+    import pandas as pd
 
 SWEEP_PERCENTILES = (50, 90, 95, 99)  # every SLO key's percentile has a column
 LOWER_IS_BETTER_MARKS = ("_s_", "_ms_", "latency", "preemptions", "kv_fragmentation")
@@ -18,6 +21,8 @@ LOWER_IS_BETTER_MARKS = ("_s_", "_ms_", "latency", "preemptions", "kv_fragmentat
 
 def add_slo_columns(frame: pd.DataFrame, slo: PlanSLO) -> pd.DataFrame:
     """`frame` with `meets_slo` (bool) and, per SLO, `<key>_ratio` (value / limit) added."""
+    import pandas as pd
+
     frame = frame.copy()
     ok = frame["n_finished"] / frame["n_requests"] >= slo.goodput_min
     for s in slo.limits:
@@ -37,6 +42,8 @@ def lower_is_better(metric: str) -> bool:
 def sort_best_first(frame: pd.DataFrame, objective: str) -> pd.DataFrame:
     """Rows best-first by `objective` (higher first for throughputs and goodput, lower first for
     latencies); points meeting the SLOs before the others when the frame has `meets_slo`."""
+    import pandas as pd
+
     if objective not in frame.columns:
         numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])]
         raise InputError("--objective", objective, f"not a result column; e.g. {', '.join(numeric[:8])}")

@@ -12,9 +12,9 @@ from sim.simulate import simulate
 from sim.summary import summarize
 from sim.trace import ClosedLoop, Trace
 from sim.validate.cases import Case
+from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
 
-DEFAULT_MAX_SIM_REQUESTS = 50_000  # above every bundled case (all simulated as measured); a cap for huge files
 SHAREGPT_REASON = ("the ShareGPT lengths vLLM's benchmark samples (first turn of each conversation, mean ~215 "
                    "prompt / ~200 output tokens) are not bundled; the bundled ShareGPT stats are whole multi-turn "
                    "conversations (mean 2,340 prompt / 439 output tokens)")
