@@ -13,8 +13,6 @@ from sim.attribution import attribution_summary
 if TYPE_CHECKING:
     from sim.simulate import SimResult
 
-RequestsTable = Mapping[str, np.ndarray]  # see sim.summary
-
 
 def _spec_summary(result: SimResult) -> dict | None:
     speculating = [facts for facts in result.facts if facts.spec_k]
@@ -38,7 +36,7 @@ def _spec_summary(result: SimResult) -> dict | None:
     }
 
 
-def _tier_hit_rates(result: SimResult, table: RequestsTable) -> dict:
+def _tier_hit_rates(result: SimResult, table: Mapping[str, np.ndarray]) -> dict:
     prompt_total = float(np.asarray(table["prompt_tokens"])[np.asarray(table["status"]) != "REJECTED"].sum())
     host = float(result.table.host_cached_tokens[: result.table.n_requests].sum())
     gpu = float(np.asarray(table["cached_tokens"]).sum()) - host
@@ -46,7 +44,7 @@ def _tier_hit_rates(result: SimResult, table: RequestsTable) -> dict:
             "prefix_hit_rate_host": host / prompt_total if prompt_total else 0.0}
 
 
-def _transfer_stats(table: RequestsTable) -> dict | None:
+def _transfer_stats(table: Mapping[str, np.ndarray]) -> dict | None:
     values = np.asarray(table["kv_transfer_s"])[np.asarray(table["status"]) == "FINISHED"]
     moved = values[values > 0]
     if moved.size == 0:
@@ -56,7 +54,7 @@ def _transfer_stats(table: RequestsTable) -> dict | None:
             "p99": float(p99), "max": float(moved.max())}
 
 
-def feature_summary(result: SimResult, table: RequestsTable) -> dict:
+def feature_summary(result: SimResult, table: Mapping[str, np.ndarray]) -> dict:
     """These fields for a run and its requests table (`sim.summary.requests_columns` or a DataFrame)."""
     out = {
         "latency_attribution": attribution_summary(table),
