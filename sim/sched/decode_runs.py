@@ -44,7 +44,8 @@ class DecodeRuns:
             counts = counts.tolist()
             k = self._steps_blocks_allow(counts, len(ids), k)
         if past_finishes and k == remaining and self.may_pass_finishes(ids, transfer_s, horizon_s):
-            plan = self.run_past_finishes(ids, rid, contexts, steps_left, now_s, horizon_s, int(first_step_grown))
+            plan = self.run_past_finishes(ids, rid, contexts, steps_left, now_s, horizon_s, int(first_step_grown),
+                                          remaining)
             if plan is not None:
                 return plan
         times, block_tokens = self._run_times(contexts, k, now_s + transfer_s, horizon_s)

@@ -42,10 +42,11 @@ class PastFinishes:
                 and self._hot is not None and math.isfinite(horizon_s))
 
     def run_past_finishes(self, ids: list[int], rid: np.ndarray, contexts: np.ndarray, remaining: np.ndarray,
-                          now_s: float, horizon_s: float, n_grown: int) -> StepPlan | None:
+                          now_s: float, horizon_s: float, n_grown: int, first_finish: int) -> StepPlan | None:
         """Plan and take the blocks of a decode run of `ids` that goes on past finishes (plain Python:
-        `sim.cost.hot.decode_steps_past_finishes`; `remaining`: the tokens each has left to compute);
-        None when it cannot be planned that way (the caller plans the plain run)."""
+        `sim.cost.hot.decode_steps_past_finishes`; `remaining`: the tokens each has left to compute,
+        `first_finish` their least); None when it cannot be planned that way (the caller plans the
+        plain run)."""
         max_steps = min(decode_runs.MAX_DECODE_RUN_STEPS, MAX_STEPS_PAST_FINISHES)
         run = decode_steps_past_finishes(self._hot, contexts, remaining, now_s, horizon_s, max_steps,
                                          self.blocks.n_free)
@@ -56,7 +57,7 @@ class PastFinishes:
         if run.n_active[-1] == len(ids):  # nobody left before the last step: a plain run
             self._grow_run(ids, contexts, k, n_grown)
             return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True,
-                            steps_to_first_finish=int(remaining.min()), block_tokens=np.array(run.kv_tokens,
+                            steps_to_first_finish=first_finish, block_tokens=np.array(run.kv_tokens,
                                                                                               dtype=np.float64))
         steps = np.minimum(remaining, k)
         self._grow_each(ids, contexts, steps, n_grown)
