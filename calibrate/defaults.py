@@ -113,12 +113,26 @@ def fit_elementwise(rows: pd.DataFrame, bandwidth_bytes_s: float) -> tuple[float
     return float(np.exp(result.x[0])), float(result.x[1]), residuals(result.x)
 
 
+# The custom all-reduce kernel switches from one-shot to two-shot (reduce-scatter + all-gather) at
+# these message sizes on a full-NVLink group (vLLM csrc/custom_all_reduce.cuh: one-shot for 2 GPUs, for
+# <= 4 GPUs below 512 KiB, for <= 8 GPUs below 256 KiB): each algorithm gets its own line, one line
+# across the switch would overstate what larger messages cost.
+TWO_SHOT_FROM_BYTES = {4: 524288, 8: 262144}
+
+
 def custom_allreduce_h100() -> dict[int, dict]:
     sizes = np.array(list(CUSTOM_AR_H100), dtype=float) * 2.0
     out = {}
     for i, tp in enumerate((2, 4, 8)):
         times = np.array([v[i] for v in CUSTOM_AR_H100.values()]) * 1e-3
-        out[tp] = fit_link(sizes, times)[0].model_dump()
+        switch = TWO_SHOT_FROM_BYTES.get(tp)
+        if switch is None:
+            out[tp] = fit_link(sizes, times)[0].model_dump(exclude_none=True)
+            continue
+        one = fit_link(sizes[sizes < switch], times[sizes < switch])[0]
+        two = fit_link(sizes[sizes >= switch], times[sizes >= switch])[0]
+        out[tp] = {**one.model_dump(exclude_none=True), "above_bytes": float(switch),
+                   "above": two.model_dump(exclude_none=True)}
     return out
 
 

@@ -28,7 +28,9 @@ ARCH = {"h100-sxm": "hopper", "h200": "hopper", "h100-pcie": "hopper", "a100-80g
 DERIVED_FROM = {"h200": "h100-sxm", "h100-pcie": "h100-sxm", "a100-80g-pcie": "a100-80g-sxm"}
 PAIRWISE = {"h100-pcie": "h100_pairwise_nvlink", "a100-80g-pcie": "a100_pairwise_nvlink"}
 GUESSED = ("b200", "l40s", "mi300x")
-CUSTOM_PUBLISHED = "published: fit to sglang PR 2904 H100 custom all-reduce latencies"
+CUSTOM_PUBLISHED = ("published: fit to sglang PR 2904 H100 custom all-reduce latencies, one line per algorithm\n"
+                    "(one-shot below, two-shot from above_bytes: 512 KiB on 4 GPUs, 256 KiB on 8, vLLM "
+                    "csrc/custom_all_reduce.cuh)")
 CUSTOM_DERIVED = "derived: NCCL fit, latency x H100 custom/NCCL ratio"
 PAGED_RULE = f"guessed: memory x B / (B + {PAGED_BLOCK_OVERHEAD_TOKENS:g}) per block size B"
 

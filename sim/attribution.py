@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from sim.sched.plan import StepPlan
 
 PARTS = ("queue", "prefill", "interference", "decode", "preempted", "recompute", "swap", "kv_transfer",
-         "samples")
+         "samples", "frontend")
 _INDEX = {name: i for i, name in enumerate(PARTS)}
 SCALAR_MAX_ROWS = 32  # plans of at most this many own rows are accounted in one Python pass
 FEW_ROWS = 4  # and of at most this many, read and marked row by row (a gather costs more)
@@ -299,6 +299,10 @@ class Attribution:
         parts[_INDEX["samples"]] = np.where(finished, request_finish_s - own_finish_s, 0.0)
         parts[:, ~finished] = np.nan
         return {f"attr_{name}_s": parts[i] for i, name in enumerate(PARTS)}
+
+    def book_frontend(self, rows: np.ndarray, frontend_s: float) -> None:
+        """The engine's request path outside the engine core (sim.engines.frontend) of `rows`."""
+        self.parts_s[_INDEX["frontend"], rows] += frontend_s
 
 
 def attribution_summary(table: Mapping[str, np.ndarray]) -> dict | None:

@@ -20,14 +20,44 @@ from sim.trace import ClosedLoop
 
 
 class Replica:
-    def __init__(self, env: simpy.Environment, sched: Scheduler, source: ArrivalSource):
+    """`async_scheduling` (vLLM V1's async scheduler, SGLang's overlap scheduler): the batch of step
+    n+1 is formed when step n is launched, so a request arriving while step n runs cannot join
+    step n+1; it waits in `_pending` and joins step n+2. An idle replica takes an arrival at once."""
+
+    def __init__(self, env: simpy.Environment, sched: Scheduler, source: ArrivalSource,
+                 async_scheduling: bool = False):
         self.env, self.sched, self.source = env, sched, source
         self._idle: simpy.Event | None = None
+        self.async_scheduling = async_scheduling
+        self._pending: list[tuple[int, float]] = []  # (rid, arrival) held back one step (async scheduling)
+        self._in_flight = False  # a plan is running
+        self._last_step_start_s = -math.inf  # when the last step of the plan in flight (or just ended) began
         env.process(self._loop())
 
     def add(self, rid: int) -> None:
+        if self.async_scheduling and self._in_flight:
+            self._pending.append((rid, self.env.now))
+            return
         self.sched.add(rid, self.env.now)
         self.wake()
+
+    def _admit_pending(self, everyone: bool) -> None:
+        """Hand the scheduler the held-back arrivals that the step about to be planned could see:
+        those that arrived before the step that just ended began (all of them if `everyone`)."""
+        keep = []
+        for rid, arrived_s in self._pending:
+            if everyone or arrived_s < self._last_step_start_s:
+                self.sched.add(rid, self.env.now)
+            else:
+                keep.append((rid, arrived_s))
+        self._pending = keep
+
+    def _horizon_s(self) -> float:
+        """A decode run must stop where a new request could join: after one step while arrivals
+        are held back (they join the step after next), else at the next arrival."""
+        if self._pending:
+            return self.env.now
+        return self.source.next_arrival_s(self.sched.replica)
 
     def wake(self) -> None:
         """Resume the loop if it sleeps (a request arrived, or KV landed / was freed: sim/disagg)."""
@@ -37,8 +67,13 @@ class Replica:
     def _loop(self):
         env, sched = self.env, self.sched
         while True:
-            plan = sched.schedule(env.now, self.source.next_arrival_s(sched.replica)) if sched.has_work() else None
+            if self._pending:
+                self._admit_pending(everyone=False)
+            plan = sched.schedule(env.now, self._horizon_s()) if sched.has_work() else None
             if plan is None:
+                if self._pending:  # nothing else to run: the engine is idle and takes them now
+                    self._admit_pending(everyone=True)
+                    continue
                 if sched.has_work() and not sched.running and not sched.blocked_on_transfers():
                     sched.reject_unschedulable(env.now)
                     continue
@@ -46,7 +81,11 @@ class Replica:
                 yield self._idle
                 self._idle = None
                 continue
+            start_s = env.now
+            self._in_flight = True
             yield env.timeout(plan.duration_s)
+            self._in_flight = False
+            self._last_step_start_s = start_s + plan.duration_s - float(plan.step_times_s[-1])
             finished = sched.commit(plan, env.now)
             if finished and self.source.reacts_to_completions:
                 yield env.timeout(0)  # let clients send their next request before we schedule
@@ -120,8 +159,11 @@ class ClosedLoopSource:
     reacts_to_completions = True
 
     def __init__(self, env: simpy.Environment, workload: ClosedLoop, table, router: Router,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None, client_delay_s: float = 0.0):
+        """`client_delay_s`: how much later than the engine's finish a client sees its response end
+        (the serving front end, sim.engines.frontend); it sends its next request after that."""
         self.env, self.workload, self.table, self.router, self.progress = env, workload, table, router, progress
+        self.client_delay_s = client_delay_s
         self.replicas: list[Replica] = []
         self._next = 0
         self._done_events: dict[int, simpy.Event] = {}
@@ -156,7 +198,7 @@ class ClosedLoopSource:
             if self.progress is not None and self._next % 1000 == 0:
                 self.progress(self._next, n)
             yield done
-            think_s = self.workload.think_times_s(self._think_rng)
+            think_s = self.workload.think_times_s(self._think_rng) + self.client_delay_s
             if think_s > 0:
                 send_s = env.now + think_s
                 self._pending_sends.append(send_s)

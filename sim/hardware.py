@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
-from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from sim.errors import InputError
 from sim.paths import bundled_dir
@@ -41,6 +42,8 @@ class Interconnect(StrictModel):
     # scale-out NIC per GPU (RDMA: InfiniBand/RoCE), per direction; None where no standard system is bundled
     network_gb_s: PositiveFloat | None = None
     network_latency_us: float | None = Field(None, ge=0)
+    # how the GPUs of a node are linked (engines enable custom all-reduce kernels on full NVLink only)
+    gpu_link_kind: Literal["nvlink", "pcie", "xgmi"] | None = None
 
 
 class Efficiency(StrictModel):
@@ -135,11 +138,21 @@ class Efficiency(StrictModel):
 
 
 class LinkFit(StrictModel):
-    """One collective on one group size: time = latency_us + payload / bus_gb_s (payload in bytes)."""
+    """One collective on one group size: time = latency_us + payload / bus_gb_s (payload in bytes).
+    `above` (with `above_bytes`): the fit of messages of at least that size, where the kernel
+    switches algorithm (vLLM's custom all-reduce: one-shot below 512 KiB on 4 GPUs, two-shot above)."""
 
     model_config = _STRICT
     latency_us: float = Field(ge=0)
     bus_gb_s: PositiveFloat
+    above_bytes: PositiveFloat | None = None
+    above: LinkFit | None = None
+
+    @model_validator(mode="after")
+    def _above_comes_with_its_size(self) -> LinkFit:
+        if (self.above is None) != (self.above_bytes is None):
+            raise ValueError("above and above_bytes come together")
+        return self
 
 
 class Collectives(StrictModel):

@@ -15,6 +15,7 @@ from sim.config import EngineConfig
 from sim.cost import CostModel
 from sim.engine import ArrivalSource, ClosedLoopSource, Replica
 from sim.engines import EngineCost, EngineOverhead, load_engine
+from sim.engines.frontend import shift_to_client
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
 from sim.memory import MemoryPlan, plan_memory
@@ -103,8 +104,9 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     recorder.attribution = Attribution(table) if cfg.latency_attribution else None
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
+    frontend_s = _frontend_s(cfg, overhead)
     if isinstance(workload, ClosedLoop):
-        source = ClosedLoopSource(env, workload, table, router, progress)
+        source = ClosedLoopSource(env, workload, table, router, progress, client_delay_s=frontend_s)
     else:
         source = ArrivalSource(env, table.arrival_s[: table.n_requests], router, progress)
     parts = functools.partial(_replica_parts, time_scale=time_scale, overhead=overhead)
@@ -126,11 +128,19 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     env.run()
     if stopped is None or not stopped.triggered:
         _check_every_request_ended(table)
+    shift_to_client(table, frontend_s, recorder.attribution)
     if disagg is None:  # each aggregated replica kept its own recorder (merged in replica order)
         recorder = Recorder.merged([replica.sched.recorder for replica in replicas])
     wall_time_s = time.perf_counter() - wall_time_start_s
     return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
                      replicas, disagg, float(env.now) if stopped is not None and stopped.triggered else None)
+
+
+def _frontend_s(cfg: EngineConfig, overhead: EngineOverhead | None) -> float:
+    """The API server's per-request path (sim.engines.frontend): the given engine terms', else the preset's."""
+    if overhead is not None:
+        return overhead.frontend_s
+    return 0.0 if cfg.engine is None else load_engine(cfg.engine).overhead.frontend_ms * 1e-3
 
 
 def _check_every_request_ended(table: RequestTable) -> None:
@@ -180,7 +190,8 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
         sched = make_scheduler(cfg, table, blocks, replica_cost, recorder.sibling() if replicas else recorder, index,
                                max_model_len)
         sched.spec = make_spec_decoder(cfg, replica_cost, index)
-        replicas.append(Replica(env, sched, source))
+        engine = getattr(replica_cost, "engine", None)
+        replicas.append(Replica(env, sched, source, async_scheduling=bool(engine and engine.async_scheduling)))
         blocks_per_replica.append(n_blocks)
     return replicas, next(iter(memories.values()))[0], blocks_per_replica
 
@@ -199,10 +210,11 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
         cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,
                          step_overhead_s=None if preset is None else 0.0,
                          allreduce_kind=cfg.allreduce_kind or (preset.allreduce_kind if preset else "nccl"),
+                         allreduce_rule=preset.custom_allreduce if preset else None,
                          time_scale=time_scale)
     if preset is None:
         return memory, cost
     if overhead is None:
-        overhead = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager)
+        overhead = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager, cfg.max_num_seqs)
     return memory, EngineCost(cost, overhead)
 

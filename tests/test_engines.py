@@ -10,6 +10,7 @@ import yaml
 from sim.config import EngineConfig, load_config
 from sim.cost import CostModel
 from sim.engines import EngineCost, EngineOverhead, engine_names, load_engine
+from sim.engines.preset import engine_versions
 from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.memory import plan_memory
@@ -19,16 +20,17 @@ from sim.model import load_model
 @pytest.mark.parametrize("name", ["vllm", "sglang", "trtllm", "lmdeploy"])
 def test_each_bundled_preset_loads_with_sources(name):
     assert name in engine_names()
-    preset = load_engine(name)
-    assert preset.name == name and preset.sources and preset.version
-    cfg = EngineConfig(engine=name)
+    preset = load_engine(name)  # a bare family name is its newest bundled version
+    assert preset.family == name and preset.name.startswith(f"{name}@") and preset.sources and preset.version
+    cfg = EngineConfig(engine=name, hardware="a100-80g-sxm")  # A100: no big-GPU defaults in any preset
     assert cfg.policy == preset.scheduling.policy
     assert cfg.max_num_batched_tokens == preset.scheduling.max_num_batched_tokens
     assert cfg.block_size == preset.scheduling.block_size
 
 
 def test_an_explicit_flag_overrides_the_preset(tmp_path):
-    cfg = load_config(None, {"engine": "vllm", "max_num_batched_tokens": 1024, "block_size": 32})
+    cfg = load_config(None, {"engine": "vllm", "max_num_batched_tokens": 1024, "block_size": 32,
+                             "hardware": "a100-80g-sxm"})
     assert (cfg.max_num_batched_tokens, cfg.block_size) == (1024, 32)
     assert cfg.max_num_seqs == load_engine("vllm").scheduling.max_num_seqs  # not given: the preset's
     path = tmp_path / "c.yaml"
@@ -56,7 +58,7 @@ def test_quantized_checkpoint_takes_the_presets_kv_default():
 
 
 def _write_preset(tmp_path, **changes):
-    data = load_engine("vllm").model_dump()
+    data = load_engine("vllm@0.6").model_dump()
     for key, value in changes.items():
         section, _, field = key.partition("__")
         if field:
@@ -196,7 +198,8 @@ def test_engines_command_lists_every_preset():
 
     result = CliRunner().invoke(app, ["engines", "--json"])
     assert result.exit_code == 0, result.output
-    assert [p["name"] for p in json.loads(result.stdout)] == engine_names()
+    assert [p["name"] for p in json.loads(result.stdout)] == engine_versions()
+    assert {"vllm@0.6", "vllm@0.10", "vllm@0.15"} <= set(engine_versions())
 
 
 def test_summary_records_the_effective_engine_settings():
@@ -211,7 +214,8 @@ def test_summary_records_the_effective_engine_settings():
                                       "requests=20,isl=64,osl=8", "--json"])
     assert result.exit_code == 0, result.output
     engine = json.loads(result.stdout)["engine"]
-    assert engine["engine"] == "trtllm" and engine["kv_dtype"] == "fp8" and engine["max_num_seqs"] == 64
+    assert engine["engine"] == "trtllm@1.0" and engine["kv_dtype"] == "fp8" and engine["max_num_seqs"] == 64
+    assert engine["engine_version_range"] == load_engine("trtllm").version_range
     assert engine["block_size"] == load_engine("trtllm").scheduling.block_size
     assert engine["overhead"]["num_scheduler_steps"] == 4 and engine["cuda_graph_capture_sizes"] == []
     assert engine["allreduce_kind"] == "auto"

@@ -15,7 +15,7 @@ from sim.validate.cases import bundled_case_files, load_cases
 from sim.validate.fit import fit_overhead, tap_case
 from sim.validate.run import predict
 
-ROW = dict(case_id="c1", source="hand-made", engine="vllm", model="llama-3.1-8b", gpu="H100", tp=1,
+ROW = dict(case_id="c1", source="hand-made", engine="vllm@0.6", model="llama-3.1-8b", gpu="H100", tp=1,
            weight_dtype="bf16", workload="fixed_batch", num_requests=8, input_len=32, output_len=128,
            metric="mean_e2e_latency_ms", value=900.0, split="score")
 
@@ -92,7 +92,7 @@ def test_unknown_engine_flag_is_one_line_exit_2(tmp_path):
 
 def _measured_with(tmp_path, per_step_us, per_seq_us):
     """Cases whose 'measured' values are the simulator's own predictions under known overheads."""
-    data = load_engine("vllm").model_dump()
+    data = load_engine("vllm@0.6").model_dump()
     data["overhead"].update(per_step_us=per_step_us, per_seq_us=per_seq_us)
     truth = tmp_path / "truth.yaml"
     truth.write_text(json.dumps(data))
@@ -108,8 +108,8 @@ def _measured_with(tmp_path, per_step_us, per_seq_us):
 
 def test_fit_recovers_known_overhead_terms(tmp_path):
     path = _measured_with(tmp_path, per_step_us=1500.0, per_seq_us=20.0)
-    tapped = [tap_case(c, "vllm") for c in load_cases([path])]
-    start = __import__("sim.engines", fromlist=["EngineOverhead"]).EngineOverhead.from_preset(load_engine("vllm"))
+    tapped = [tap_case(c, "vllm@0.6") for c in load_cases([path])]
+    start = __import__("sim.engines", fromlist=["EngineOverhead"]).EngineOverhead.from_preset(load_engine("vllm@0.6"))
     fitted = fit_overhead(tapped, start)
     assert fitted.per_step_s * 1e6 == pytest.approx(1500.0, rel=0.02)
     assert fitted.per_seq_s * 1e6 == pytest.approx(20.0, rel=0.05)
@@ -119,7 +119,7 @@ def test_fit_recovers_known_overhead_terms(tmp_path):
 def test_calibrate_engine_writes_a_preset_and_reports_before_after(tmp_path):
     path = _measured_with(tmp_path, per_step_us=3000.0, per_seq_us=0.0)
     out = tmp_path / "my_vllm.yaml"
-    result = invoke("calibrate", "engine", str(path), "--engine", "vllm", "--out", str(out), "--json")
+    result = invoke("calibrate", "engine", str(path), "--engine", "vllm@0.6", "--out", str(out), "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["overhead_us"]["per_step_us"] == pytest.approx(3000.0, rel=0.02)
@@ -138,11 +138,11 @@ def test_calibrate_engine_reads_a_vllm_bench_serve_json(tmp_path):
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(bench))
     out = tmp_path / "fitted.yaml"
-    result = invoke("calibrate", "engine", str(path), "--engine", "vllm", "--out", str(out), "-m", "llama-3.1-8b",
+    result = invoke("calibrate", "engine", str(path), "--engine", "vllm@0.6", "--out", str(out), "-m", "llama-3.1-8b",
                     "-H", "h100-sxm", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["n_cases_fitted"] == 2
-    missing = invoke("calibrate", "engine", str(path), "--engine", "vllm", "--out", str(out))
+    missing = invoke("calibrate", "engine", str(path), "--engine", "vllm@0.6", "--out", str(out))
     assert missing.exit_code == 2 and "--model/--hardware" in missing.output
 
 
@@ -158,10 +158,10 @@ def test_closed_form_refit_equals_a_full_resimulation(tmp_path, workload):
            "concurrency": 16 if workload == "closed_loop" else "", "metric": "output_throughput_tok_s",
            "value": 1000.0}
     case = load_cases([write_cases(tmp_path, [row])])[0]
-    tapped = tap_case(case, "vllm")
-    over = dataclasses.replace(EngineOverhead.from_preset(load_engine("vllm")), per_step_s=900e-6,
+    tapped = tap_case(case, "vllm@0.6")
+    over = dataclasses.replace(EngineOverhead.from_preset(load_engine("vllm@0.6")), per_step_s=900e-6,
                                per_seq_s=25e-6, per_token_s=2e-6)
-    data = load_engine("vllm").model_dump()
+    data = load_engine("vllm@0.6").model_dump()
     data["overhead"].update(per_step_us=900.0, per_seq_us=25.0, per_token_us=2.0)
     preset = tmp_path / "p.yaml"
     preset.write_text(json.dumps(data))

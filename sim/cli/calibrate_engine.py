@@ -47,6 +47,12 @@ def engine(
         else:
             cases += load_cases([path])
     cases = [c for c in cases if split == "all" or c.split == "fit"]
+    staged = [c for c in cases
+              if c.workload == "shared_prefix_stages" and c.workload_args.get("measured") != "overloaded"]
+    if staged:  # open-loop serving runs: fitted by re-simulation
+        from sim.cli.calibrate_staged import calibrate_staged
+
+        return calibrate_staged(staged, preset, out, as_json)
     tapped, skipped = [], []
     for case in cases:
         result = tap_case(case, preset, max_sim_requests)

@@ -14,7 +14,9 @@ import numpy as np
 from sim.errors import InputError
 from sim.hardware import HardwareProfile, LinkFit
 
-ALLREDUCE_KINDS = ("nccl", "custom", "auto")  # auto: per message, whichever is faster (engines switch by size)
+ALLREDUCE_KINDS = ("nccl", "custom", "auto", "engine")
+# auto: per message, whichever is faster; engine: the engine preset's rule (`custom_allreduce`): its custom
+# kernel where the engine enables it (group size, NVLink, message size), NCCL elsewhere
 
 
 def _nearest_tp(fits: dict[int, LinkFit], tp: int) -> LinkFit:
@@ -28,8 +30,8 @@ def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridg
     profile has no collective fits (the caller uses the ring formula)."""
     if kind not in ALLREDUCE_KINDS:
         raise InputError("allreduce_kind", kind, " | ".join(ALLREDUCE_KINDS))
-    if kind == "auto":
-        raise ValueError("auto is two fits: call allreduce_fits")
+    if kind in ("auto", "engine"):
+        raise ValueError(f"{kind} is two fits: call allreduce_fits / engine_allreduce")
     coll = hw.collectives
     if nvlink_bridge:
         if coll is None or not coll.nvlink_bridge:
@@ -55,6 +57,28 @@ def allreduce_fits(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_brid
 
 
 def link_time_s(payload_bytes: np.ndarray, fit: LinkFit) -> np.ndarray:
-    """latency + payload / bandwidth, 0 where the payload is 0."""
+    """latency + payload / bandwidth (the `above` fit from `above_bytes` on), 0 where the payload is 0."""
     payload = np.asarray(payload_bytes, dtype=np.float64)
-    return np.where(payload > 0, fit.latency_us * 1e-6 + payload / (fit.bus_gb_s * 1e9), 0.0)
+    time = fit.latency_us * 1e-6 + payload / (fit.bus_gb_s * 1e9)
+    if fit.above is not None:
+        time = np.where(payload >= fit.above_bytes, link_time_s(payload, fit.above), time)
+    return np.where(payload > 0, time, 0.0)
+
+
+def custom_enabled(hw: HardwareProfile, tp: int, rule) -> bool:
+    """Whether an engine with this `custom_allreduce` rule (sim.engines.preset.CustomAllreduce) runs its
+    custom kernel on a group of `tp` GPUs of `hw`: a supported group size, and all GPUs NVLink-connected
+    or few enough for the PCIe path (vLLM: world size 2)."""
+    if tp not in rule.world_sizes:
+        return False
+    return hw.interconnect.gpu_link_kind == "nvlink" or tp <= rule.pcie_max_world_size
+
+
+def engine_allreduce(hw: HardwareProfile, tp: int, rule) -> tuple[LinkFit | None, LinkFit | None, float]:
+    """(custom fit or None where the engine would not use it, NCCL fit, the largest message in bytes the
+    custom kernel takes). Fits are None when the profile has no collective measurements."""
+    nccl = allreduce_fit(hw, tp, "nccl")
+    custom = allreduce_fit(hw, tp, "custom") if custom_enabled(hw, tp, rule) else None
+    if custom is nccl:  # the profile has no custom fit: NCCL numbers answer both
+        custom = None
+    return custom, nccl, float(rule.max_bytes)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.cost.attention_tables import attention_tables
-from sim.cost.collectives import allreduce_fits, link_time_s
+from sim.cost.collectives import allreduce_fits, engine_allreduce, link_time_s
 from sim.cost.hot import HotPath
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
@@ -85,6 +85,7 @@ class CostModel:
         nvlink_bridge: bool = False,
         time_scale: dict[str, float] | None = None,
         step_overhead_s: float | None = None,
+        allreduce_rule=None,
     ):
         """`step_overhead_s`: a constant added to every step. None keeps the hardware profile's
         legacy `efficiency.step_overhead_us`; an engine preset passes 0 and prices the engine's CPU
@@ -117,7 +118,9 @@ class CostModel:
         self.prefill_ratio = attn.get(("prefill_attention", *head_key, None))
         self.decode_ratio = attn.get(("decode_attention", *head_key, block_size))
         self.allreduce_kind = allreduce_kind
-        self._allreduce_fits = allreduce_fits(hw, tp, allreduce_kind, nvlink_bridge)
+        # allreduce_kind "engine": the preset's rule (`allreduce_rule`, a CustomAllreduce) picks per message
+        self._engine_allreduce = engine_allreduce(hw, tp, allreduce_rule) if allreduce_kind == "engine" else None
+        self._allreduce_fits = [] if self._engine_allreduce else allreduce_fits(hw, tp, allreduce_kind, nvlink_bridge)
         self._layer_table_s = np.zeros(0)
         self._lm_table_s = np.zeros(0)
         self._hot = HotPath(self)
@@ -154,6 +157,10 @@ class CostModel:
 
     def _allreduce_s(self, payload: np.ndarray) -> np.ndarray:
         """One all-reduce of `payload` bytes: the profile's fitted collective, else the ring formula."""
+        if self._engine_allreduce is not None and self._engine_allreduce[1] is not None:
+            custom, nccl, max_bytes = self._engine_allreduce
+            nccl_s = link_time_s(payload, nccl)
+            return nccl_s if custom is None else np.where(payload < max_bytes, link_time_s(payload, custom), nccl_s)
         if self._allreduce_fits:
             return np.minimum.reduce([link_time_s(payload, fit) for fit in self._allreduce_fits])
         latency = self.hw.interconnect.gpu_link_latency_us * 1e-6

@@ -22,6 +22,7 @@ def fill_from_preset(data: dict) -> dict:
     preset = load_engine(str(name))
     filled = dict(data)
     defaults = preset.scheduling.model_dump()
+    defaults.update(_large_gpu_defaults(preset, data))
     policy = filled.get("policy", defaults["policy"])
     for key in PRESET_KEYS:
         if key in filled or defaults.get(key) is None:
@@ -36,6 +37,26 @@ def fill_from_preset(data: dict) -> dict:
         weight = str(filled.get("weight_dtype", "bf16"))
         filled["kv_dtype"] = preset.kv.dtype_quantized_checkpoint if is_quantized(weight) else preset.kv.dtype
     return filled
+
+
+def _large_gpu_defaults(preset, data: dict) -> dict:
+    """The preset's big-GPU budgets when the run's (first) profile qualifies (vLLM >= 0.9.1 picks
+    1024 seqs / 8192 tokens on >= 70 GiB GPUs except A100); {} otherwise or when the profile cannot
+    be read (the config's own validation then names it)."""
+    rule = preset.large_gpu_scheduling
+    if rule is None:
+        return {}
+    from sim.errors import InputError
+    from sim.hardware import load_hardware
+
+    hardware = (data.get("replica_hardware") or [data.get("hardware") or "h100-sxm"])[0]
+    try:
+        hw = load_hardware(str(hardware))
+    except (InputError, OSError):
+        return {}
+    if not rule.applies(hw):
+        return {}
+    return {"max_num_seqs": rule.max_num_seqs, "max_num_batched_tokens": rule.max_num_batched_tokens}
 
 
 def fit_inherited_to_policy(data: dict, own: dict) -> dict:
@@ -66,12 +87,14 @@ def effective_settings(cfg) -> dict | None:
     knobs = {key: getattr(cfg, key) for key in PRESET_KEYS}
     knobs.update(weight_dtype=cfg.weight_dtype, kv_dtype=cfg.kv_dtype)
     preset = load_engine(cfg.engine)
-    over = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager)
+    over = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager, cfg.max_num_seqs)
     return {
         "engine": preset.name, "engine_version": f"{preset.engine} {preset.version}",
+        "engine_version_range": preset.version_range, "async_scheduling": over.async_scheduling,
         "allreduce_kind": cfg.allreduce_kind or preset.allreduce_kind, **knobs,
         "cuda_graph_capture_sizes": list(over.capture_sizes), "cuda_graph_scope": over.graph_scope,
         "overhead": {"per_step_us": over.per_step_s * 1e6, "per_seq_us": over.per_seq_s * 1e6,
                      "per_token_us": over.per_token_s * 1e6, "overlap": over.overlap,
-                     "residue_us": over.residue_s * 1e6, "num_scheduler_steps": over.num_scheduler_steps},
+                     "residue_us": over.residue_s * 1e6, "num_scheduler_steps": over.num_scheduler_steps,
+                     "frontend_ms": over.frontend_s * 1e3},
     }

@@ -34,14 +34,19 @@ class EngineOverhead:
     num_scheduler_steps: int
     capture_sizes: tuple[int, ...]
     graph_scope: str  # "decode" | "all"
+    async_scheduling: bool = False  # arrivals join one step late (sim.engine.Replica)
+    frontend_s: float = 0.0  # the API server's request path (sim.engines.frontend)
 
     @classmethod
     def from_preset(cls, preset: EnginePreset, num_scheduler_steps: int | None = None,
-                    enforce_eager: bool | None = None) -> EngineOverhead:
-        o = preset.overhead
-        sizes = () if enforce_eager else tuple(preset.cuda_graph.capture_sizes)
+                    enforce_eager: bool | None = None, max_num_seqs: int | None = None) -> EngineOverhead:
+        o, graph = preset.overhead, preset.cuda_graph
+        sizes = () if enforce_eager else tuple(graph.capture_sizes)
+        if graph.max_per_seq is not None and max_num_seqs is not None:
+            sizes = tuple(size for size in sizes if size <= graph.max_per_seq * max_num_seqs)
         return cls(o.per_step_us * 1e-6, o.per_seq_us * 1e-6, o.per_token_us * 1e-6, o.overlap, o.residue_us * 1e-6,
-                   num_scheduler_steps or o.num_scheduler_steps, sizes, preset.cuda_graph.scope)
+                   num_scheduler_steps or o.num_scheduler_steps, sizes, preset.cuda_graph.scope, o.async_scheduling,
+                   o.frontend_ms * 1e-3)
 
     def padded_size(self, size: int) -> int:
         """The captured graph size a step of `size` runs at (itself when beyond the largest)."""

@@ -1,9 +1,12 @@
 """Engine presets: what a serving engine (vLLM, SGLang, TensorRT-LLM, LMDeploy) does around the
 GPU work, as bundled, documented YAML data validated by pydantic.
 
-A preset sets the scheduler knobs with the engine's own semantics (`scheduling`), the KV-cache
-dtype defaults (`kv`), CUDA-graph capture sizes (`cuda_graph`), and the engine's CPU cost per
-step (`overhead`), which `sim.engines.overhead.EngineCost` adds to or overlaps with the GPU time.
+A preset describes one engine version range (`family@version`, e.g. `vllm@0.15`; the bare family
+name `vllm` means its newest bundled version). It sets the scheduler knobs with the engine's own
+semantics (`scheduling`, with `large_gpu_scheduling` where the engine picks other defaults on big
+GPUs), the KV-cache dtype defaults (`kv`), CUDA-graph capture sizes (`cuda_graph`), when the engine
+uses its custom all-reduce (`custom_allreduce`), and the engine's CPU cost per step (`overhead`),
+which `sim.engines.overhead.EngineCost` adds to or overlaps with the GPU time.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ class CudaGraph(BaseModel):
     model_config = _STRICT
     capture_sizes: list[PositiveInt] = []
     scope: Literal["decode", "all"] = "decode"
+    # only sizes up to max_per_seq x max_num_seqs are captured (vLLM V1: min(2 x max_num_seqs, 512))
+    max_per_seq: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _sorted_unique(self) -> CudaGraph:
@@ -76,6 +81,36 @@ class Overhead(BaseModel):
     overlap: bool = False
     residue_us: float = Field(0.0, ge=0)
     num_scheduler_steps: PositiveInt = 1
+    # the batch of step n+1 is formed when step n is launched (vLLM V1 async scheduling, SGLang and
+    # TensorRT-LLM overlap schedulers): a request arriving during step n joins step n+2 (sim/engine.py)
+    async_scheduling: bool = False
+    # the API server's request path, per request (sim/engines/frontend.py): added to TTFT and E2E
+    frontend_ms: float = Field(0.0, ge=0)
+
+
+class LargeGpuScheduling(BaseModel):
+    """Defaults the engine picks instead of `scheduling`'s on GPUs with at least `min_hbm_gib` of
+    memory whose profile name contains none of `except_names` (vLLM >= 0.9.1: >= 70 GiB, not A100)."""
+
+    model_config = _STRICT
+    min_hbm_gib: float = Field(gt=0)
+    except_names: list[str] = []
+    max_num_seqs: PositiveInt
+    max_num_batched_tokens: PositiveInt
+
+    def applies(self, hw) -> bool:
+        return hw.memory.hbm_capacity_gib >= self.min_hbm_gib and not any(n in hw.name for n in self.except_names)
+
+
+class CustomAllreduce(BaseModel):
+    """When the engine runs its custom all-reduce kernel instead of NCCL: the group size is one of
+    `world_sizes`, the message is below `max_bytes`, and the GPUs are all NVLink-connected (or the
+    group is `pcie_max_world_size` GPUs or fewer). Otherwise NCCL (`allreduce_kind: engine`)."""
+
+    model_config = _STRICT
+    world_sizes: list[PositiveInt]
+    max_bytes: PositiveInt
+    pcie_max_world_size: int = Field(2, ge=0)
 
 
 class EnginePreset(BaseModel):
@@ -83,27 +118,68 @@ class EnginePreset(BaseModel):
     name: str
     engine: str
     version: str
+    version_range: str = ""  # the releases this preset describes
+    changes: list[str] = []  # what differs from the previous bundled version of the family
     description: str = ""
     scheduling: Scheduling
+    large_gpu_scheduling: LargeGpuScheduling | None = None
+    custom_allreduce: CustomAllreduce | None = None
     kv: KVDefaults = KVDefaults()
     cuda_graph: CudaGraph = CudaGraph()
-    allreduce_kind: Literal["nccl", "custom", "auto"] = "nccl"
+    allreduce_kind: Literal["nccl", "custom", "auto", "engine"] = "nccl"  # engine: `custom_allreduce`'s rule
     overhead: Overhead
     fitted_on: str = ""  # which validation cases the overhead numbers were fitted on
     sources: list[str] = Field(min_length=1)
 
 
+    @model_validator(mode="after")
+    def _rule_for_engine_allreduce(self) -> EnginePreset:
+        if self.allreduce_kind == "engine" and self.custom_allreduce is None:
+            raise ValueError("allreduce_kind engine needs a custom_allreduce rule")
+        return self
+
+    @property
+    def family(self) -> str:
+        """The engine family (`vllm` of `vllm@0.15`): what launch lines and aliases key on."""
+        return self.name.split("@")[0]
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    version = name.partition("@")[2]
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def engine_versions() -> list[str]:
+    """Every bundled preset, `family@version`, sorted by family then version."""
+    stems = [p.stem for p in PRESETS_DIR.glob("*.yaml")]
+    return sorted(stems, key=lambda n: (n.partition("@")[0], _version_key(n)))
+
+
+def engine_families() -> dict[str, str]:
+    """family -> its newest bundled version (what the bare family name means)."""
+    newest: dict[str, str] = {}
+    for name in engine_versions():
+        newest[name.partition("@")[0]] = name  # sorted ascending: the last one wins
+    return newest
+
+
 def engine_names() -> list[str]:
-    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+    """Every name `--engine` takes: the families and each `family@version`."""
+    return sorted(set(engine_families()) | set(engine_versions()))
+
+
+def resolve_engine_name(name: str) -> str:
+    """`vllm` -> `vllm@0.15` (its newest version); a versioned or unknown name as given."""
+    return engine_families().get(name, name)
 
 
 @lru_cache(maxsize=32)
 def load_engine(name_or_path: str) -> EnginePreset:
-    """A bundled preset by name (`vllm`) or a user's YAML by path; InputError naming the file,
-    field and what is allowed otherwise."""
+    """A bundled preset by name (`vllm`, `vllm@0.6`) or a user's YAML by path; InputError naming
+    the file, field and what is allowed otherwise."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
-        path = PRESETS_DIR / f"{name_or_path}.yaml"
+        path = PRESETS_DIR / f"{resolve_engine_name(name_or_path)}.yaml"
         if not path.is_file():
             raise InputError("--engine", None, f"unknown engine {name_or_path!r}; bundled: {', '.join(engine_names())}")
     elif not path.is_file():

@@ -88,7 +88,7 @@ def assumed_engine(cfg: EngineConfig) -> str:
         return DEFAULT_ENGINE
     from sim.engines.preset import load_engine
 
-    return load_engine(cfg.engine).name
+    return load_engine(cfg.engine).family
 
 
 def launch_command(cfg: EngineConfig, replicas: int) -> dict:

@@ -10,7 +10,10 @@ Workloads: `fixed_batch` (num_requests identical requests of input_len/output_le
 the vLLM latency test), `infinite_rate` (num_requests fixed-length requests all queued at t=0:
 trtllm-bench, offline throughput), `sharegpt` (num_requests (prompt, output) pairs sampled with
 seed 0 from the bundled ShareGPT length statistics, all at t=0), `closed_loop` (concurrency
-clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency`).
+clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency`),
+`shared_prefix_stages` (constant-rate load stages over shared-prefix prompts, inference-perf's
+`constant` load with `shared_prefix` data; its parameters and the stage a row reads are in
+`workload_args`, see sim/validate/staged.py).
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from sim.errors import InputError
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 REQUIRED = ("source", "engine", "model", "gpu", "tp", "weight_dtype", "workload", "num_requests", "metric", "value")
 OPTIONAL = ("case_id", "engine_version", "kv_dtype", "input_len", "output_len", "concurrency", "engine_args", "split",
-            "note")
-WORKLOADS = ("fixed_batch", "infinite_rate", "sharegpt", "closed_loop")
+            "note", "workload_args")
+WORKLOADS = ("fixed_batch", "infinite_rate", "sharegpt", "closed_loop", "shared_prefix_stages")
 METRICS = ("mean_e2e_latency_ms", "mean_ttft_ms", "mean_tpot_ms", "request_throughput_req_s",
-           "output_throughput_tok_s")
+           "output_throughput_tok_s", "p99_ttft_ms")
 SPLITS = ("fit", "score", "")
 
 
@@ -51,6 +54,7 @@ class Case:
     output_len: int | None = None
     concurrency: int | None = None
     engine_args: dict = field(default_factory=dict)
+    workload_args: dict = field(default_factory=dict)
     split: str = ""
     note: str = ""
     file: str = ""
@@ -106,12 +110,12 @@ def _choice(path, line, row, key, allowed) -> str:
     return value
 
 
-def _engine_args(path, line, text: str) -> dict:
+def _engine_args(path, line, text: str, column: str = "engine_args") -> dict:
     args = {}
     for item in text.split():
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise InputError(f"{path}:{line}", "engine_args", f"items are key=value (got {item!r})")
+            raise InputError(f"{path}:{line}", column, f"items are key=value (got {item!r})")
         args[key] = value
     return args
 
@@ -119,7 +123,7 @@ def _engine_args(path, line, text: str) -> dict:
 def _row_case(path: Path, line: int, row: dict) -> Case:
     workload = _choice(path, line, row, "workload", WORKLOADS)
     metric = _choice(path, line, row, "metric", METRICS)
-    fixed_lengths = workload != "sharegpt"
+    fixed_lengths = workload not in ("sharegpt", "shared_prefix_stages")
     try:
         value = float(row["value"])
     except ValueError:
@@ -136,5 +140,6 @@ def _row_case(path: Path, line: int, row: dict) -> Case:
         output_len=_int(path, line, row, "output_len", required=fixed_lengths),
         concurrency=_int(path, line, row, "concurrency", required=workload == "closed_loop"),
         engine_args=_engine_args(path, line, str(row.get("engine_args", ""))),
+        workload_args=_engine_args(path, line, str(row.get("workload_args", "")), "workload_args"),
         split=_choice(path, line, row, "split", SPLITS), note=str(row.get("note", "")).strip(), file=str(path),
     )

@@ -50,13 +50,16 @@ class TappedCase:
         cpu = over.per_step_s + over.per_seq_s * self.n_seqs
         cpu = np.where(self.decode_only, cpu / over.num_scheduler_steps, cpu) + over.per_token_s * self.n_tokens
         total = float(over.combine(self.gpu_s, cpu).sum())
-        if self.case.metric in THROUGHPUT_METRICS:
-            return self.base_metric * self.base_total_s / total
-        return self.base_metric * total / self.base_total_s
+        if self.case.metric in THROUGHPUT_METRICS:  # all requests queued at t=0: the front end shifts the end
+            return self.base_metric * self.base_total_s / (total + over.frontend_s)
+        return self.base_metric * total / self.base_total_s + over.frontend_s * 1e3
 
 
 def zero_overhead(over: EngineOverhead) -> EngineOverhead:
-    return dataclasses.replace(over, per_step_s=0.0, per_seq_s=0.0, per_token_s=0.0, residue_s=0.0)
+    """The engine terms the closed form sums (CPU per step, residue) zeroed; the front end too
+    (it is added per request, `TappedCase.metric`)."""
+    return dataclasses.replace(over, per_step_s=0.0, per_seq_s=0.0, per_token_s=0.0, residue_s=0.0,
+                               frontend_s=0.0)
 
 
 def tap_case(case: Case, engine: str, max_sim_requests: int = DEFAULT_MAX_SIM_REQUESTS) -> TappedCase | str:
@@ -68,7 +71,11 @@ def tap_case(case: Case, engine: str, max_sim_requests: int = DEFAULT_MAX_SIM_RE
     reason = cannot_express(case)
     if reason is not None:
         return f"cannot express: {reason}"
-    over = EngineOverhead.from_preset(load_engine(cfg.engine), cfg.num_scheduler_steps, cfg.enforce_eager)
+    over = EngineOverhead.from_preset(load_engine(cfg.engine), cfg.num_scheduler_steps, cfg.enforce_eager,
+                                      cfg.max_num_seqs)
+    if case.workload == "closed_loop" and over.frontend_s > 0:
+        return ("not fittable in closed form: the preset's front end delays each client's next request, so "
+                "the schedule depends on step durations")
     n = min(case.num_requests, max_sim_requests) if case.workload != "fixed_batch" else case.num_requests
     try:
         result = simulate(cfg.model_copy(update={"record_steps": True}), case_workload(case, n),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from sim.validate.run import Prediction
@@ -12,13 +14,43 @@ def _median_abs(preds: list[Prediction]) -> float | None:
     return float(np.median(errors)) if errors else None
 
 
+def source_of(pred: Prediction) -> str:
+    """What a row of the per-source table groups by: the case file (one publication or campaign),
+    or the row's `source` for cases built in memory."""
+    return Path(pred.case.file).stem if pred.case.file else pred.case.source
+
+
 def summary_rows(preds: list[Prediction]) -> list[dict]:
-    """One row per source (and one 'all'): cases, expressed, median |error| overall / fit / score."""
-    sources = sorted({p.case.source for p in preds})
+    """One row per source (case file) and one 'all': cases, expressed, median |error| overall / fit
+    / score; per metric for sources with several metrics; whether staged runs kept up."""
+    sources = sorted({source_of(p) for p in preds})
     rows = []
     for source in sources + ["all"]:
-        group = [p for p in preds if source == "all" or p.case.source == source]
-        rows.append({
+        group = [p for p in preds if source == "all" or source_of(p) == source]
+        rows.append(_row(source, [p for p in group if p.case.metric not in TAIL_METRICS]))
+        metrics = sorted({p.case.metric for p in group})
+        if source != "all" and len(metrics) > 1:
+            rows += [_row(f"{source} [{m}]", [p for p in group if p.case.metric == m]) for m in metrics]
+    return rows
+
+
+TAIL_METRICS = ("p99_ttft_ms",)  # reported per metric, left out of a source's and the overall median
+
+
+def kept_up_rows(preds: list[Prediction]) -> list[dict]:
+    """Per staged run and stage: whether the measured and the simulated server kept up."""
+    seen: dict[str, dict] = {}
+    for p in preds:
+        if p.kept_up is None:
+            continue
+        key = p.case.case_id.rsplit(":", 1)[0]
+        seen[key] = {"stage": key, "split": p.case.split, "simulated_kept_up": p.kept_up,
+                     "measured_kept_up": p.case.workload_args.get("measured") != "overloaded"}
+    return list(seen.values())
+
+
+def _row(source: str, group: list[Prediction]) -> dict:
+    return {
             "source": source,
             "n_cases": len(group),
             "n_cannot_express": sum(p.predicted is None for p in group),
@@ -27,8 +59,7 @@ def summary_rows(preds: list[Prediction]) -> list[dict]:
             "median_abs_error_score": _median_abs([p for p in group if p.case.split == "score"]),
             "n_fit": sum(p.case.split == "fit" for p in group),
             "n_score": sum(p.case.split == "score" for p in group),
-        })
-    return rows
+    }
 
 
 def case_rows(preds: list[Prediction]) -> list[dict]:
@@ -43,4 +74,4 @@ def case_rows(preds: list[Prediction]) -> list[dict]:
 
 
 def report_dict(preds: list[Prediction]) -> dict:
-    return {"cases": case_rows(preds), "by_source": summary_rows(preds)}
+    return {"cases": case_rows(preds), "by_source": summary_rows(preds), "kept_up": kept_up_rows(preds)}

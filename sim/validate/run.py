@@ -14,6 +14,7 @@ from sim.trace import ClosedLoop, Trace
 from sim.validate.cases import Case
 from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
+from sim.validate.staged import parse_staged, simulate_stages
 
 SHAREGPT_REASON = ("the ShareGPT lengths vLLM's benchmark samples (first turn of each conversation, mean ~215 "
                    "prompt / ~200 output tokens) are not bundled; the bundled ShareGPT stats are whole multi-turn "
@@ -27,6 +28,7 @@ class Prediction:
     reason: str = ""  # why the case cannot be expressed
     n_simulated: int = 0
     engine: str = ""
+    kept_up: bool | None = None  # staged runs: whether the simulated server kept up with the stage
 
     @property
     def error(self) -> float | None:
@@ -48,6 +50,9 @@ def case_config(case: Case, engine: str | None = None) -> EngineConfig:
     if case.kv_dtype:
         data["kv_dtype"] = dtype_name(where, "kv_dtype", case.kv_dtype)
     longest = (case.input_len or 0) + (case.output_len or 0)
+    if case.workload == "shared_prefix_stages":
+        staged, _ = parse_staged(where, case.workload_args)
+        longest = int(staged.prompt_quantiles[-1][1]) + staged.output_tokens
     if longest:
         data["max_model_len"] = max(longest + 1, 2048)
     data.update(case.engine_args)
@@ -77,6 +82,8 @@ def _metric(summary: dict, metric: str) -> float:
         return summary["ttft_s"]["mean"] * 1e3
     if metric == "mean_tpot_ms":
         return summary["tpot_s"]["mean"] * 1e3
+    if metric == "p99_ttft_ms":
+        return summary["ttft_s"]["p99"] * 1e3
     if metric == "request_throughput_req_s":
         return summary["request_throughput"]
     return summary["output_throughput_tok_s"]
@@ -90,6 +97,8 @@ def predict(case: Case, engine: str | None = None, max_sim_requests: int = DEFAU
     reason = cannot_express(case)
     if reason is not None:
         return Prediction(case, None, reason, 0, cfg.engine or "")
+    if case.workload == "shared_prefix_stages":
+        return _predict_staged(case, cfg)
     n = min(case.num_requests, max_sim_requests) if case.workload != "fixed_batch" else case.num_requests
     try:
         result = simulate(cfg, case_workload(case, n))
@@ -100,3 +109,23 @@ def predict(case: Case, engine: str | None = None, max_sim_requests: int = DEFAU
         return Prediction(case, None, f"{summary['n_rejected']} of {n} requests rejected "
                                       f"({next(iter(result.table.reject_reason.values()), '')})", n, cfg.engine or "")
     return Prediction(case, _metric(summary, case.metric), "", n, cfg.engine or "")
+
+
+def _predict_staged(case: Case, cfg: EngineConfig) -> Prediction:
+    """A shared_prefix_stages row: its stage's metric from one (cached) simulation of the whole run."""
+    staged, stage = parse_staged(case.case_id, case.workload_args)
+    try:
+        stats = simulate_stages(cfg, staged)[stage]
+    except InputError as exc:
+        return Prediction(case, None, exc.line(), 0, cfg.engine or "")
+    if case.workload_args.get("measured") == "overloaded":
+        return Prediction(case, None, "the measured server did not keep up (client timeouts): its latencies cover "
+                                      "only the requests that finished", staged.n_requests, cfg.engine or "",
+                          kept_up=stats.kept_up)
+    if stats.n_rejected:
+        return Prediction(case, None, f"{stats.n_rejected} requests of stage {stage} rejected", staged.n_requests,
+                          cfg.engine or "")
+    value = getattr(stats, case.metric, None)
+    if value is None:
+        return Prediction(case, None, f"metric {case.metric} is not read from staged runs", 0, cfg.engine or "")
+    return Prediction(case, float(value), "", staged.n_requests, cfg.engine or "", kept_up=stats.kept_up)
