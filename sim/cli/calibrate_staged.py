@@ -32,7 +32,7 @@ def calibrate_staged(cases: list, preset: str, out: Path, as_json: bool) -> None
     before = summary_rows([predict(c, preset) for c in cases])[-1]["median_abs_error"]
     after = summary_rows([predict(c, str(out)) for c in cases])[-1]["median_abs_error"]
     report = {"engine": base.name, "out": str(out), "n_cases_fitted": len(cases),
-              "overhead": {"residue_us": data["overhead"]["residue_us"], "frontend_ms": data["overhead"]["frontend_ms"]},
+              "overhead": {key: data["overhead"][key] for key in ("residue_us", "frontend_ms")},
               "median_abs_error_before": before, "median_abs_error_after": after}
     if as_json:
         print_json(report)
