@@ -11,7 +11,8 @@ from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 
 
 def engine(
-    measured: list[Path] = typer.Argument(..., help="validate-format CSVs and/or `vllm bench serve` result JSONs, or one per-request file (detailed bench JSON, AIPerf JSONL, OTLP spans)"),
+    measured: list[Path] = typer.Argument(..., help="validate-format CSVs and/or `vllm bench serve` result JSONs, "
+                                          "or one per-request file (detailed bench JSON, AIPerf JSONL, OTLP spans)"),
     preset: str = typer.Option("vllm", "--engine", help="preset (name or YAML) whose overhead terms to fit"),
     out: Path = typer.Option(..., "--out", "-o", help="write the fitted engine YAML here"),
     split: str = typer.Option("all", "--split", help="all | fit: fit on every case, or only on split=fit rows"),

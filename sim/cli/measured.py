@@ -70,9 +70,8 @@ def write_per_request(path: Path, run, predicted: dict) -> None:
 def validate_measured(path: Path, engine: str, model, hardware, tp: int, weight_dtype: str,
                       per_request_out: Path | None, as_json: bool) -> None:
     """Replay the run as measured through `engine`'s preset and report per-request residuals."""
-    from sim.validate.measured.replay import predict_requests, residual_report
-
     from sim.errors import InputError
+    from sim.validate.measured.replay import predict_requests, residual_report
 
     if not engine:
         raise InputError("--engine", None, "required with per-request measurements: the preset to replay them with")

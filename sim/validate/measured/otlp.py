@@ -43,7 +43,8 @@ def _spans(where: str, document: dict):
         for s, scope in enumerate((resource or {}).get("scopeSpans") or []):
             for k, span in enumerate((scope or {}).get("spans") or []):
                 if not isinstance(span, dict):
-                    raise InputError(f"{where}: resourceSpans[{r}].scopeSpans[{s}].spans[{k}]", None, "must be an object")
+                    raise InputError(f"{where}: resourceSpans[{r}].scopeSpans[{s}].spans[{k}]", None,
+                                     "must be an object")
                 yield f"{where}: span {span.get('spanId', k)!s}", span
 
 
@@ -92,8 +93,9 @@ def read_otlp(path: Path) -> MeasuredRun:
             missing = [k for k in REQUIRED if k not in attrs]
             if missing:
                 raise InputError(span_where, missing[0], "missing: a request span needs " + ", ".join(REQUIRED))
-            rows.append((nanoseconds(span_where, "startTimeUnixNano", span.get("startTimeUnixNano")), count(span_where, PROMPT, attrs[PROMPT]),
-                         count(span_where, OUTPUT, attrs[OUTPUT]), number(span_where, TTFT, attrs[TTFT], strict=True),
+            rows.append((nanoseconds(span_where, "startTimeUnixNano", span.get("startTimeUnixNano")),
+                         count(span_where, PROMPT, attrs[PROMPT]), count(span_where, OUTPUT, attrs[OUTPUT]),
+                         number(span_where, TTFT, attrs[TTFT], strict=True),
                          number(span_where, E2E, attrs[E2E], strict=True)))
     columns = list(zip(*rows)) if rows else [[]] * 5
     return build_run(path, "otlp", seconds_since_first(list(columns[0])), *columns[1:])

@@ -10,7 +10,8 @@ frozen schedule, re-simulating at every iterate:
 2. with that schedule frozen, a request's E2E (TTFT) is the steps it waited through, from its
    arrival to its last (first) token, so its derivative in (per_step, per_seq, per_token) is
    the sum over those steps of (1, sequences, tokens) (zero for steps whose CPU time is hidden
-   behind the GPU in overlapped presets);
+   behind the GPU in overlapped presets; when every step's CPU time is hidden, all count 1, as if
+   not overlapped, to find the way out of the flat region);
 3. solve the bounded linear least squares (terms >= 0) of the relative E2E, ITL and TTFT
    errors per request, step there, and repeat until the step is below `TOLERANCE_US` or after
    `max_iterations`; the iterate with the lowest `replay.loss` is returned (re-simulated, never
@@ -62,8 +63,10 @@ def _sensitivities(steps, over: EngineOverhead, since_s: np.ndarray, until_s: np
         scheduled = np.where(s["prefill_tokens"].to_numpy() == 0, 1.0 / over.num_scheduler_steps, 1.0)
         counts = np.ones_like(dur)
         if over.overlap:  # CPU time counts only where it, not the GPU, sets the step
-            cpu = over.cpu_s(n_seq, n_tok, False)
+            cpu = (over.per_step_s + over.per_seq_s * n_seq) * scheduled + over.per_token_s * n_tok
             counts = (cpu >= dur - over.residue_s - 1e-12).astype(float)
+            if not counts.any():  # all CPU hidden: no local slope; step as if it were not (re-simulation judges)
+                counts = np.ones_like(dur)
         feats = {"per_step_s": counts * scheduled, "per_seq_s": counts * scheduled * n_seq,
                  "per_token_s": counts * n_tok}
         mine = replicas == replica
