@@ -20,6 +20,7 @@ from sim.validate.measured.export import WRITERS, simulated_run, write_vllm_benc
 from sim.validate.measured.refit import refit_overhead
 from sim.validate.measured.replay import predict_requests, residual_report, run_config
 from sim.validate.measured.run import build_run
+from sim.workload import load_workload
 
 FIXTURES = Path(__file__).parent / "fixtures" / "measured"
 FILES = {"vllm_bench": FIXTURES / "vllm_bench_detailed.json", "aiperf": FIXTURES / "aiperf_profile_export.jsonl",
@@ -150,6 +151,9 @@ def test_cli_calibrates_and_validates_a_per_request_file(tmp_path):
     assert json.loads(again.stdout)["residuals"]["e2e"]["abs"]["median"] < 0.01
     rows = table.read_text().splitlines()
     assert len(rows) == len(simulated) + 1 and rows[0].startswith("index,arrival_s,prompt_tokens")
+    replayable = load_workload(table)  # the workload as measured, for `infersim simulate --workload`
+    np.testing.assert_allclose(replayable.arrival_s, simulated.arrival_s, rtol=0, atol=1e-9)  # AIPerf: whole ns
+    assert replayable.prompt_tokens.tolist() == simulated.prompt_tokens.tolist()
 
 
 def test_per_request_file_needs_model_and_hardware(tmp_path):

@@ -70,17 +70,17 @@ def _stats(values: np.ndarray) -> dict:
 
 def residual_report(run: MeasuredRun, predicted: dict) -> dict:
     """{metric: {n, signed: {median, mean, p90}, abs: {...}, measured_mean_ms, predicted_mean_ms}}
-    plus n_requests, n_unfinished (requests the simulator did not finish)."""
+    (means over the requests both sides have), plus n_requests and n_unfinished (requests the
+    simulator did not finish)."""
     errors = relative_errors(run, predicted)
     measured = {"ttft_s": run.ttft_s, "itl_s": run.itl_s, "e2e_s": run.e2e_s}
     report = {"n_requests": len(run), "n_unfinished": int((~predicted["finished"]).sum())}
     for metric in METRICS:
+        both = np.isfinite(measured[metric]) & np.isfinite(predicted[metric])
         report[metric.removesuffix("_s")] = {
             "n": int(errors[metric].size), "signed": _stats(errors[metric]), "abs": _stats(np.abs(errors[metric])),
-            "measured_mean_ms": float(np.nanmean(measured[metric]) * 1e3) if np.isfinite(measured[metric]).any()
-            else None,
-            "predicted_mean_ms": float(np.nanmean(predicted[metric]) * 1e3) if np.isfinite(predicted[metric]).any()
-            else None,
+            "measured_mean_ms": float(measured[metric][both].mean() * 1e3) if both.any() else None,
+            "predicted_mean_ms": float(predicted[metric][both].mean() * 1e3) if both.any() else None,
         }
     return report
 
