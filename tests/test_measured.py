@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.engines.overhead import EngineOverhead
 from sim.engines.preset import load_engine
+from sim.errors import InputError
 from sim.validate.measured import load_measured, measured_format
 from sim.validate.measured.export import WRITERS, simulated_run, write_vllm_bench
 from sim.validate.measured.refit import refit_overhead
@@ -95,7 +96,7 @@ def test_malformed_files_are_one_line_exit_2(tmp_path, make):
 
 
 def test_e2e_shorter_than_ttft_is_refused():
-    with pytest.raises(Exception, match="request 1: e2e: must be >= its TTFT"):
+    with pytest.raises(InputError, match="request 1: e2e: must be >= its TTFT"):
         build_run("f.json", "x", [0.0, 1.0], [10, 10], [5, 5], [0.1, 0.5], [0.2, 0.4])
 
 
@@ -159,3 +160,23 @@ def test_cli_calibrates_and_validates_a_per_request_file(tmp_path):
 def test_per_request_file_needs_model_and_hardware(tmp_path):
     result = invoke("validate", FILES["otlp"], "--engine", "vllm")
     assert result.exit_code == 2 and "--model/--hardware" in result.output
+
+
+def test_bench_file_without_send_times_replays_only_as_a_burst(tmp_path):
+    data = json.loads(FILES["vllm_bench"].read_text())
+    del data["start_times"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))  # request_rate 4.0: the arrivals are unknown
+    with pytest.raises(InputError, match="start_times: missing"):
+        load_measured(path)
+    data["request_rate"] = "inf"
+    path.write_text(json.dumps(data))
+    assert load_measured(path).arrival_s.tolist() == [0.0] * 5
+
+
+def test_request_span_missing_an_attribute_is_refused(tmp_path):
+    text = FILES["otlp"].read_text().replace("gen_ai.latency.e2e", "gen_ai.latency.e2e_renamed", 1)
+    path = tmp_path / "spans.jsonl"
+    path.write_text(text)
+    with pytest.raises(InputError, match="gen_ai.latency.e2e: missing"):
+        load_measured(path)
