@@ -180,3 +180,11 @@ def test_request_span_missing_an_attribute_is_refused(tmp_path):
     path.write_text(text)
     with pytest.raises(InputError, match="gen_ai.latency.e2e: missing"):
         load_measured(path)
+
+
+def test_a_jsonl_file_that_is_not_json_lines_names_its_line(tmp_path):
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("\n{\"metadata\": {\n")
+    result = invoke("validate", path, "--engine", "vllm", "-m", "llama-3.1-8b", "-H", "h100")
+    assert result.exit_code == 2 and "profile_export.jsonl:2: not a JSON record" in result.output
+    assert len(result.output.strip().splitlines()) == 1

@@ -24,11 +24,13 @@ def _first_document(path: Path):
         return json.loads(text), True
     except json.JSONDecodeError:
         pass
-    for line in text.splitlines():
+    for line_no, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
                 return json.loads(line), False
-            except json.JSONDecodeError:
+            except json.JSONDecodeError as exc:
+                if Path(path).suffix.lower() == ".jsonl":  # meant as JSON lines: say where it breaks
+                    raise InputError(f"{path}:{line_no}", None, f"not a JSON record ({exc.msg})") from None
                 return None, None
     return None, None
 
