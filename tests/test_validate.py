@@ -53,7 +53,7 @@ def test_cases_the_simulator_cannot_express_are_reported_not_skipped(tmp_path):
     rows = [ROW, {**ROW, "case_id": "too-big", "model": "llama-3.1-405b"},
             {**ROW, "case_id": "fp4-on-h100", "weight_dtype": "fp4"},
             {**ROW, "case_id": "sharegpt", "workload": "sharegpt", "input_len": "", "output_len": "",
-             "metric": "request_throughput_req_s", "value": 10.0}]
+             "model": "llama-2-7b", "metric": "request_throughput_req_s", "value": 10.0}]
     result = invoke("validate", str(write_cases(tmp_path, rows)), "--json")
     assert result.exit_code == 0, result.output
     status = {r["case_id"]: r["status"] for r in json.loads(result.stdout)["cases"]}

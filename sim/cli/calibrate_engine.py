@@ -11,7 +11,8 @@ from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 
 
 def engine(
-    measured: list[Path] = typer.Argument(..., help="validate-format CSVs and/or `vllm bench serve` result JSONs"),
+    measured: list[Path] = typer.Argument(..., help="validate-format CSVs and/or `vllm bench serve` result JSONs, "
+                                          "or one per-request file (detailed bench JSON, AIPerf JSONL, OTLP spans)"),
     preset: str = typer.Option("vllm", "--engine", help="preset (name or YAML) whose overhead terms to fit"),
     out: Path = typer.Option(..., "--out", "-o", help="write the fitted engine YAML here"),
     split: str = typer.Option("all", "--split", help="all | fit: fit on every case, or only on split=fit rows"),
@@ -38,6 +39,14 @@ def engine(
 
     if split not in ("all", "fit"):
         raise typer.BadParameter("must be all or fit", param_hint="--split")
+    from sim.cli.measured import calibrate_measured, split_measured
+
+    per_request, others = split_measured(measured)
+    if per_request:  # a run request by request: fit by re-simulation (docs/measurements.md)
+        if len(per_request) > 1 or others:
+            raise typer.BadParameter("give one per-request measurement file alone", param_hint="MEASURED")
+        calibrate_measured(per_request[0], preset, out, model, hardware, tp, weight_dtype, as_json)
+        return
     base = load_engine(preset)
     cases = []
     for path in measured:

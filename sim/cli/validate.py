@@ -26,8 +26,24 @@ def validate(
     max_sim_requests: int = typer.Option(DEFAULT_MAX_SIM_REQUESTS, "--max-sim-requests", min=1,
                                          help="simulate at most this many requests of a throughput case"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    model: str = typer.Option(None, "--model", "-m", help="per-request file: the model served", show_default=False),
+    hardware: str = typer.Option(None, "--hardware", "-H", help="per-request file: the GPU", show_default=False),
+    tp: int = typer.Option(1, "--tp", min=1, help="per-request file: tensor-parallel size"),
+    weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="per-request file: checkpoint dtype"),
+    per_request_out: Path = typer.Option(None, "--per-request-out", help="per-request file: write measured vs "
+                                         "predicted per request to this CSV", show_default=False),
 ) -> None:
-    """Measured vs predicted for each case, error per point, median |error| per source (fit/score halves)."""
+    """Measured vs predicted for each case, error per point, median |error| per source (fit/score halves).
+    A per-request file (vllm bench --save-detailed JSON, AIPerf JSONL, OTLP spans) is replayed as
+    measured instead: TTFT / ITL / E2E residuals per request (docs/measurements.md)."""
+    from sim.cli.measured import split_measured, validate_measured
+
+    measured, others = split_measured(cases or [])
+    if measured:
+        if len(measured) > 1 or others:
+            raise typer.BadParameter("give one per-request measurement file alone", param_hint="CASES")
+        validate_measured(measured[0], engine, model, hardware, tp, weight_dtype, per_request_out, as_json)
+        return
     from sim.validate.cases import load_cases
     from sim.validate.report import report_dict
     from sim.validate.run import predict

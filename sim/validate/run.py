@@ -15,10 +15,11 @@ from sim.validate.cases import Case
 from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
 from sim.validate.staged import parse_staged, simulate_stages
+from sim.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
 
-SHAREGPT_REASON = ("the ShareGPT lengths vLLM's benchmark samples (first turn of each conversation, mean ~215 "
-                   "prompt / ~200 output tokens) are not bundled; the bundled ShareGPT stats are whole multi-turn "
-                   "conversations (mean 2,340 prompt / 439 output tokens)")
+SHAREGPT_REASON = ("no bundled ShareGPT first-turn length table for this model's tokenizer (bundled: Llama-3, "
+                   "Mistral v1 / Mixtral; sim.workload.vllm_sharegpt)")
+SHAREGPT_SEED = 0  # vLLM's benchmarks' default --seed
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,21 @@ def case_config(case: Case, engine: str | None = None) -> EngineConfig:
 
 def cannot_express(case: Case) -> str | None:
     """Why a well-formed case has no faithful simulation (None when it has one)."""
-    if case.workload == "sharegpt":
+    if case.workload == "sharegpt" and table_for_model(model_name(case.case_id, case.model)) is None:
         return SHAREGPT_REASON
     return None
 
 
 def case_workload(case: Case, n_requests: int) -> Trace | ClosedLoop:
-    prompt = np.full(n_requests, case.input_len, dtype=np.int64)
-    output = np.full(n_requests, case.output_len, dtype=np.int64)
+    """Fixed-length requests, or for `sharegpt` the first `n_requests` ShareGPT pairs vLLM's
+    benchmark would draw (seed 0) from the table tokenized for the case's model; all at t = 0
+    unless a closed loop sends them."""
+    if case.workload == "sharegpt":
+        table = table_for_model(model_name(case.case_id, case.model))
+        prompt, output = sample_like_vllm(*load_table(table), n_requests, SHAREGPT_SEED, where=case.case_id)
+    else:
+        prompt = np.full(n_requests, case.input_len, dtype=np.int64)
+        output = np.full(n_requests, case.output_len, dtype=np.int64)
     trace = Trace(np.zeros(n_requests), prompt, output, source=f"validation case {case.case_id}")
     if case.workload == "closed_loop":
         return ClosedLoop(trace, concurrency=int(case.concurrency))

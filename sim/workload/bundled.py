@@ -15,6 +15,9 @@ BUNDLED_TRACES = {
     "splitwise_code": "splitwise_code.csv",
     "splitwise_conv": "splitwise_conv.csv",
     "sharegpt": "sharegpt_8k_filtered_stats_llama2_tokenizer.csv",
+    "sharegpt_bench": "sharegpt_v3_first_turn_llama3.csv",
+    "sharegpt_bench_llama3": "sharegpt_v3_first_turn_llama3.csv",
+    "sharegpt_bench_mistral_v1": "sharegpt_v3_first_turn_mistral_v1.csv",
 }
 _SUFFIXES = (".csv", ".jsonl", ".yaml", ".yml")
 

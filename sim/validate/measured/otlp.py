@@ -1,0 +1,101 @@
+"""OpenTelemetry request spans in OTLP JSON, as vLLM exports them (`--otlp-traces-endpoint`
+through a collector's file exporter: one export batch per line, or one JSON document).
+
+vLLM (`vllm/tracing.py` `SpanAttributes`, read at the vLLM commit named in docs/measurements.md)
+opens one span per request, `llm_request`, started at the request's arrival, with
+`gen_ai.usage.prompt_tokens`, `gen_ai.usage.completion_tokens` and, in seconds,
+`gen_ai.latency.time_to_first_token` and `gen_ai.latency.e2e`. Any span carrying those four
+attributes is read (other spans are skipped); times are the server's, so they exclude the network.
+Attribute values follow the OTLP JSON mapping: `intValue` (a decimal string or a number),
+`doubleValue`, `stringValue`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sim.errors import InputError
+from sim.validate.measured.run import MeasuredRun, build_run, count, nanoseconds, number, seconds_since_first
+
+PROMPT, OUTPUT = "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"
+TTFT, E2E = "gen_ai.latency.time_to_first_token", "gen_ai.latency.e2e"
+REQUIRED = (PROMPT, OUTPUT, TTFT, E2E)
+
+
+def is_otlp(document) -> bool:
+    return isinstance(document, dict) and "resourceSpans" in document
+
+
+def _value(where: str, key: str, value):
+    if not isinstance(value, dict) or len(value) != 1:
+        raise InputError(where, key, "attribute value must be one of {intValue | doubleValue | stringValue: ...}")
+    kind, raw = next(iter(value.items()))
+    if kind == "intValue" and isinstance(raw, str) and raw.lstrip("-").isdigit():
+        return int(raw)
+    if kind in ("intValue", "doubleValue"):
+        return raw
+    return raw if kind == "stringValue" else None
+
+
+def _spans(where: str, document: dict):
+    for r, resource in enumerate(document.get("resourceSpans") or []):
+        for s, scope in enumerate((resource or {}).get("scopeSpans") or []):
+            for k, span in enumerate((scope or {}).get("spans") or []):
+                if not isinstance(span, dict):
+                    raise InputError(f"{where}: resourceSpans[{r}].scopeSpans[{s}].spans[{k}]", None,
+                                     "must be an object")
+                yield f"{where}: span {span.get('spanId', k)!s}", span
+
+
+def _attributes(where: str, span: dict) -> dict:
+    items = span.get("attributes") or []
+    if not isinstance(items, list):
+        raise InputError(where, "attributes", "must be a list of {key, value}")
+    out = {}
+    for item in items:
+        if not isinstance(item, dict) or "key" not in item:
+            raise InputError(where, "attributes", "each must be {key, value}")
+        if item["key"] in REQUIRED:
+            out[item["key"]] = _value(where, item["key"], item.get("value"))
+    return out
+
+
+def _documents(path: Path) -> list[tuple[str, dict]]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, None, f"cannot read ({exc.__class__.__name__})") from None
+    try:
+        return [(str(path), json.loads(text))]
+    except json.JSONDecodeError:
+        pass
+    docs = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                docs.append((f"{path}:{line_no}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}:{line_no}", None, f"not an OTLP JSON export batch ({exc.msg})") from None
+    return docs
+
+
+def read_otlp(path: Path) -> MeasuredRun:
+    """Every request span (one carrying the four attributes), in file order."""
+    rows = []
+    for where, document in _documents(path):
+        if not is_otlp(document):
+            raise InputError(where, None, "must be an OTLP JSON export ({\"resourceSpans\": [...]})")
+        for span_where, span in _spans(where, document):
+            attrs = _attributes(span_where, span)
+            if not attrs:
+                continue
+            missing = [k for k in REQUIRED if k not in attrs]
+            if missing:
+                raise InputError(span_where, missing[0], "missing: a request span needs " + ", ".join(REQUIRED))
+            rows.append((nanoseconds(span_where, "startTimeUnixNano", span.get("startTimeUnixNano")),
+                         count(span_where, PROMPT, attrs[PROMPT]), count(span_where, OUTPUT, attrs[OUTPUT]),
+                         number(span_where, TTFT, attrs[TTFT], strict=True),
+                         number(span_where, E2E, attrs[E2E], strict=True)))
+    columns = list(zip(*rows)) if rows else [[]] * 5
+    return build_run(path, "otlp", seconds_since_first(list(columns[0])), *columns[1:])
