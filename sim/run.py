@@ -13,7 +13,8 @@ import numpy as np
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.output import atomic_run_dir, write_columns_parquet, write_csv, write_json, write_parquet
+from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
+from sim.run_folder import atomic_run_dir
 from sim.provenance import provenance, trace_sha256
 from sim.replica_split import simulate_cluster
 from sim.simulate import SimResult
@@ -118,7 +119,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
     (sim.slo.slo_report over every request).
 
-    The folder is replaced whole (see `sim.output.atomic_run_dir`): its parent's writability is
+    The folder is replaced whole (see `sim.run_folder.atomic_run_dir`): its parent's writability is
     checked before simulating, and a failed or killed run leaves an earlier run's folder as it was.
     summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
@@ -129,19 +130,27 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
 
     if uncertainty is not None:
         check_replays(uncertainty)
-    runner = make_backend(backend, workers, address)
-    if out_dir is None:
-        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
-    else:
-        with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
-            write_columns_parquet(tmp_dir / "requests.parquet", output.columns)
-            if cfg.record_steps:
-                write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
-            write_json(tmp_dir / "summary.json", output.summary)
     if csv_path is not None:
-        write_csv(csv_path, output.requests)
+        check_file_target(csv_path, "--csv")
+    runner = make_backend(backend, workers, address)
+    with staged_files() as stage:  # the CSV is written before the folder is published, renamed after
+        if out_dir is None:
+            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
+            _stage_csv(stage, csv_path, output)
+        else:
+            with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
+                output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
+                write_columns_parquet(tmp_dir / "requests.parquet", output.columns)
+                if cfg.record_steps:
+                    write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
+                write_json(tmp_dir / "summary.json", output.summary)
+                _stage_csv(stage, csv_path, output)
     return output
+
+
+def _stage_csv(stage, csv_path: Path | None, output: RunOutput) -> None:
+    if csv_path is not None:
+        stage(csv_path, lambda tmp: output.requests.to_csv(tmp, index=False))
 
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import sim.output
+import sim.run_folder
 import sim.run
 from sim.cli import app
 from sim.errors import InputError
-from sim.output import atomic_run_dir, remove_stale_partials
+from sim.run_folder import atomic_run_dir, remove_stale_partials
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_N, NEW_N = 40, 2500
@@ -75,7 +75,7 @@ def test_failure_while_writing_keeps_the_old_folder(old_run, monkeypatch):
 
 
 def test_without_an_atomic_exchange_the_folder_is_still_replaced_whole(old_run, monkeypatch):
-    monkeypatch.setattr(sim.output, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(sim.run_folder, "_exchange", lambda a, b: False)
     assert simulate(old_run, 60).exit_code == 0
     assert json.loads((old_run / "summary.json").read_text())["n_requests"] == 60
     assert partials(old_run) == []

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 from pydantic import ConfigDict, PositiveFloat, PositiveInt, model_validator
 
+from sim.yamlio import load_yaml
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.schema import StrictModel
@@ -93,7 +94,7 @@ def _parse_grid_option(option: str) -> tuple[str, list]:
 
 def _scalar(key: str, text: str):
     try:
-        value = yaml.safe_load(text)
+        value = load_yaml(text)
     except yaml.YAMLError:
         value = text
     if value is None or isinstance(value, (str, int, float, bool)):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from sim.yamlio import load_yaml
 from sim.errors import InputError
 
 TRACE_FORMATS = (
@@ -89,7 +90,7 @@ def read_text_head(path: Path) -> str:
 
 def _looks_like_spec(text: str) -> bool:
     try:
-        document = yaml.safe_load(text)
+        document = load_yaml(text)
     except yaml.YAMLError:
         return False
     return isinstance(document, dict) and bool({"trace", "synthetic"} & set(document))

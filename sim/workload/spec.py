@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 from pydantic import ValidationError
 
+from sim.yamlio import load_yaml
 from sim.errors import InputError
 from sim.trace import ClosedLoop, Trace
 from sim.workload.bench import closed_loop
@@ -41,7 +42,7 @@ def _first_error(path: Path, error: ValidationError) -> InputError:
 def read_spec(path: Path) -> WorkloadSpec:
     """Parse and validate a spec file; any problem is an InputError naming file and key."""
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = load_yaml(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise InputError(
             str(path), None, f"not valid YAML ({str(error).splitlines()[0]})"
