@@ -14,9 +14,9 @@ import numpy as np
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
-from sim.run_folder import atomic_run_dir
 from sim.provenance import provenance, trace_sha256
 from sim.replica_split import simulate_cluster
+from sim.run_folder import atomic_run_dir
 from sim.simulate import SimResult
 from sim.slo import PlanSLO, slo_report
 from sim.summary import DEFAULT_PERCENTILES, requests_columns, summarize

@@ -42,7 +42,8 @@ def _raise_os_error(**_):
 
 RAISERS = {"input": _raise_input_error, "validation": _raise_validation_error, "os": _raise_os_error}
 EXPECTED = {
-    "input": "spec.yaml: n_requests: must be", "validation": "error: n: Input should be greater than 0", "os": "/root/out: Permission denied",
+    "input": "spec.yaml: n_requests: must be", "validation": "error: n: Input should be greater than 0",
+    "os": "/root/out: Permission denied",
 }
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import sim.run_folder
 import sim.run
+import sim.run_folder
 from sim.cli import app
 from sim.errors import InputError
 from sim.run_folder import atomic_run_dir, remove_stale_partials

@@ -16,11 +16,10 @@ from pathlib import Path
 import yaml
 from pydantic import ConfigDict, PositiveFloat, PositiveInt, model_validator
 
-from sim.yamlio import load_yaml
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.schema import StrictModel
-from sim.yamlio import read_mapping, validate
+from sim.yamlio import load_yaml, read_mapping, validate
 
 GRID_WORKLOAD_KEYS = ("qps", "rate_scale")  # workload knobs a grid may vary
 BASE_WORKLOAD_KEYS = ("trace", "format", "max_requests", *GRID_WORKLOAD_KEYS)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from sim.yamlio import load_yaml
 from sim.errors import InputError
+from sim.yamlio import load_yaml
 
 TRACE_FORMATS = (
     "azure",

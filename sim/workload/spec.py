@@ -17,7 +17,6 @@ import numpy as np
 import yaml
 from pydantic import ValidationError
 
-from sim.yamlio import load_yaml
 from sim.errors import InputError
 from sim.trace import ClosedLoop, Trace
 from sim.workload.bench import closed_loop
@@ -25,6 +24,7 @@ from sim.workload.spec_models import Transforms, WorkloadSpec
 from sim.workload.synthetic.arrivals import arrival_times_s
 from sim.workload.synthetic.generate import generate_synthetic
 from sim.workload.transforms import apply_transforms
+from sim.yamlio import load_yaml
 
 
 def _first_error(path: Path, error: ValidationError) -> InputError:
