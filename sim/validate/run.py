@@ -14,6 +14,7 @@ from sim.trace import ClosedLoop, Trace
 from sim.validate.cases import Case
 from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
+from sim.yamlio import validate
 
 SHAREGPT_REASON = ("the ShareGPT lengths vLLM's benchmark samples (first turn of each conversation, mean ~215 "
                    "prompt / ~200 output tokens) are not bundled; the bundled ShareGPT stats are whole multi-turn "
@@ -51,7 +52,7 @@ def case_config(case: Case, engine: str | None = None) -> EngineConfig:
     if longest:
         data["max_model_len"] = max(longest + 1, 2048)
     data.update(case.engine_args)
-    return EngineConfig.model_validate(data)
+    return validate(EngineConfig, data, f"{case.file}: case {case.case_id}" if case.file else where)
 
 
 def cannot_express(case: Case) -> str | None:
