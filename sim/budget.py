@@ -34,8 +34,15 @@ def require(amount: float, limit: float, what: str, inputs: str, where: str = "b
     """InputError `where: inputs: <what> <amount> is above the limit <limit>` when `amount` (a
     product of the `inputs`) exceeds `limit` or is not finite."""
     if not math.isfinite(amount) or amount > limit:
-        raise InputError(where, inputs, f"ask for {_count(amount)} {what}, above the limit of {_count(limit)}; "
+        raise InputError(where, inputs, f"asks for {_count(amount)} {what}, above the limit of {_count(limit)}; "
                                         "ask for less")
+
+
+def check_layouts(ratios: list[tuple[int, int]], flag: str) -> None:
+    """P:D layouts within MAX_CLUSTER_REPLICAS replicas each (a layout is simulated as P + D
+    replicas, and compared with an aggregated cluster of as many)."""
+    for n_prefill, n_decode in ratios:
+        require(n_prefill + n_decode, MAX_CLUSTER_REPLICAS, "replicas", f"{n_prefill}:{n_decode}", flag)
 
 
 def _count(value: float) -> str:
@@ -46,4 +53,4 @@ def _count(value: float) -> str:
 
 __all__ = ["MAX_CAPTURE_SIZES", "MAX_CLUSTER_REPLICAS", "MAX_HASH_IDS", "MAX_HOST_GIB", "MAX_PREFIX_BLOCKS",
            "MAX_REPLAYS", "MAX_REQUEST_RUNS", "MAX_ROWS", "MAX_SEQUENCES", "MAX_TIME_S", "MAX_TOKENS",
-           "MAX_TOTAL_TOKENS", "require"]
+           "MAX_TOTAL_TOKENS", "check_layouts", "require"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.budget import MAX_TIME_S
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
@@ -21,9 +22,10 @@ from sim.simulate import SimResult
 from sim.slo import PlanSLO, slo_report
 from sim.summary import DEFAULT_PERCENTILES, requests_columns, summarize
 from sim.trace import ClosedLoop, Trace
-from sim.workload import apply_transforms, load_workload
+from sim.workload import load_workload
 from sim.workload.load import spec_seed
 from sim.workload.synthetic.arrivals import arrival_times_s
+from sim.workload.transforms import scale_rate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,7 +96,7 @@ def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: flo
     if rate_scale is not None:
         if not (math.isfinite(rate_scale) and rate_scale > 0):
             raise InputError("--rate-scale", None, f"must be a finite number > 0; got {rate_scale}")
-        workload = apply_transforms(workload, rate_scale=rate_scale)
+        workload = scale_rate(workload, rate_scale, where="--rate-scale")
     if qps is not None:
         workload = poisson_arrivals(workload, qps, seed)
     return workload
@@ -105,7 +107,11 @@ def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
     if not (qps > 0 and math.isfinite(qps)):
         raise InputError("--qps", None, f"must be a number of requests/s > 0; got {qps}")
     timed = trace.take(np.arange(len(trace)))
-    timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))
+    with np.errstate(over="ignore"):
+        timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))
+    if not timed.arrival_s.max() <= MAX_TIME_S:
+        raise InputError("--qps", None, f"{qps:g} req/s spreads {len(trace):,} requests over more than "
+                                        f"{MAX_TIME_S:g} s of simulated time; give a higher rate")
     return timed
 
 
@@ -128,8 +134,12 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     from sim.intervals import check_replays
     from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
 
+    idle = cfg.idle_knob()
+    if idle is not None:
+        knob, needs = idle
+        raise InputError(f"--{knob.replace('_', '-')}", None, f"has no effect without {needs}: give them or drop it")
     if uncertainty is not None:
-        check_replays(uncertainty)
+        check_replays(uncertainty, _n_requests(workload))
     if csv_path is not None:
         check_file_target(csv_path, "--csv")
     runner = make_backend(backend, workers, address)
@@ -146,6 +156,10 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
                 write_json(tmp_dir / "summary.json", output.summary)
                 _stage_csv(stage, csv_path, output)
     return output
+
+
+def _n_requests(workload: Trace | ClosedLoop) -> int:
+    return len(workload.pool if isinstance(workload, ClosedLoop) else workload)
 
 
 def _stage_csv(stage, csv_path: Path | None, output: RunOutput) -> None:

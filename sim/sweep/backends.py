@@ -19,6 +19,7 @@ from typing import Any
 from sim.errors import InputError
 from sim.sweep.grid import SweepPoint
 from sim.sweep.point import run_point
+from sim.sweep.ray_connect import check_reachable, quiet_stderr
 
 BACKENDS = ("local", "ray")
 PARENT_CHECK_INTERVAL_S = 0.5
@@ -176,13 +177,16 @@ class RayBackend:
         if ray.is_initialized():
             return False
         options = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
+        if self.address is not None:
+            check_reachable(self.address)
         try:
-            if self.address is not None:
-                ray.init(address=self.address, **options)
-            else:  # workers of a local cluster find `sim` where this process found it
-                paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]
-                env_vars = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-                ray.init(num_cpus=self.workers, runtime_env={"env_vars": env_vars}, **options)
+            with quiet_stderr():  # Ray's C++ core logs its retries to descriptor 2 (sim/sweep/ray_connect.py)
+                if self.address is not None:
+                    ray.init(address=self.address, **options)
+                else:  # workers of a local cluster find `sim` where this process found it
+                    paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]
+                    env_vars = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+                    ray.init(num_cpus=self.workers, runtime_env={"env_vars": env_vars}, **options)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise InputError("--address", None, f"cannot start or reach Ray ({str(exc).splitlines()[0]})") from None
         return True

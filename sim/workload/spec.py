@@ -108,7 +108,7 @@ def workload_from_spec(
     seed = seed if seed is not None else (spec.seed if spec.seed is not None else 0)
     if spec.trace is not None:
         return _trace_workload(spec, path, seed, strict)
-    workload = generate_synthetic(spec.synthetic, seed, base_dir=path.parent)
+    workload = generate_synthetic(spec.synthetic, seed, base_dir=path.parent, where=str(path))
     if isinstance(workload, ClosedLoop):
         if (
             spec.transforms.time_window_s
