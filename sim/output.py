@@ -147,16 +147,17 @@ def check_file_target(path: Path, flag: str) -> None:
 
 @contextmanager
 def staged_files() -> Iterator[Callable]:
-    """`stage(path, write)` writes a file now, next to `path` under a temporary name; when the
+    """`stage(path, write)` writes a file now, next to `path` under a temporary name (returned,
+    with `path`'s suffix); when the
     block ends without error every staged file is renamed into place, on any error or interrupt
     they are removed. Lets a command write a file beside its atomic run folder within the same
     step: nothing is published unless everything was written."""
     staged: list[tuple[str, Path]] = []
 
-    def stage(path: Path, write) -> None:
+    def stage(path: Path, write) -> Path:
         path = Path(path)
-        try:
-            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:  # the same suffix: a staged YAML can be read back as one before it is published
+            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         os.close(handle)
@@ -166,6 +167,7 @@ def staged_files() -> Iterator[Callable]:
             with_normal_mode(tmp_name)
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+        return Path(tmp_name)
 
     try:
         yield stage
