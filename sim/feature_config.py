@@ -62,7 +62,8 @@ class FeatureKnobs(StrictModel):
     @model_validator(mode="after")
     def _disagg_knobs(self):
         if (self.prefill_replicas is None) != (self.decode_replicas is None):
-            raise ValueError("set both prefill_replicas and decode_replicas (each >= 1), or neither")
+            raise ValueError("set both prefill_replicas and decode_replicas (--prefill-replicas, --decode-replicas; "
+                             "each >= 1), or neither")
         if self.is_disaggregated and self.prefill_replicas + self.decode_replicas > MAX_CLUSTER_REPLICAS:
             raise ValueError(f"prefill_replicas + decode_replicas must be at most {MAX_CLUSTER_REPLICAS:,}")
         return self

@@ -137,7 +137,9 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     idle = cfg.idle_knob()
     if idle is not None:
         knob, needs = idle
-        raise InputError(f"--{knob.replace('_', '-')}", None, f"has no effect without {needs}: give them or drop it")
+        flag = (f"--{knob}-hardware/--{knob}-tp/--{knob}-policy" if knob in ("prefill", "decode")
+                else f"--{knob.replace('_', '-')}")
+        raise InputError(flag, None, f"has no effect without {needs}: give them or drop it")
     if uncertainty is not None:
         check_replays(uncertainty, _n_requests(workload))
     if csv_path is not None:

@@ -37,6 +37,9 @@ def disagg(
     """Aggregated vs P:D disaggregated clusters of equal GPU count: TTFT/TPOT p99, goodput per GPU."""
     if not (math.isfinite(load) and load > 0):
         raise InputError("--load", None, f"must be a finite number > 0 (got {load})")
+    for flag, limit_s in (("--ttft-slo", ttft_slo), ("--tpot-slo", tpot_slo)):
+        if not (math.isfinite(limit_s) and limit_s > 0):
+            raise InputError(flag, None, f"must be a finite number of seconds > 0 (got {limit_s})")
     if max_requests < 1:
         raise InputError("--max-requests", None, "must be >= 1")
     layouts = parse_pd_ratios(ratios, "--ratios")
