@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
-from sim.budget import MAX_HOST_GIB, MAX_TIME_S
+from sim.budget import MAX_CLUSTER_REPLICAS, MAX_HOST_GIB, MAX_TIME_S
 from sim.engines.apply import fill_from_preset
 from sim.errors import InputError
 from sim.feature_config import FeatureKnobs
@@ -16,7 +16,7 @@ from sim.yamlio import read_mapping, validate
 
 POLICIES = ("static", "continuous", "chunked", "radix")
 MAX_TP = 1024  # GPUs in one tensor-parallel group
-MAX_REPLICAS = 100_000  # replicas behind one router (each is a simulated object)
+MAX_REPLICAS = MAX_CLUSTER_REPLICAS  # replicas behind one router (each a simulated object: sim/budget.py)
 MAX_BLOCK_SIZE = 65_536  # tokens per KV block
 MAX_NUM_SEQS = 1_000_000  # sequences in one batch
 

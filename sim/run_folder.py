@@ -45,7 +45,8 @@ def atomic_run_dir(out_dir: Path, owned_names: Iterable[str], flag: str = "--out
     (see the module docstring), on any failure or interrupt the staging folder is removed and
     `out_dir` is left as it was. An interrupt (KeyboardInterrupt) gains `out_dirs`, the folders
     it left as they were, for the one line the CLI prints. Refusals are InputErrors naming `flag`."""
-    out_dir = Path(out_dir).absolute()
+    given = Path(out_dir)  # named in error lines as the user wrote it
+    out_dir = given.absolute()
     if out_dir.is_symlink():  # replace the folder it points to, not the link
         out_dir = out_dir.resolve()
     owned = set(owned_names) | {MARKER}
@@ -69,7 +70,10 @@ def atomic_run_dir(out_dir: Path, owned_names: Iterable[str], flag: str = "--out
         shutil.rmtree(tmp, ignore_errors=True)
         _remove_empty(created)
         if isinstance(exc, KeyboardInterrupt):
-            exc.out_dirs = [*getattr(exc, "out_dirs", []), out_dir]
+            exc.out_dirs = [*getattr(exc, "out_dirs", []), given]
+        if isinstance(exc, OSError) and exc.filename and str(exc.filename).startswith(str(tmp)):
+            user_path = given / os.path.relpath(exc.filename, tmp)  # the user's path, not the staging folder's
+            raise OSError(exc.errno, exc.strerror or str(exc), str(user_path)) from None
         raise
 
 

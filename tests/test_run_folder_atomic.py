@@ -69,7 +69,8 @@ def test_failure_while_writing_keeps_the_old_folder(old_run, monkeypatch):
 
     monkeypatch.setattr(sim.run, "write_json", disk_full)  # requests.parquet is written, then this fails
     result = simulate(old_run, 60)
-    assert result.exit_code == 2 and "No space left on device" in result.stderr
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {old_run / 'summary.json'}: No space left on device\n"  # the user's path
     assert {p.name: p.read_bytes() for p in old_run.iterdir()} == before
     assert partials(old_run) == []
 
