@@ -176,6 +176,10 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
 
     with backend:
         result = simulate_cluster(cfg, workload, backend, progress)
+        if not result.sim_duration_s <= MAX_TIME_S:  # every input in range, their product not: refuse, never report
+            raise InputError("the run", None, f"its simulated clock reached {result.sim_duration_s:g} s, past "
+                                              f"{MAX_TIME_S:g} s: a rate, bandwidth or time among the inputs is out "
+                                              "of scale (e.g. --kv-transfer-gb-s, --rate-scale, --qps)")
         columns = requests_columns(result)
         summary = summarize(result, columns, percentiles)
         summary["slo_attainment"] = None if slo is None else slo_report(columns, slo, result.sim_duration_s)

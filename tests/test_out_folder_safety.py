@@ -179,29 +179,47 @@ def test_files_get_normal_permissions(tmp_path, trace):
                      "s.jsonl": 0o644}
 
 
-def _run_and_signal(tmp_path: Path, out: Path, signum: int) -> subprocess.CompletedProcess:
-    """`python -m sim simulate` of a long run into `out`, sent `signum` once its staging folder exists."""
+def _workers_of(pid: int) -> list[int]:
+    """Ids of the spawned worker processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"spawn_main" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _run_and_signal(tmp_path: Path, out: Path, signum: int, *extra: str) -> subprocess.CompletedProcess:
+    """`python -m sim simulate` of a long run into `out`, sent `signum` once its staging folder exists
+    (with `--workers`: sent to the whole process group, as a terminal's Ctrl-C is, once they run)."""
     command = [sys.executable, "-m", "sim", "simulate", "--bench", "requests=3000000,isl=100,osl=100", "-o", str(out),
-               "--json"]
+               "--json", *extra]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 60
+                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
     while process.poll() is None and time.monotonic() < deadline:
-        if list(out.parent.glob(f".{out.name}.partial-*")):
-            time.sleep(0.3)
-            process.send_signal(signum)
+        ready = list(out.parent.glob(f".{out.name}.partial-*")) and (not extra or len(_workers_of(process.pid)) >= 2)
+        if ready:
+            time.sleep(0.5 if extra else 0.3)
+            os.killpg(process.pid, signum)
             break
         time.sleep(0.02)
     stderr = process.communicate(timeout=60)[1]
     return subprocess.CompletedProcess(command, process.returncode, "", stderr)
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_leaves_the_folder_as_it_was(tmp_path, trace, signum, code):
+@pytest.mark.parametrize("signum, code, extra", [(signal.SIGTERM, 143, ()), (signal.SIGINT, 130, ()),
+                                                 (signal.SIGINT, 130, ("--replicas", "4", "--workers", "2"))],
+                         ids=["SIGTERM", "SIGINT", "SIGINT-to-workers-too"])
+def test_a_signal_leaves_the_folder_as_it_was(tmp_path, trace, signum, code, extra):
     out = tmp_path / "run"
     assert simulate("-t", str(trace), "-o", str(out)).exit_code == 0
     before = snapshot(tmp_path)
-    done = _run_and_signal(tmp_path, out, signum)
+    done = _run_and_signal(tmp_path, out, signum, *extra)
     assert done.returncode == code, done.stderr
     assert done.stderr.strip() == f"error: interrupted; {out} left as it was"
     assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["run", "t.csv"]
