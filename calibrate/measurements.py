@@ -32,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.errors import InputError
+from sim.output import with_normal_mode
 
 GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
 ATTENTION_OPS = ("decode_attention", "prefill_attention")
@@ -191,6 +192,7 @@ def write_measurements(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     try:
         with os.fdopen(handle, "w", newline="") as tmp_file:
             frame.to_csv(tmp_file, index=False)
+        with_normal_mode(tmp_name)  # not mkstemp's 0600
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -35,6 +35,7 @@ from calibrate.measurements import ATTENTION_OPS, COLLECTIVE_OPS, GEMM_OPS
 from calibrate.predict import predict_times_s
 from calibrate.uncertainty import uncertainty_from_residuals
 from sim.hardware import HardwareProfile
+from sim.output import with_normal_mode
 from sim.yamlio import validate
 
 
@@ -136,6 +137,7 @@ def write_profile(data: dict, path: str | os.PathLike) -> Path:
     try:
         with os.fdopen(handle, "w") as tmp_file:
             yaml.safe_dump(data, tmp_file, sort_keys=False, width=110)
+        with_normal_mode(tmp_name)  # not mkstemp's 0600
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

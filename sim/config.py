@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from sim.budget import MAX_CLUSTER_REPLICAS, MAX_HOST_GIB, MAX_TIME_S
 from sim.engines.apply import fill_from_preset
 from sim.errors import InputError
 from sim.feature_config import FeatureKnobs
@@ -15,7 +16,7 @@ from sim.yamlio import read_mapping, validate
 
 POLICIES = ("static", "continuous", "chunked", "radix")
 MAX_TP = 1024  # GPUs in one tensor-parallel group
-MAX_REPLICAS = 100_000  # replicas behind one router (each is a simulated object)
+MAX_REPLICAS = MAX_CLUSTER_REPLICAS  # replicas behind one router (each a simulated object: sim/budget.py)
 MAX_BLOCK_SIZE = 65_536  # tokens per KV block
 MAX_NUM_SEQS = 1_000_000  # sequences in one batch
 
@@ -55,7 +56,7 @@ class EngineConfig(FeatureKnobs):
     block_size: PositiveInt = Field(16, le=MAX_BLOCK_SIZE)
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     max_model_len: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None  # None: the model's max_position_embeddings
-    swap_space: float = Field(4.0, ge=0)  # GiB of host memory per GPU for swapped-out KV
+    swap_space: float = Field(4.0, ge=0, le=MAX_HOST_GIB)  # GiB of host memory per GPU for swapped-out KV
     num_gpu_blocks_override: PositiveInt | None = None
     # engine behaviour (None: the preset's value; without a preset: off / nccl)
     num_scheduler_steps: PositiveInt | None = None  # vLLM multi-step scheduling
@@ -70,7 +71,7 @@ class EngineConfig(FeatureKnobs):
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"  # lpm: longest prefix match first
     radix_chunked: bool = True  # radix on top of chunked prefill (False: on top of continuous)
     watermark: float = Field(0.01, ge=0, lt=1)  # share of blocks kept free when admitting
-    batching_window_s: float = Field(0.0, ge=0)  # static: wait this long for a batch to fill
+    batching_window_s: float = Field(0.0, ge=0, le=MAX_TIME_S)  # static: wait this long for a batch to fill
     seed: int = Field(0, ge=0, lt=MAX_SEED_EXCLUSIVE)
     slo: SLO = SLO()
     record_steps: bool = False

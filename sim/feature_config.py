@@ -7,9 +7,12 @@ from typing import Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from sim.budget import MAX_CLUSTER_REPLICAS, MAX_HOST_GIB, MAX_TIME_S
 from sim.schema import StrictModel
 
 Probability = Field(ge=0, le=1)
+_SPEC_KNOBS = ("spec_acceptance", "spec_method", "spec_draft_model", "spec_draft_cost")
+_DISAGG_KNOBS = ("kv_transfer_gb_s", "kv_transfer_latency_us", "decode_router", "prefill", "decode")
 
 
 class GroupKnobs(StrictModel):
@@ -33,16 +36,16 @@ class FeatureKnobs(StrictModel):
     spec_acceptance: list[float] = [0.8]  # per position, or one value for every position; each in [0, 1]
     spec_method: Literal["heads", "draft"] = "heads"  # MTP/EAGLE-style heads, or a separate draft model
     spec_draft_model: str | None = None  # spec_method draft: the draft's model spec
-    spec_draft_cost: float = Field(0.05, ge=0)  # heads: one proposal's cost / a target decode step's
+    spec_draft_cost: float = Field(0.05, ge=0, le=1e3)  # heads: one proposal's cost / a target decode step's
     # host-memory tier of the radix prefix cache (sim/kv/host_tier.py): off at 0
-    cpu_cache_gib: float = Field(0.0, ge=0)  # host memory per replica for evicted prefix blocks
+    cpu_cache_gib: float = Field(0.0, ge=0, le=MAX_HOST_GIB)  # host memory per replica for evicted prefix blocks
     # disaggregated prefill/decode (sim/disagg/): off while prefill_replicas is None
-    prefill_replicas: PositiveInt | None = None
-    decode_replicas: PositiveInt | None = None
+    prefill_replicas: PositiveInt | None = Field(None, le=MAX_CLUSTER_REPLICAS)
+    decode_replicas: PositiveInt | None = Field(None, le=MAX_CLUSTER_REPLICAS)
     prefill: GroupKnobs = GroupKnobs()
     decode: GroupKnobs = GroupKnobs()
     kv_transfer_gb_s: PositiveFloat | None = None  # override the profile's link bandwidth (per GPU pair)
-    kv_transfer_latency_us: float | None = Field(None, ge=0)  # override the link latency
+    kv_transfer_latency_us: float | None = Field(None, ge=0, le=MAX_TIME_S)  # override the link latency
     decode_router: Literal["round_robin", "least_outstanding", "least_kv"] = "least_kv"
 
     @model_validator(mode="after")
@@ -59,8 +62,24 @@ class FeatureKnobs(StrictModel):
     @model_validator(mode="after")
     def _disagg_knobs(self):
         if (self.prefill_replicas is None) != (self.decode_replicas is None):
-            raise ValueError("set both prefill_replicas and decode_replicas (each >= 1), or neither")
+            raise ValueError("set both prefill_replicas and decode_replicas (--prefill-replicas, --decode-replicas; "
+                             "each >= 1), or neither")
+        if self.is_disaggregated and self.prefill_replicas + self.decode_replicas > MAX_CLUSTER_REPLICAS:
+            raise ValueError(f"prefill_replicas + decode_replicas must be at most {MAX_CLUSTER_REPLICAS:,}")
         return self
+
+    def idle_knob(self) -> tuple[str, str] | None:
+        """(knob, what it needs) for a feature knob set away from its default whose feature is off,
+        so it would change nothing (refused by `sim.run.run`: never silently ignored); else None.
+        Not a validator: `infersim disagg` and the planner build disaggregated layouts from a base
+        config that carries the groups' knobs before its replica counts."""
+        disagg_flags = "--prefill-replicas and --decode-replicas"
+        for knobs, needs, off in ((_SPEC_KNOBS, "--spec-tokens > 0", not self.spec_tokens),
+                                  (_DISAGG_KNOBS, disagg_flags, not self.is_disaggregated)):
+            for knob in knobs if off else ():
+                if getattr(self, knob) != type(self).model_fields[knob].get_default(call_default_factory=True):
+                    return knob, needs
+        return None
 
     @property
     def is_disaggregated(self) -> bool:

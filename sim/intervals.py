@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from sim.budget import MAX_REPLAYS, MAX_REQUEST_RUNS, require
 from sim.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.extrapolation import extrapolation_reasons
@@ -51,9 +52,12 @@ def perturbed_cost_scales(cfg: EngineConfig, n: int) -> list[dict[str, float]]:
     return [draw_time_scale(sigmas, np.random.default_rng([cfg.seed, i])) for i in range(n)]
 
 
-def check_replays(n: int) -> None:
-    if n < 2:
-        raise InputError("--uncertainty", None, f"at least 2 replays, or leave it out (got {n})")
+def check_replays(n: int, n_requests: int | None = None) -> None:
+    """InputError unless `n` replays (of `n_requests` requests each) fit sim.budget."""
+    if not 2 <= n <= MAX_REPLAYS:
+        raise InputError("--uncertainty", None, f"from 2 to {MAX_REPLAYS:,} replays, or leave it out (got {n})")
+    if n_requests is not None:
+        require(n * n_requests, MAX_REQUEST_RUNS, "simulated requests", "--uncertainty x requests", "--uncertainty")
 
 
 def prediction_intervals(cfg: EngineConfig, workload: Trace | ClosedLoop, n: int,

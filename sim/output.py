@@ -1,5 +1,5 @@
 """Writing a run's files atomically: each file via a temp file in the same folder, then rename;
-a whole run folder via a temporary sibling folder swapped into place (`atomic_run_dir`).
+a whole run folder via `sim.run_folder.atomic_run_dir`.
 
 Nothing already written is lost or left half-written if a run fails or is killed mid-write, and
 a reader never sees files of two runs side by side.
@@ -7,14 +7,11 @@ a reader never sees files of two runs side by side.
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import json
 import math
 import os
-import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,15 +34,29 @@ def prepare_out_dir(out_dir: Path) -> Path:
 
 
 def _atomic_write(path: Path, write) -> None:
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """`write(tmp)` into a temporary file next to `path`, then rename it into place. An OSError
+    names `path` (the user's), never the temporary file."""
+    try:
+        handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(handle)
     try:
         write(tmp_name)
-        os.chmod(tmp_name, 0o666 & ~_umask())
+        with_normal_mode(tmp_name)
         os.replace(tmp_name, path)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def with_normal_mode(path, folder: bool = False) -> None:
+    """Give a file made by `tempfile` (0600, 0700) the mode a plain `open` would: 0666 (0777 for
+    a folder) less the umask, so the files of a run are as readable as any other the user makes."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~_umask())
 
 
 def _umask() -> int:
@@ -122,142 +133,57 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
     _atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
 
 
-# ---- whole run folders ---------------------------------------------------------------------------
-# A run writes into a temporary sibling `.<name>.partial-<pid>-<token>` and, once every file is
-# there, swaps it with --out in one rename (Linux renameat2 RENAME_EXCHANGE; elsewhere two renames
-# with a moment where --out is absent, never mixed). A reader sees the old run whole or the new one
-# whole. Temporary siblings whose process is gone (a kill -9) are removed by the next run there.
-
-_PARTIAL, _OLD = "partial", "old"
+def check_file_target(path: Path, flag: str) -> None:
+    """InputError (naming `flag`) unless a file can be written at `path`: not a folder, in an
+    existing folder. Called before any work, so a run never fails at its last step."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(flag, None, f"{path} is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise InputError(flag, None, f"the folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise InputError(flag, None, f"cannot write in {path.parent} (permission denied)")
 
 
 @contextmanager
-def atomic_run_dir(out_dir: Path, owned_names: Iterable[str]) -> Iterator[Path]:
-    """Yield an empty temporary folder next to `out_dir`; on success it replaces `out_dir` whole,
-    on any failure it is removed and `out_dir` is left as it was.
+def staged_files() -> Iterator[Callable]:
+    """`stage(path, write)` writes a file now, next to `path` under a temporary name (returned,
+    with `path`'s suffix); when the
+    block ends without error every staged file is renamed into place, on any error or interrupt
+    they are removed. Lets a command write a file beside its atomic run folder within the same
+    step: nothing is published unless everything was written."""
+    staged: list[tuple[str, Path]] = []
 
-    Checked before the caller does any work: `out_dir` is not a file, is new or empty or a run
-    folder (only `owned_names` and dot-files), and its parent is writable (the
-    temporary folder is created there). Failures are `InputError` naming --out."""
-    out_dir = Path(out_dir).absolute()
-    if out_dir.is_symlink():  # replace the folder it points to, not the link
-        out_dir = out_dir.resolve()
-    _check_replaceable(out_dir, set(owned_names))
-    created = _make_parents(out_dir.parent)
-    try:
-        remove_stale_partials(out_dir)
-        tmp = _new_sibling(out_dir, _PARTIAL)
-    except BaseException:
-        _remove_empty(created)
-        raise
-    try:
-        yield tmp
-        _publish(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        _remove_empty(created)
-        raise
-
-
-def _check_replaceable(out_dir: Path, owned: set[str]) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError("--out", None, f"{out_dir} exists and is not a directory")
-    if not out_dir.is_dir():
-        return
-    try:
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in owned and not p.name.startswith("."))
-    except OSError as exc:
-        raise InputError("--out", None, f"cannot list {out_dir} ({exc.strerror})") from None
-    if foreign:
-        raise InputError("--out", None, f"{out_dir} holds files that are not from a run ({', '.join(foreign[:3])}); a "
-                                        "run replaces its folder whole: give a new or empty folder or an earlier run's")
-
-
-def _make_parents(parent: Path) -> list[Path]:
-    """Create `parent` (and its missing ancestors); return those created, deepest first."""
-    missing = []
-    folder = parent
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    if not folder.is_dir():
-        raise InputError("--out", None, f"{folder} is a file, so it cannot hold the {parent.name} folder")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError("--out", None, f"cannot create {exc.filename or parent} ({exc.strerror})") from None
-    return missing
-
-
-def _remove_empty(folders: list[Path]) -> None:
-    for folder in folders:
+    def stage(path: Path, write) -> Path:
+        path = Path(path)
+        try:  # the same suffix: a staged YAML can be read back as one before it is published
+            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        os.close(handle)
+        staged.append((tmp_name, path))
         try:
-            folder.rmdir()
-        except OSError:
-            return
+            write(tmp_name)
+            with_normal_mode(tmp_name)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+        return Path(tmp_name)
 
-
-def _new_sibling(out_dir: Path, kind: str) -> Path:
-    prefix = f".{out_dir.name}.{kind}-{os.getpid()}-"
     try:
-        return Path(tempfile.mkdtemp(prefix=prefix, dir=out_dir.parent))
-    except OSError as exc:
-        raise InputError("--out", None, f"cannot write in {out_dir.parent} ({exc.strerror})") from None
+        yield stage
+    except BaseException:
+        for tmp_name, _ in staged:
+            Path(tmp_name).unlink(missing_ok=True)
+        raise
+    for tmp_name, path in staged:
+        os.replace(tmp_name, path)
 
 
-def remove_stale_partials(out_dir: Path) -> list[Path]:
-    """Remove the temporary siblings of `out_dir` left by runs whose process is gone; return them."""
-    removed = []
-    for kind in (_PARTIAL, _OLD):
-        for path in out_dir.parent.glob(f".{glob.escape(out_dir.name)}.{kind}-*"):
-            pid = path.name[len(f".{out_dir.name}.{kind}-"):].split("-")[0]
-            if pid.isdigit() and not _process_alive(int(pid)):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
-    return removed
+# ---- whole run folders live in sim/run_folder.py (which imports this module); the callers that
+# import them from here get them on first use.
+def __getattr__(name: str):
+    if name in ("atomic_run_dir", "remove_stale_partials"):
+        import sim.run_folder
 
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _publish(tmp: Path, out_dir: Path) -> None:
-    """Put `tmp` at `out_dir`: a rename when there is nothing there, else an atomic exchange
-    (the old run ends up at `tmp` and is removed)."""
-    os.chmod(tmp, 0o777 & ~_umask())
-    if not out_dir.exists():
-        try:
-            os.rename(tmp, out_dir)
-            return
-        except OSError:
-            if not out_dir.exists():
-                raise
-    if not _exchange(tmp, out_dir):
-        old = _new_sibling(out_dir, _OLD)
-        os.rename(out_dir, old / "run")
-        os.rename(tmp, out_dir)
-        tmp = old
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
-_RENAME_EXCHANGE = 2  # linux/fs.h
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths in one step (Linux renameat2); False where the system cannot."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd = -100
-    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
-    return result == 0
+        return getattr(sim.run_folder, name)
+    raise AttributeError(f"module 'sim.output' has no attribute {name!r}")

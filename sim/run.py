@@ -11,18 +11,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.budget import MAX_TIME_S
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.output import atomic_run_dir, write_columns_parquet, write_csv, write_json, write_parquet
+from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
 from sim.provenance import provenance, trace_sha256
 from sim.replica_split import simulate_cluster
+from sim.run_folder import atomic_run_dir
 from sim.simulate import SimResult
 from sim.slo import PlanSLO, slo_report
 from sim.summary import DEFAULT_PERCENTILES, requests_columns, summarize
 from sim.trace import ClosedLoop, Trace
-from sim.workload import apply_transforms, load_workload
+from sim.workload import load_workload
 from sim.workload.load import spec_seed
 from sim.workload.synthetic.arrivals import arrival_times_s
+from sim.workload.transforms import scale_rate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,7 +96,7 @@ def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: flo
     if rate_scale is not None:
         if not (math.isfinite(rate_scale) and rate_scale > 0):
             raise InputError("--rate-scale", None, f"must be a finite number > 0; got {rate_scale}")
-        workload = apply_transforms(workload, rate_scale=rate_scale)
+        workload = scale_rate(workload, rate_scale, where="--rate-scale")
     if qps is not None:
         workload = poisson_arrivals(workload, qps, seed)
     return workload
@@ -104,7 +107,11 @@ def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
     if not (qps > 0 and math.isfinite(qps)):
         raise InputError("--qps", None, f"must be a number of requests/s > 0; got {qps}")
     timed = trace.take(np.arange(len(trace)))
-    timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))
+    with np.errstate(over="ignore"):
+        timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))
+    if not timed.arrival_s.max() <= MAX_TIME_S:
+        raise InputError("--qps", None, f"{qps:g} req/s spreads {len(trace):,} requests over more than "
+                                        f"{MAX_TIME_S:g} s of simulated time; give a higher rate")
     return timed
 
 
@@ -118,7 +125,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
     (sim.slo.slo_report over every request).
 
-    The folder is replaced whole (see `sim.output.atomic_run_dir`): its parent's writability is
+    The folder is replaced whole (see `sim.run_folder.atomic_run_dir`): its parent's writability is
     checked before simulating, and a failed or killed run leaves an earlier run's folder as it was.
     summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
@@ -127,21 +134,39 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     from sim.intervals import check_replays
     from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
 
+    idle = cfg.idle_knob()
+    if idle is not None:
+        knob, needs = idle
+        flag = (f"--{knob}-hardware/--{knob}-tp/--{knob}-policy" if knob in ("prefill", "decode")
+                else f"--{knob.replace('_', '-')}")
+        raise InputError(flag, None, f"has no effect without {needs}: give them or drop it")
     if uncertainty is not None:
-        check_replays(uncertainty)
-    runner = make_backend(backend, workers, address)
-    if out_dir is None:
-        output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
-    else:
-        with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
-            write_columns_parquet(tmp_dir / "requests.parquet", output.columns)
-            if cfg.record_steps:
-                write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
-            write_json(tmp_dir / "summary.json", output.summary)
+        check_replays(uncertainty, _n_requests(workload))
     if csv_path is not None:
-        write_csv(csv_path, output.requests)
+        check_file_target(csv_path, "--csv")
+    runner = make_backend(backend, workers, address)
+    with staged_files() as stage:  # the CSV is written before the folder is published, renamed after
+        if out_dir is None:
+            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
+            _stage_csv(stage, csv_path, output)
+        else:
+            with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
+                output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
+                write_columns_parquet(tmp_dir / "requests.parquet", output.columns)
+                if cfg.record_steps:
+                    write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
+                write_json(tmp_dir / "summary.json", output.summary)
+                _stage_csv(stage, csv_path, output)
     return output
+
+
+def _n_requests(workload: Trace | ClosedLoop) -> int:
+    return len(workload.pool if isinstance(workload, ClosedLoop) else workload)
+
+
+def _stage_csv(stage, csv_path: Path | None, output: RunOutput) -> None:
+    if csv_path is not None:
+        stage(csv_path, lambda tmp: output.requests.to_csv(tmp, index=False))
 
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
@@ -151,6 +176,10 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
 
     with backend:
         result = simulate_cluster(cfg, workload, backend, progress)
+        if not result.sim_duration_s <= MAX_TIME_S:  # every input in range, their product not: refuse, never report
+            raise InputError("the run", None, f"its simulated clock reached {result.sim_duration_s:g} s, past "
+                                              f"{MAX_TIME_S:g} s: a rate, bandwidth or time among the inputs is out "
+                                              "of scale (e.g. --kv-transfer-gb-s, --rate-scale, --qps)")
         columns = requests_columns(result)
         summary = summarize(result, columns, percentiles)
         summary["slo_attainment"] = None if slo is None else slo_report(columns, slo, result.sim_duration_s)

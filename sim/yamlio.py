@@ -14,6 +14,27 @@ from sim.errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses aliases (`*name`): a 300-byte file of nested aliases (a
+    "billion laughs" bomb) expands to billions of nodes for whatever walks the result."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, f"aliases (*name) are not accepted, line {mark.line + 1}; "
+                                                          "write the value out", None)
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str):
+    """yaml.safe_load without aliases (see `_NoAliasLoader`): every user YAML is read through it."""
+    loader = _NoAliasLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def read_mapping(path: Path) -> dict:
     """Parse a YAML or JSON file that must hold a mapping; InputError otherwise."""
     try:
@@ -21,7 +42,7 @@ def read_mapping(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"cannot read file ({exc.__class__.__name__})") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         kind = "JSON" if path.suffix == ".json" else "YAML"
         raise InputError(path, None, f"not valid {kind} ({str(exc).splitlines()[0]})") from None
@@ -37,10 +58,11 @@ def validate(model_type: type[M], data: dict, where: Path | str) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or None
-        raise InputError(where, field, _describe(first)) from None
+        raise InputError(where, field, describe_error(first)) from None
 
 
-def _describe(error: dict) -> str:
+def describe_error(error: dict) -> str:
+    """A pydantic error as the part of the one line after `file: field:`."""
     if error["type"] == "missing":
         return "required field is missing"
     if error["type"] == "extra_forbidden":

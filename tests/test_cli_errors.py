@@ -40,9 +40,15 @@ def _raise_os_error(**_):
     raise PermissionError(13, "Permission denied", "/root/out")
 
 
-RAISERS = {"input": _raise_input_error, "validation": _raise_validation_error, "os": _raise_os_error}
+def _raise_memory_error(**_):  # what numpy raises past the address-space limit (sim.budget refuses it earlier)
+    raise MemoryError("Unable to allocate 72.8 TiB for an array with shape (10000000000000,) and data type float64")
+
+
+RAISERS = {"input": _raise_input_error, "validation": _raise_validation_error, "os": _raise_os_error,
+           "memory": _raise_memory_error}
 EXPECTED = {
-    "input": "spec.yaml: n_requests: must be", "validation": "_Positive: n: ", "os": "/root/out: Permission denied",
+    "input": "spec.yaml: n_requests: must be", "validation": "error: n: Input should be greater than 0",
+    "os": "/root/out: Permission denied", "memory": "error: out of memory (Unable to allocate 72.8 TiB);",
 }
 
 
@@ -62,6 +68,7 @@ def test_bad_input_from_any_command_is_one_line_exit_2(monkeypatch, path, kind):
     assert result.exit_code == 2, result.output
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
     assert EXPECTED[kind] in lines[0], result.output  # the command's own error, not a usage error
+    assert "_Positive" not in lines[0]  # never the name of an internal model
     assert "Traceback" not in result.output
 
 

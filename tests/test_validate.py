@@ -71,8 +71,8 @@ def test_cases_the_simulator_cannot_express_are_reported_not_skipped(tmp_path):
     ({"gpu": "TPUv5"}, "unknown GPU 'TPUv5'"),
     ({"engine": "ollama"}, "unknown engine 'ollama'"),
     ({"workload": "poisson"}, "workload: must be one of"),
-    ({"value": -3}, "value: must be > 0"),
-    ({"tp": 0}, "tp: must be >= 1"),
+    ({"value": -3}, "value: must be a finite number > 0"),
+    ({"tp": 0}, "tp: must be a whole number in [1, 1,024]"),
 ])
 def test_bad_case_files_are_one_line_and_exit_2(tmp_path, change, message):
     row = dict(ROW)

@@ -30,7 +30,7 @@ def engine(
     from sim.engines.overhead import EngineOverhead
     from sim.engines.preset import load_engine
     from sim.errors import InputError
-    from sim.output import write_text
+    from sim.output import check_file_target, staged_files
     from sim.validate.bench_json import cases_from_bench_json
     from sim.validate.cases import load_cases
     from sim.validate.fit import fit_overhead, tap_case
@@ -39,6 +39,9 @@ def engine(
 
     if split not in ("all", "fit"):
         raise typer.BadParameter("must be all or fit", param_hint="--split")
+    if out.suffix not in (".yaml", ".yml"):  # checked before any work: the result is read back as a preset
+        raise InputError("--out", None, f"{out} must end in .yaml or .yml (an engine preset YAML)")
+    check_file_target(out, "--out")
     from sim.cli.measured import calibrate_measured, split_measured
 
     per_request, others = split_measured(measured)
@@ -78,10 +81,12 @@ def engine(
                             per_token_us=round(float(fitted.per_token_s) * 1e6, 3))
     sources = ", ".join(p.name for p in measured)
     data["fitted_on"] = f"infersim calibrate engine --objective {objective} on {len(tapped)} case(s) from {sources}"
-    write_text(out, "# Written by `infersim calibrate engine`.\n" + yaml.safe_dump(data, sort_keys=False))
+    text = "# Written by `infersim calibrate engine`.\n" + yaml.safe_dump(data, sort_keys=False)
     used = [t.case for t in tapped]
-    before = summary_rows([predict(c, preset, max_sim_requests) for c in used])[-1]["median_abs_error"]
-    after = summary_rows([predict(c, str(out), max_sim_requests) for c in used])[-1]["median_abs_error"]
+    with staged_files() as stage:  # written, read back and scored; published only if all of that works
+        staged = stage(out, lambda tmp: Path(tmp).write_text(text))
+        before = summary_rows([predict(c, preset, max_sim_requests) for c in used])[-1]["median_abs_error"]
+        after = summary_rows([predict(c, str(staged), max_sim_requests) for c in used])[-1]["median_abs_error"]
     report = {"engine": base.name, "out": str(out), "n_cases_fitted": len(tapped), "skipped": skipped,
               "overhead_us": {k: data["overhead"][k] for k in ("per_step_us", "per_seq_us", "per_token_us")},
               "median_abs_error_before": before, "median_abs_error_after": after}

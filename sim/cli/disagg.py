@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
 
+from sim.budget import check_layouts
 from sim.cli.common import print_json, print_table
 from sim.config import load_config
 from sim.disagg.compare import compare_splits
@@ -33,17 +35,27 @@ def disagg(
     as_json: bool = typer.Option(False, "--json", help="print the rows as JSON"),
 ) -> None:
     """Aggregated vs P:D disaggregated clusters of equal GPU count: TTFT/TPOT p99, goodput per GPU."""
-    if load <= 0:
-        raise InputError("--load", None, "must be > 0")
+    if not (math.isfinite(load) and load > 0):
+        raise InputError("--load", None, f"must be a finite number > 0 (got {load})")
+    for flag, limit_s in (("--ttft-slo", ttft_slo), ("--tpot-slo", tpot_slo)):
+        if not (math.isfinite(limit_s) and limit_s > 0):
+            raise InputError(flag, None, f"must be a finite number of seconds > 0 (got {limit_s})")
     if max_requests < 1:
         raise InputError("--max-requests", None, "must be >= 1")
     layouts = parse_pd_ratios(ratios, "--ratios")
+    check_layouts(layouts, "--ratios")
     overrides = {"model": model, "hardware": hardware, "tp": tp, "policy": policy,
                  "slo": {"ttft_s": ttft_slo, "tpot_s": tpot_slo}}
     base = load_config(config, overrides)
 
     def workload_for(n_replicas: int):
-        return load_run_workload(trace, rate_scale=load * n_replicas, max_requests=max_requests, seed=base.seed)
+        try:
+            return load_run_workload(trace, rate_scale=load * n_replicas, max_requests=max_requests, seed=base.seed)
+        except InputError as exc:  # the rate factor is --load x replicas: name this command's flag
+            if exc.where != "--rate-scale":
+                raise
+            raise InputError("--load", None, exc.allowed.replace("a factor of", "a rate factor (--load x replicas) of")
+                             ) from None
 
     rows = [r.row() for r in compare_splits(base, workload_for, layouts)]
     if as_json:

@@ -8,6 +8,7 @@ point of the console script and of typer's test runner alike.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -19,16 +20,49 @@ from sim.errors import InputError
 EXIT_BAD_INPUT = 2
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (how schedulers stop jobs), raised where the program is, so that everything a
+    Ctrl-C cleans up (partial folders, staged files) is cleaned up for it too."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def interrupt_exit_code(exc: BaseException) -> int:
+    """128 + the signal: 143 for SIGTERM, 130 for SIGINT (Ctrl-C)."""
+    return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+
+
+def interrupted_line(exc: BaseException) -> str:
+    """`interrupted; D left as it was` for the run folders the interrupt left untouched."""
+    folders = getattr(exc, "out_dirs", None)
+    if folders:
+        return f"interrupted; {', '.join(str(f) for f in folders)} left as it was"
+    return "interrupted; nothing written"
+
+
+def printable(line: str) -> str:
+    """`line` with control and other unprintable characters (escape sequences, newlines, bidi
+    overrides in a file name) written as Python escapes, so the one line stays one plain line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+
+
 def one_line(exc: BaseException) -> str | None:
     """The single line for a bad-input exception, or None when `exc` is not bad input."""
     if isinstance(exc, InputError):
         return exc.line()
-    if isinstance(exc, ValidationError):
+    if isinstance(exc, ValidationError):  # our schemas are read through sim.yamlio; this is the fallback
+        from sim.yamlio import describe_error
+
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        return f"{exc.title}: {field}: {first['msg']}" if field else f"{exc.title}: {first['msg']}"
+        return f"{field}: {describe_error(first)}" if field else describe_error(first)
     if isinstance(exc, OSError):
         return _os_error_line(exc)
+    if isinstance(exc, MemoryError):  # the last resort: sim.budget refuses what it can foresee
+        what = str(exc).split(" for an array")[0] or "a size asked for"
+        return f"out of memory ({what}); ask for fewer requests, replicas, draws or tokens"
     if hasattr(exc, "format_message"):  # click's (typer's vendored click's) usage and parameter errors
         ctx = getattr(exc, "ctx", None)
         return f"{ctx.command_path}: {exc.format_message()}" if ctx is not None else exc.format_message()
@@ -43,13 +77,33 @@ def _os_error_line(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {what}" if paths else f"{exc.__class__.__name__}: {what}"
 
 
+class _Interrupt(Exception):
+    """Carries a KeyboardInterrupt past typer's own handler (which turns it into a bare exit 130)."""
+
+    def __init__(self, interrupt: KeyboardInterrupt):
+        super().__init__("interrupted")
+        self.interrupt = interrupt
+
+
 class OneLineErrors(TyperGroup):
-    """A typer group whose `main` turns bad input into `error: <one line>` and exit status 2."""
+    """A typer group whose `main` turns bad input into `error: <one line>` and exit status 2, and
+    an interrupt (Ctrl-C, SIGTERM) into `error: interrupted; D left as it was` and 130 / 143."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as interrupt:
+            raise _Interrupt(interrupt) from None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        previous = _on_sigterm(_raise_terminated)
         try:
             code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                 standalone_mode=False, **extra)
+        except (_Interrupt, KeyboardInterrupt) as exc:
+            interrupt = exc.interrupt if isinstance(exc, _Interrupt) else exc
+            typer.echo(f"error: {printable(interrupted_line(interrupt))}", err=True)
+            code = interrupt_exit_code(interrupt)
         except typer.Abort:
             typer.echo("aborted", err=True)
             code = 1
@@ -60,9 +114,21 @@ class OneLineErrors(TyperGroup):
             line = one_line(exc)
             if line is None:
                 raise
-            typer.echo(f"error: {line}", err=True)
+            typer.echo(f"error: {printable(line)}", err=True)
             code = EXIT_BAD_INPUT
+        finally:
+            _on_sigterm(previous)
         return _finish(code, standalone_mode)
+
+
+def _on_sigterm(handler):
+    """Install `handler` for SIGTERM (main thread only); return the one it replaces."""
+    if handler is None:
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (an embedding test runner): leave signals alone
+        return None
 
 
 def _finish(code, standalone_mode: bool) -> int:

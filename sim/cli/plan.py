@@ -69,6 +69,7 @@ def plan(
     Search: double or halve, then bisect to 4.4% steps (assumes lower rates never do worse).
 
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
+    from sim.budget import check_layouts
     from sim.config import load_config
     from sim.intervals import check_replays
     from sim.output import atomic_run_dir, write_json
@@ -94,6 +95,7 @@ def plan(
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
     knob_grid = parse_knob_search(search or [])
     pd_ratios = None if disagg is None else parse_pd_ratios(disagg)
+    check_layouts(pd_ratios or [], "--disagg")  # sim.budget: replicas of every layout
     if pd_ratios and not verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     if uncertainty is not None:

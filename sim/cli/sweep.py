@@ -104,9 +104,11 @@ def _run_with_progress(points, grid_keys: list[str], out: Path, runner) -> Sweep
     try:
         with bar:
             return run_sweep(points, grid_keys, out, runner, on_start, lambda row: bar.advance(task))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
+        from sim.cli.errors import interrupt_exit_code
+
         console.print(f"interrupted: finished points are kept in {out}; run the same command to resume")
-        raise typer.Exit(code=130) from None
+        raise typer.Exit(code=interrupt_exit_code(interrupt)) from None
 
 
 def _print_outcome(outcome: SweepOutcome, frame, grid_keys: list[str]) -> None:

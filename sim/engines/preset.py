@@ -13,22 +13,25 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, model_validator
 
+from sim.budget import MAX_CAPTURE_SIZES
 from sim.errors import InputError
+from sim.schema import MAX_TOKENS, StrictModel
 from sim.yamlio import read_mapping, validate
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-NonNegative = Field(ge=0)
+# StrictModel: unknown keys refused, finite floats only (no .inf/.nan), no true/false for numbers.
+MAX_OVERHEAD_US = 1e6  # an engine's CPU cost per step, sequence or token: a second is no engine's
+NonNegative = Field(ge=0, le=MAX_OVERHEAD_US)
+CaptureSize = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 
 
-class Scheduling(BaseModel):
+class Scheduling(StrictModel):
     """Scheduler knobs, named as infersim's config keys (= vLLM's names where they exist)."""
 
-    model_config = _STRICT
     policy: Literal["static", "continuous", "chunked", "radix"]
     max_num_seqs: PositiveInt
     max_num_batched_tokens: PositiveInt
@@ -39,22 +42,20 @@ class Scheduling(BaseModel):
     gpu_memory_utilization: float = Field(gt=0, le=1)
 
 
-class KVDefaults(BaseModel):
+class KVDefaults(StrictModel):
     """KV-cache dtype when the user gives none: for full-precision and for quantized checkpoints."""
 
-    model_config = _STRICT
     dtype: str = "bf16"
     dtype_quantized_checkpoint: str = "bf16"
 
 
-class CudaGraph(BaseModel):
+class CudaGraph(StrictModel):
     """Captured batch sizes: a step whose size is at most the largest captured size runs the graph
     of the next captured size up, so its GPU time is that of the padded batch. `scope` says which
     steps replay graphs: `decode` (pure decode steps; size = sequences) or `all` (piecewise graphs
     around attention; size = tokens of any step)."""
 
-    model_config = _STRICT
-    capture_sizes: list[PositiveInt] = []
+    capture_sizes: list[CaptureSize] = Field([], max_length=MAX_CAPTURE_SIZES)
     scope: Literal["decode", "all"] = "decode"
     # only sizes up to max_per_seq x max_num_seqs are captured (vLLM V1: min(2 x max_num_seqs, 512))
     max_per_seq: PositiveInt | None = None
@@ -66,7 +67,7 @@ class CudaGraph(BaseModel):
         return self
 
 
-class Overhead(BaseModel):
+class Overhead(StrictModel):
     """The engine's CPU time per step: `per_step_us + per_seq_us * sequences + per_token_us *
     tokens` (scheduling, input preparation, sampling, detokenisation). `overlap: false` adds it to
     the GPU time; `overlap: true` runs it beside the GPU (the next step is prepared while this one
@@ -74,12 +75,11 @@ class Overhead(BaseModel):
     `num_scheduler_steps` > 1 (vLLM multi-step) schedules once per that many decode steps, so a
     decode step pays 1/n of the per-step and per-sequence cost."""
 
-    model_config = _STRICT
     per_step_us: float = NonNegative
     per_seq_us: float = NonNegative
     per_token_us: float = NonNegative
     overlap: bool = False
-    residue_us: float = Field(0.0, ge=0)
+    residue_us: float = Field(0.0, ge=0, le=MAX_OVERHEAD_US)
     num_scheduler_steps: PositiveInt = 1
     # the batch of step n+1 is formed when step n is launched (vLLM V1 async scheduling, SGLang and
     # TensorRT-LLM overlap schedulers): a request arriving during step n joins step n+2 (sim/engine.py)
@@ -113,8 +113,7 @@ class CustomAllreduce(BaseModel):
     pcie_max_world_size: int = Field(2, ge=0)
 
 
-class EnginePreset(BaseModel):
-    model_config = _STRICT
+class EnginePreset(StrictModel):
     name: str
     engine: str
     version: str

@@ -31,7 +31,7 @@ def parse_knob_search(options: list[str]) -> dict[str, list]:
             raise InputError("--search", key or option, f"not a searchable engine knob; one of {', '.join(allowed)}")
         if key in grid:
             raise InputError("--search", key, "given twice; list all its values in one --search")
-        grid[key] = _parse_grid_option(option)[1]
+        grid[key] = _parse_grid_option(option, "--search")[1]
     return grid
 
 

@@ -5,9 +5,11 @@ so a crash anywhere loses only the points still in flight."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +21,7 @@ from typing import Any
 from sim.errors import InputError
 from sim.sweep.grid import SweepPoint
 from sim.sweep.point import run_point
+from sim.sweep.ray_connect import check_reachable, quiet_stderr
 
 BACKENDS = ("local", "ray")
 PARENT_CHECK_INTERVAL_S = 0.5
@@ -74,10 +77,14 @@ class LocalBackend:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Stop the worker processes (waits for running tasks; drops queued ones)."""
+    def close(self, now: bool = False) -> None:
+        """Stop the worker processes: wait for running tasks and drop queued ones; `now` (after an
+        interrupt): terminate them first (SIGTERM: they leave silently)."""
         if self._pool is not None:
             pool, self._pool = self._pool, None
+            if now:  # ProcessPoolExecutor has no public way to stop running tasks before Python 3.14
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.terminate()
             pool.shutdown(wait=True, cancel_futures=True)
 
     def run(self, points: list[SweepPoint]) -> Iterator[dict]:
@@ -103,15 +110,32 @@ class LocalBackend:
         try:
             while True:
                 for index in itertools.islice(queued, 2 * self.workers - len(pending)):
-                    pending.add(self._pool.submit(call_in_worker, fn, arg_tuples[index], index))
+                    with _sigint_blocked():  # a worker spawned here starts with Ctrl-C blocked (below)
+                        pending.add(self._pool.submit(call_in_worker, fn, arg_tuples[index], index))
                 if not pending:
                     return
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     yield future.result()
-        except BaseException:
-            self.close()
+        except BaseException as exc:
+            self.close(now=isinstance(exc, KeyboardInterrupt))
             raise
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """SIGINT held back in this thread for the block (delivered when it ends). The pool spawns its
+    workers inside `submit`, and a spawned process inherits the signal mask: a Ctrl-C at any
+    moment of a worker's start-up stays pending there, never a traceback; the parent handles it."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -124,6 +148,9 @@ def _exit_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+    # Ctrl-C reaches the whole process group: the parent prints the one line and stops the workers
+    # (LocalBackend.close(now=True)); a worker's own KeyboardInterrupt traceback would break that line
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class RayBackend:
@@ -176,13 +203,16 @@ class RayBackend:
         if ray.is_initialized():
             return False
         options = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
+        if self.address is not None:
+            check_reachable(self.address)
         try:
-            if self.address is not None:
-                ray.init(address=self.address, **options)
-            else:  # workers of a local cluster find `sim` where this process found it
-                paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]
-                env_vars = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-                ray.init(num_cpus=self.workers, runtime_env={"env_vars": env_vars}, **options)
+            with quiet_stderr():  # Ray's C++ core logs its retries to descriptor 2 (sim/sweep/ray_connect.py)
+                if self.address is not None:
+                    ray.init(address=self.address, **options)
+                else:  # workers of a local cluster find `sim` where this process found it
+                    paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]
+                    env_vars = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+                    ray.init(num_cpus=self.workers, runtime_env={"env_vars": env_vars}, **options)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise InputError("--address", None, f"cannot start or reach Ray ({str(exc).splitlines()[0]})") from None
         return True

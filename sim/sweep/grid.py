@@ -19,7 +19,7 @@ from pydantic import ConfigDict, PositiveFloat, PositiveInt, model_validator
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.schema import StrictModel
-from sim.yamlio import read_mapping, validate
+from sim.yamlio import load_yaml, read_mapping, validate
 
 GRID_WORKLOAD_KEYS = ("qps", "rate_scale")  # workload knobs a grid may vary
 BASE_WORKLOAD_KEYS = ("trace", "format", "max_requests", *GRID_WORKLOAD_KEYS)
@@ -74,31 +74,32 @@ def parse_grid(options: list[str]) -> dict[str, list]:
     return grid
 
 
-def _parse_grid_option(option: str) -> tuple[str, list]:
+def _parse_grid_option(option: str, flag: str = "--grid") -> tuple[str, list]:
+    """`key=v1,v2` as (key, values); errors name `flag` (plan's --search parses the same way)."""
     key, sep, listing = option.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise InputError("--grid", None, f"{option!r} is not key=v1,v2,... (e.g. max_num_seqs=32,64)")
+        raise InputError(flag, None, f"{option!r} is not key=v1,v2,... (e.g. max_num_seqs=32,64)")
     allowed = sweepable_keys()
     if key not in allowed:
-        raise InputError("--grid", key, f"unknown parameter; one of {', '.join(allowed)}")
+        raise InputError(flag, key, f"unknown parameter; one of {', '.join(allowed)}")
     texts = [t.strip() for t in listing.split(",")]
     if any(not t for t in texts):
-        raise InputError("--grid", key, f"empty value in {listing!r}; give v1,v2,... with no blanks")
-    values = [_scalar(key, t) for t in texts]
+        raise InputError(flag, key, f"empty value in {listing!r}; give v1,v2,... with no blanks")
+    values = [_scalar(key, t, flag) for t in texts]
     if len({json.dumps(v) for v in values}) != len(values):
-        raise InputError("--grid", key, f"a value is listed twice in {listing!r}")
+        raise InputError(flag, key, f"a value is listed twice in {listing!r}")
     return key, values
 
 
-def _scalar(key: str, text: str):
+def _scalar(key: str, text: str, flag: str = "--grid"):
     try:
-        value = yaml.safe_load(text)
+        value = load_yaml(text)
     except yaml.YAMLError:
         value = text
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    raise InputError("--grid", key, f"{text!r} is not a single value (a number, true/false, null or a name)")
+    raise InputError(flag, key, f"{text!r} is not a single value (a number, true/false, null or a name)")
 
 
 def load_base(path: Path | None) -> tuple[dict, dict]:

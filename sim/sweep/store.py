@@ -35,6 +35,7 @@ class ResultStore:
 
     def __init__(self, out_dir: Path):
         out_dir = Path(out_dir)
+        _check_layout(out_dir)
         self._new_paths = [p for p in (out_dir, out_dir / LOCK_NAME, out_dir / PARTS_DIR_NAME,
                                        out_dir / RESULTS_NAME) if not p.exists()]
         self.out_dir = prepare_out_dir(out_dir)
@@ -109,6 +110,17 @@ def _read_parts(parts_dir: Path) -> dict[str, dict]:
         if len(records) == 1 and records[0].get("point_id") == path.stem:
             rows[path.stem] = records[0]
     return rows
+
+
+def _check_layout(out_dir: Path) -> None:
+    """InputError (before any work) when a name the sweep writes is taken by the wrong kind of
+    entry: results.parquet or the lock a folder, parts/ a file."""
+    for name, folder in ((RESULTS_NAME, False), (LOCK_NAME, False), (PARTS_DIR_NAME, True)):
+        path = out_dir / name
+        if path.exists() and path.is_dir() != folder:
+            kind, wanted = ("a file", "folder") if folder else ("a folder", "file")
+            raise InputError("--out", None, f"{path} is {kind}; a sweep keeps its {name} {wanted} there: "
+                                            "move it or pick another folder")
 
 
 def _lock_exclusively(path: Path):

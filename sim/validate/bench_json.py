@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 from sim.errors import InputError
+from sim.numbers import strict_number
+from sim.schema import MAX_REQUESTS, MAX_TOKENS
 from sim.validate.cases import Case
 
 REQUIRED_KEYS = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
+
+
+def _no_repeated_keys(path: Path):
+    def pairs_to_dict(pairs: list) -> dict:
+        repeated = sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        if repeated:
+            raise InputError(path, repeated[0], "given twice; give each key once")
+        return dict(pairs)
+    return pairs_to_dict
 
 
 def cases_from_bench_json(path: Path, engine: str, model: str | None, hardware: str | None, tp: int,
@@ -18,7 +30,7 @@ def cases_from_bench_json(path: Path, engine: str, model: str | None, hardware: 
     `vllm bench serve` result: fixed-length requests of the run's mean input/output length, sent
     by `max_concurrency` clients (closed loop) or all at once (request rate inf)."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(), object_pairs_hook=_no_repeated_keys(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(path, None, f"cannot read a bench result JSON ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
@@ -28,23 +40,36 @@ def cases_from_bench_json(path: Path, engine: str, model: str | None, hardware: 
         raise InputError(path, None, f"missing key(s) {', '.join(missing)} (a `vllm bench serve --save-result` file)")
     if not model or not hardware:
         raise InputError("--model/--hardware", None, "required with a bench JSON (it does not name the GPU)")
-    completed = int(data["completed"])
-    if completed < 1:
-        raise InputError(path, "completed", "must be >= 1")
+    number = _reader(path, data)
+    completed = number("completed", whole=True, low=1, high=MAX_REQUESTS)
+    total_input = number("total_input_tokens", whole=True, low=1, high=MAX_REQUESTS * MAX_TOKENS)
+    total_output = number("total_output_tokens", whole=True, low=1, high=MAX_REQUESTS * MAX_TOKENS)
+    throughput = number("output_throughput", low=0.0, low_open=True)
     rate = data.get("request_rate", "inf")
-    if rate not in ("inf", None) and not (isinstance(rate, float) and math.isinf(rate)):
+    if rate not in ("inf", None) and not (isinstance(rate, float) and math.isinf(rate) and rate > 0):
         raise InputError(path, "request_rate", "only `--request-rate inf` runs can be replayed (all sent at once or "
                                                "with --max-concurrency)")
     concurrency = data.get("max_concurrency")
-    common = dict(source=f"{path} (vllm bench serve)", engine=engine, model=data.get("model_id") and model or model,
-                  gpu=hardware, tp=tp, weight_dtype=weight_dtype, num_requests=completed,
-                  input_len=max(1, round(data["total_input_tokens"] / completed)),
-                  output_len=max(1, round(data["total_output_tokens"] / completed)),
-                  workload="closed_loop" if concurrency else "infinite_rate",
-                  concurrency=int(concurrency) if concurrency else None, split="fit", file=str(path))
+    if concurrency is not None:
+        concurrency = number("max_concurrency", whole=True, low=1, high=MAX_REQUESTS)
+    input_len, output_len = max(1, round(total_input / completed)), max(1, round(total_output / completed))
+    for key, length in (("total_input_tokens", input_len), ("total_output_tokens", output_len)):
+        if length > MAX_TOKENS:
+            raise InputError(path, key, f"/ completed must be at most {MAX_TOKENS:,} tokens per request")
+    common = dict(source=f"{path} (vllm bench serve)", engine=engine, model=model, gpu=hardware, tp=tp,
+                  weight_dtype=weight_dtype, num_requests=completed, input_len=input_len, output_len=output_len,
+                  workload="closed_loop" if concurrency else "infinite_rate", concurrency=concurrency, split="fit",
+                  file=str(path))
     cases = [Case(case_id=f"{Path(path).stem}:output_throughput", metric="output_throughput_tok_s",
-                  value=float(data["output_throughput"]), **common)]
-    if data.get("mean_e2el_ms") and not concurrency:
+                  value=throughput, **common)]
+    if "mean_e2el_ms" in data and not concurrency:
         cases.append(Case(case_id=f"{Path(path).stem}:mean_e2el", metric="mean_e2e_latency_ms",
-                          value=float(data["mean_e2el_ms"]), **common))
+                          value=number("mean_e2el_ms", low=0.0, low_open=True), **common))
     return cases
+
+
+def _reader(path: Path, data: dict):
+    """number(key, **limits): data[key] through sim.numbers.strict_number, naming the file and key."""
+    def number(key: str, **limits):
+        return strict_number(data[key], str(path), key, **limits)
+    return number

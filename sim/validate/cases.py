@@ -18,12 +18,18 @@ clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency
 
 from __future__ import annotations
 
+import csv
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from sim.budget import MAX_TOTAL_TOKENS, require
+from sim.config import MAX_TP
 from sim.errors import InputError
+from sim.numbers import strict_number
+from sim.schema import MAX_REQUESTS, MAX_TOKENS
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 REQUIRED = ("source", "engine", "model", "gpu", "tp", "weight_dtype", "workload", "num_requests", "metric", "value")
@@ -78,6 +84,9 @@ def _load_file(path: Path) -> list[Case]:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise InputError(path, None, f"cannot read CSV ({exc.__class__.__name__})") from None
+    repeated = _repeated_header_names(path)
+    if repeated:
+        raise InputError(path, repeated[0], "column given twice; give each column once")
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise InputError(path, None, f"missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED)}")
@@ -85,7 +94,21 @@ def _load_file(path: Path) -> list[Case]:
     if unknown:
         raise InputError(path, None, f"unknown column(s) {', '.join(unknown)}; allowed: "
                                      f"{', '.join(REQUIRED + OPTIONAL)}")
+    if frame.empty:
+        raise InputError(path, None, "has a header but no rows (one measured result per row)")
     return [_row_case(path, i, row) for i, row in enumerate(frame.to_dict("records"), start=2)]
+
+
+_COUNT_LIMITS = {"tp": MAX_TP, "num_requests": MAX_REQUESTS, "input_len": MAX_TOKENS, "output_len": MAX_TOKENS,
+                 "concurrency": MAX_REQUESTS}
+
+
+def _repeated_header_names(path: Path) -> list[str]:
+    """Header names given more than once (pandas would rename the second `x.1`, a name the user
+    never wrote)."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        header = next(csv.reader(handle), [])
+    return sorted(name for name, n in Counter(n.strip() for n in header).items() if n > 1)
 
 
 def _int(path, line, row, key, minimum=1, required=True) -> int | None:
@@ -94,13 +117,7 @@ def _int(path, line, row, key, minimum=1, required=True) -> int | None:
         if required:
             raise InputError(f"{path}:{line}", key, "required for this workload")
         return None
-    try:
-        value = int(float(text))
-    except ValueError:
-        raise InputError(f"{path}:{line}", key, f"must be a whole number (got {text!r})") from None
-    if value < minimum:
-        raise InputError(f"{path}:{line}", key, f"must be >= {minimum} (got {value})")
-    return value
+    return strict_number(text, f"{path}:{line}", key, whole=True, low=minimum, high=_COUNT_LIMITS[key])
 
 
 def _choice(path, line, row, key, allowed) -> str:
@@ -124,13 +141,8 @@ def _row_case(path: Path, line: int, row: dict) -> Case:
     workload = _choice(path, line, row, "workload", WORKLOADS)
     metric = _choice(path, line, row, "metric", METRICS)
     fixed_lengths = workload not in ("sharegpt", "shared_prefix_stages")
-    try:
-        value = float(row["value"])
-    except ValueError:
-        raise InputError(f"{path}:{line}", "value", f"must be a number (got {row['value']!r})") from None
-    if not value > 0:
-        raise InputError(f"{path}:{line}", "value", f"must be > 0 (got {value})")
-    return Case(
+    value = strict_number(row["value"], f"{path}:{line}", "value", low=0.0, low_open=True)
+    return _checked_size(path, line, Case(
         case_id=str(row.get("case_id") or f"{path.stem}:{line}"),
         source=row["source"].strip(), engine=row["engine"].strip(), model=row["model"].strip(),
         gpu=row["gpu"].strip(), tp=_int(path, line, row, "tp"), weight_dtype=row["weight_dtype"].strip(),
@@ -142,4 +154,11 @@ def _row_case(path: Path, line: int, row: dict) -> Case:
         engine_args=_engine_args(path, line, str(row.get("engine_args", ""))),
         workload_args=_engine_args(path, line, str(row.get("workload_args", "")), "workload_args"),
         split=_choice(path, line, row, "split", SPLITS), note=str(row.get("note", "")).strip(), file=str(path),
-    )
+    ))
+
+
+def _checked_size(path: Path, line: int, case: Case) -> Case:
+    """The case, if replaying it stays within sim.budget (requests x tokens per request)."""
+    tokens = case.num_requests * ((case.input_len or 0) + (case.output_len or 0))
+    require(tokens, MAX_TOTAL_TOKENS, "tokens", "num_requests x (input_len + output_len)", f"{path}:{line}")
+    return case

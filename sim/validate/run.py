@@ -16,6 +16,7 @@ from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
 from sim.validate.staged import parse_staged, simulate_stages
 from sim.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
+from sim.yamlio import validate
 
 SHAREGPT_REASON = ("no bundled ShareGPT first-turn length table for this model's tokenizer (bundled: Llama-3, "
                    "Mistral v1 / Mixtral; sim.workload.vllm_sharegpt)")
@@ -57,7 +58,7 @@ def case_config(case: Case, engine: str | None = None) -> EngineConfig:
     if longest:
         data["max_model_len"] = max(longest + 1, 2048)
     data.update(case.engine_args)
-    return EngineConfig.model_validate(data)
+    return validate(EngineConfig, data, f"{case.file}: case {case.case_id}" if case.file else where)
 
 
 def cannot_express(case: Case) -> str | None:

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.budget import MAX_TIME_S, MAX_TOTAL_TOKENS, require
 from sim.errors import InputError
+from sim.numbers import strict_number
+from sim.schema import MAX_REQUESTS, MAX_SEED_EXCLUSIVE, MAX_TOKENS
 from sim.trace import ClosedLoop, Trace
 
 KEYS = ("batch", "requests", "concurrency", "isl", "osl", "think_s", "think_cv", "jitter", "seed")
@@ -44,17 +47,28 @@ def closed_loop(pool: Trace, arrival, seed: int) -> ClosedLoop:
 
 
 def parse_bench_spec(text: str) -> dict:
+    """`key=value,...` as {key: number}: each key once, each value strictly checked (whole counts
+    within sim.schema's limits, finite non-negative times, a seed in [0, 2**63)); InputError
+    naming --bench and the key otherwise."""
     values: dict = {}
     for item in [part.strip() for part in text.split(",") if part.strip()]:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or key not in KEYS:
             raise InputError("--bench", key or item, f"items are key=value with keys {', '.join(KEYS)}")
-        try:
-            values[key] = float(raw) if key in ("think_s", "think_cv", "jitter") else int(raw)
-        except ValueError:
-            raise InputError("--bench", key, f"must be a number (got {raw!r})") from None
+        if key in values:
+            raise InputError("--bench", key, "given twice; give each key once")
+        values[key] = strict_number(raw, "--bench", key, **_LIMITS[key])
     return values
+
+
+_LIMITS = {
+    "batch": dict(whole=True, low=1, high=MAX_REQUESTS), "requests": dict(whole=True, low=1, high=MAX_REQUESTS),
+    "concurrency": dict(whole=True, low=1, high=MAX_REQUESTS), "isl": dict(whole=True, low=1, high=MAX_TOKENS),
+    "osl": dict(whole=True, low=1, high=MAX_TOKENS), "think_s": dict(low=0.0, high=MAX_TIME_S),
+    "think_cv": dict(low=0.0, high=1e3), "jitter": dict(low=0.0, high=1.0),
+    "seed": dict(whole=True, low=0, high=MAX_SEED_EXCLUSIVE - 1),
+}
 
 
 def bench_workload(text: str) -> Trace | ClosedLoop:
@@ -67,21 +81,22 @@ def bench_workload(text: str) -> Trace | ClosedLoop:
     for key in ("isl", "osl"):
         if key not in v:
             raise InputError("--bench", key, "required (tokens per request)")
-    for key in ("batch", "requests", "concurrency", "isl", "osl"):
-        if key in v and v[key] < 1:
-            raise InputError("--bench", key, f"must be >= 1 (got {v[key]})")
-    for key in ("think_s", "think_cv"):
-        if v.get(key, 0.0) < 0:
-            raise InputError("--bench", key, f"must be >= 0 (got {v[key]})")
-    if not 0 <= v.get("jitter", 0.0) < 1:
-        raise InputError("--bench", "jitter", f"must be in [0, 1) (got {v['jitter']})")
+    if "concurrency" not in v and ("think_s" in v or "think_cv" in v):
+        raise InputError("--bench", None, "think_s/think_cv need concurrency=C (a closed loop)")
+    jitter = v.get("jitter", 0.0)
+    if jitter == 1.0:
+        raise InputError("--bench", "jitter", "must be in [0, 1) (got 1)")
+    for key in ("isl", "osl"):
+        if v[key] * (1 + jitter) > MAX_TOKENS:
+            raise InputError("--bench", key, f"{key} x (1 + jitter) must be at most {MAX_TOKENS:,} tokens")
+    count = "batch" if "batch" in v else "requests"
+    require(v[count] * (v["isl"] + v["osl"]) * (1 + jitter), MAX_TOTAL_TOKENS, "tokens", f"{count} x "
+            "(isl + osl)", "--bench")
     n = v.get("batch", v.get("requests"))
     seed = v.get("seed", 0)
     trace = Trace(np.zeros(n), np.full(n, v["isl"]), np.full(n, v["osl"]), source=f"bench {text}")
     length_seed, think_seed = np.random.SeedSequence([seed, 11]).generate_state(2)
-    trace = jitter_lengths(trace, v.get("jitter", 0.0), np.random.default_rng(length_seed))
+    trace = jitter_lengths(trace, jitter, np.random.default_rng(length_seed))
     if "concurrency" in v:
         return ClosedLoop(trace, v["concurrency"], v.get("think_s", 0.0), v.get("think_cv", 0.0), int(think_seed))
-    if "think_s" in v or "think_cv" in v:
-        raise InputError("--bench", None, "think_s/think_cv need concurrency=C (a closed loop)")
     return trace

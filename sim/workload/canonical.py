@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.output import with_normal_mode
 from sim.trace import ClosedLoop, Trace
 
 CANONICAL_EXTRAS = ("session_id", "turn")
@@ -81,6 +82,7 @@ def write_canonical_jsonl(workload: Trace | ClosedLoop, path: str | Path) -> int
                 stop = _chunk_end(trace, start)
                 _write_rows(handle, trace, start, stop)
                 start = stop
+        with_normal_mode(temp_name)  # not mkstemp's 0600
         os.replace(temp_name, path)
     except BaseException:
         os.unlink(temp_name)

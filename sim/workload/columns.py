@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from sim.budget import MAX_TIME_S
 from sim.errors import InputError
 from sim.schema import MAX_TOKENS
 from sim.trace import Trace
@@ -114,17 +115,22 @@ def build_trace(
     extra: dict | None = None,
     rebase_time: bool = True,
 ) -> Trace:
-    """Assemble a Trace: empty -> InputError; time re-based so the earliest request arrives
-    at 0 s (unless `rebase_time` is False: our canonical files are already relative, and
-    then times must be >= 0); unsorted arrivals sorted stably with a warning (InputError
+    """Assemble a Trace: empty -> InputError; negative times -> InputError; time re-based so the
+    earliest request arrives at 0 s (unless `rebase_time` is False: our canonical files are
+    already relative); at most sim.budget.MAX_TIME_S from first to last; unsorted arrivals
+    sorted stably with a warning (InputError
     when `strict`)."""
     if len(arrival_s) == 0:
         raise InputError(where, None, "no requests; expected at least one data row")
-    if rebase_time:
-        arrival_s = arrival_s - arrival_s.min()
-    elif arrival_s.min() < 0:
+    if arrival_s.min() < 0:  # refused, not shifted: shifting would move every request
         row = int(np.argmin(arrival_s)) + 1
         raise InputError(where, time_field, f"must be >= 0 s; row {row} has {arrival_s.min()}")
+    if rebase_time:
+        arrival_s = arrival_s - arrival_s.min()
+    if arrival_s.max() > MAX_TIME_S:
+        row = int(np.argmax(arrival_s)) + 1
+        raise InputError(where, time_field, f"spans at most {MAX_TIME_S:g} s; row {row} arrives {arrival_s.max():g} s "
+                                            "after the first")
     trace = Trace(
         arrival_s=arrival_s,
         prompt_tokens=prompt_tokens,

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from sim.errors import InputError
+from sim.yamlio import load_yaml
 
 TRACE_FORMATS = (
     "azure",
@@ -89,7 +90,7 @@ def read_text_head(path: Path) -> str:
 
 def _looks_like_spec(text: str) -> bool:
     try:
-        document = yaml.safe_load(text)
+        document = load_yaml(text)
     except yaml.YAMLError:
         return False
     return isinstance(document, dict) and bool({"trace", "synthetic"} & set(document))

@@ -24,6 +24,7 @@ from sim.workload.spec_models import Transforms, WorkloadSpec
 from sim.workload.synthetic.arrivals import arrival_times_s
 from sim.workload.synthetic.generate import generate_synthetic
 from sim.workload.transforms import apply_transforms
+from sim.yamlio import load_yaml
 
 
 def _first_error(path: Path, error: ValidationError) -> InputError:
@@ -41,7 +42,7 @@ def _first_error(path: Path, error: ValidationError) -> InputError:
 def read_spec(path: Path) -> WorkloadSpec:
     """Parse and validate a spec file; any problem is an InputError naming file and key."""
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = load_yaml(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise InputError(
             str(path), None, f"not valid YAML ({str(error).splitlines()[0]})"
@@ -107,7 +108,7 @@ def workload_from_spec(
     seed = seed if seed is not None else (spec.seed if spec.seed is not None else 0)
     if spec.trace is not None:
         return _trace_workload(spec, path, seed, strict)
-    workload = generate_synthetic(spec.synthetic, seed, base_dir=path.parent)
+    workload = generate_synthetic(spec.synthetic, seed, base_dir=path.parent, where=str(path))
     if isinstance(workload, ClosedLoop):
         if (
             spec.transforms.time_window_s

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from sim.budget import MAX_TIME_S
 from sim.errors import InputError
 from sim.trace import Trace
 
@@ -53,7 +54,12 @@ def scale_rate(
     if not (factor > 0 and math.isfinite(factor)):
         raise InputError(where, None, f"the factor must be a finite number > 0; got {factor}")
     scaled = trace.take(np.arange(len(trace)))
-    scaled.arrival_s = trace.arrival_s / factor
+    with np.errstate(over="ignore"):
+        scaled.arrival_s = trace.arrival_s / factor
+    span_s = float(scaled.arrival_s.max()) if len(scaled) else 0.0
+    if not span_s <= MAX_TIME_S:  # a tiny factor stretches the trace past any finite clock
+        raise InputError(where, None, f"a factor of {factor:g} makes the trace span {span_s:g} s; at most "
+                                      f"{MAX_TIME_S:g} s (a larger factor)")
     return scaled
 
 

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.budget import MAX_HASH_IDS, MAX_PREFIX_BLOCKS, MAX_ROWS, MAX_SEQUENCES, require
+from sim.errors import InputError
+from sim.schema import MAX_REQUESTS, MAX_TOKENS
 from sim.trace import ClosedLoop, Trace
 from sim.workload.bench import closed_loop
 from sim.workload.columns import ragged_offsets
@@ -60,8 +63,9 @@ def _segment_exclusive_cumsum(values: np.ndarray, first_row: np.ndarray, session
     return running - running[first_row][session_of]
 
 
-def _shared_prefixes(spec: Synthetic, rng: np.random.Generator, n_sessions: int):
-    """(SharedPrefixes, prefix index per session) for the system prompts / few-shot spec."""
+def _shared_prefixes(spec: Synthetic, rng: np.random.Generator, n_sessions: int, where: str):
+    """(SharedPrefixes, prefix index per session) for the system prompts / few-shot spec; the
+    prefixes' sizes are checked against sim.budget before they are built."""
     system, few_shot = spec.prefix.system_prompts, spec.prefix.few_shot
     system_tokens, system_of = np.zeros(1, dtype=np.int64), np.zeros(n_sessions, dtype=np.int64)
     if system is not None:
@@ -71,6 +75,8 @@ def _shared_prefixes(spec: Synthetic, rng: np.random.Generator, n_sessions: int)
     few_shot_of = np.zeros(n_sessions, dtype=np.int64)
     if few_shot is not None:
         instruction = few_shot.instruction_tokens
+        require(few_shot.n_templates * few_shot.n_shots, MAX_ROWS, "shot lengths",
+                "synthetic.prefix.few_shot.n_templates x n_shots", where)
         shots = sample_dist(few_shot.shot_tokens, rng, few_shot.n_templates * few_shot.n_shots)
         example_tokens = shots.reshape(few_shot.n_templates, few_shot.n_shots).sum(axis=1)
         few_shot_of = zipf_choice(rng, few_shot.n_templates, few_shot.zipf_s, n_sessions)
@@ -78,20 +84,40 @@ def _shared_prefixes(spec: Synthetic, rng: np.random.Generator, n_sessions: int)
     n_few_shot = int(few_shot_of.max()) + 1 if n_sessions else 1
     keys, prefix_of = np.unique(system_of * n_few_shot + few_shot_of, return_inverse=True)
     pairs = np.stack(np.divmod(keys, n_few_shot), axis=1)
+    pair_tokens = system_tokens[pairs[:, 0]] + instruction + example_tokens[pairs[:, 1]]
+    if len(pair_tokens) and pair_tokens.max() > MAX_TOKENS:
+        raise InputError(where, "synthetic.prefix", f"a shared prefix (system prompt + few-shot instruction + shots) "
+                                                    f"has {int(pair_tokens.max()):,} tokens; at most {MAX_TOKENS:,}")
+    require(float((pair_tokens // spec.hash_block_tokens).sum()), MAX_PREFIX_BLOCKS, "shared prefix blocks",
+            "synthetic.prefix (templates in use x their tokens / hash_block_tokens)", where)
     prefixes = build_shared_prefixes(
         system_tokens, instruction, example_tokens, pairs, spec.hash_block_tokens
     )
     return prefixes, prefix_of.reshape(-1)
 
 
+def _check_prompts(prompts: np.ndarray, block_tokens: int, where: str) -> None:
+    """Prompts as assembled (shared prefix + conversation history + message) within MAX_TOKENS,
+    and their hash ids (one per block) within sim.budget."""
+    if len(prompts) and prompts.max() > MAX_TOKENS:
+        row = int(np.argmax(prompts))
+        raise InputError(where, "synthetic", f"request {row} has a {int(prompts[row]):,}-token prompt after its shared "
+                                             f"prefix and history are put in front; at most {MAX_TOKENS:,}")
+    require(float(np.ceil(prompts / block_tokens).sum()), MAX_HASH_IDS, "prefix hash ids",
+            "requests x prompt tokens / hash_block_tokens", where)
+
+
 def generate_synthetic(
-    spec: Synthetic, seed: int, base_dir: Path | None = None
+    spec: Synthetic, seed: int, base_dir: Path | None = None, where: str = "synthetic"
 ) -> Trace | ClosedLoop:
     """The requests `spec` describes, sorted by arrival; a ClosedLoop for closed-loop arrivals.
-    Same spec and seed -> identical output."""
+    Same spec and seed -> identical output. Sizes that multiply (conversation turns, prompts
+    after their prefix and history, hash ids, parallel samples) are checked against sim.budget
+    before the arrays they size are made: InputError naming `where` (the spec file)."""
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(6)]
     turns, starts = _sessions(spec, rngs[0], rngs[1])
     n_sessions, n_rows = len(turns), int(turns.sum())
+    require(n_rows, MAX_REQUESTS, "requests", "synthetic sessions x prefix.multi_turn.turns", where)
     session_of = np.repeat(np.arange(n_sessions), turns)
     first_row = ragged_offsets(turns)[:-1]
     turn = np.arange(n_rows) - first_row[session_of]  # 0-based
@@ -99,10 +125,14 @@ def generate_synthetic(
     gaps_s = np.where(turn > 0, rngs[2].exponential(1.0, size=n_rows) * think_mean_s, 0.0)
     arrival_s = starts[session_of] + np.cumsum(gaps_s) - np.cumsum(gaps_s)[first_row][session_of]
     messages, outputs = sample_length_pairs(spec.lengths, rngs[3], n_rows, base_dir)
-    prefixes, prefix_of_session = _shared_prefixes(spec, rngs[4], n_sessions)
+    prefixes, prefix_of_session = _shared_prefixes(spec, rngs[4], n_sessions, where)
     prefix_of = prefix_of_session[session_of]
     history = _segment_exclusive_cumsum(messages + outputs, first_row, session_of)
     prompts = prefixes.tokens[prefix_of] + history + messages
+    _check_prompts(prompts, spec.hash_block_tokens, where)
+    n_samples = sample_dist(spec.n_samples, rngs[5], n_rows) if spec.n_samples else None
+    if n_samples is not None:
+        require(float(n_samples.sum()), MAX_SEQUENCES, "sequences", "requests x synthetic.n_samples", where)
     flat, offsets = request_hash_ids(
         prefixes, prefix_of, session_of, prompts, spec.hash_block_tokens
     )
@@ -111,7 +141,7 @@ def generate_synthetic(
         arrival_s=arrival_s,
         prompt_tokens=prompts,
         output_tokens=outputs,
-        n_samples=sample_dist(spec.n_samples, rngs[5], n_rows) if spec.n_samples else None,
+        n_samples=n_samples,
         hash_ids_flat=flat,
         hash_offsets=offsets,
         hash_block_tokens=spec.hash_block_tokens,
