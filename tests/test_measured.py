@@ -100,7 +100,7 @@ def test_e2e_shorter_than_ttft_is_refused():
         build_run("f.json", "x", [0.0, 1.0], [10, 10], [5, 5], [0.1, 0.5], [0.2, 0.4])
 
 
-def _known_run(engine: str = "vllm"):
+def _known_run(engine: str = "vllm@0.10"):
     """A run whose load varies (a quiet phase, then a busy one), simulated with known terms."""
     rng = np.random.default_rng(7)
     arrival = np.concatenate([np.cumsum(rng.exponential(1 / 0.3, 25)), 100 + np.cumsum(rng.exponential(1 / 30, 150))])
@@ -114,11 +114,11 @@ def _known_run(engine: str = "vllm"):
 
 
 TOLERANCE = {"per_step_s": 0.05, "per_seq_s": 0.10}  # relative, stated in docs/measurements.md
-# vllm: CPU after the GPU; trtllm: overlapped (max(gpu, cpu)), its preset's terms hidden at the start
-TRUE_US = {"vllm": {"per_step_s": 2500e-6, "per_seq_s": 30e-6}, "trtllm": {"per_step_s": 6336e-6, "per_seq_s": 97.5e-6}}
+# vllm@0.10: CPU after the GPU (V1 without async scheduling); trtllm: overlapped (max(gpu, cpu)), its preset's terms hidden at the start
+TRUE_US = {"vllm@0.10": {"per_step_s": 2500e-6, "per_seq_s": 30e-6}, "trtllm": {"per_step_s": 6336e-6, "per_seq_s": 97.5e-6}}
 
 
-@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+@pytest.mark.parametrize("engine", ["vllm@0.10", "trtllm"])
 def test_refit_recovers_known_terms_from_a_written_bench_file(tmp_path, engine):
     cfg, start, true, simulated = _known_run(engine)
     path = tmp_path / "bench.json"
@@ -139,7 +139,7 @@ def test_cli_calibrates_and_validates_a_per_request_file(tmp_path):
     path = tmp_path / "profile_export.jsonl"
     WRITERS["aiperf"](simulated, path)
     out = tmp_path / "mine.yaml"
-    result = invoke("calibrate", "engine", path, "--engine", "vllm", "-m", "llama-3.1-8b", "-H", "h100",
+    result = invoke("calibrate", "engine", path, "--engine", "vllm@0.10", "-m", "llama-3.1-8b", "-H", "h100",
                     "--out", out, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)

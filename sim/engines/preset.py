@@ -85,14 +85,13 @@ class Overhead(StrictModel):
     # TensorRT-LLM overlap schedulers): a request arriving during step n joins step n+2 (sim/engine.py)
     async_scheduling: bool = False
     # the API server's request path, per request (sim/engines/frontend.py): added to TTFT and E2E
-    frontend_ms: float = Field(0.0, ge=0)
+    frontend_ms: float = Field(0.0, ge=0, le=60_000)
 
 
-class LargeGpuScheduling(BaseModel):
+class LargeGpuScheduling(StrictModel):
     """Defaults the engine picks instead of `scheduling`'s on GPUs with at least `min_hbm_gib` of
     memory whose profile name contains none of `except_names` (vLLM >= 0.9.1: >= 70 GiB, not A100)."""
 
-    model_config = _STRICT
     min_hbm_gib: float = Field(gt=0)
     except_names: list[str] = []
     max_num_seqs: PositiveInt
@@ -102,12 +101,11 @@ class LargeGpuScheduling(BaseModel):
         return hw.memory.hbm_capacity_gib >= self.min_hbm_gib and not any(n in hw.name for n in self.except_names)
 
 
-class CustomAllreduce(BaseModel):
+class CustomAllreduce(StrictModel):
     """When the engine runs its custom all-reduce kernel instead of NCCL: the group size is one of
     `world_sizes`, the message is below `max_bytes`, and the GPUs are all NVLink-connected (or the
     group is `pcie_max_world_size` GPUs or fewer). Otherwise NCCL (`allreduce_kind: engine`)."""
 
-    model_config = _STRICT
     world_sizes: list[PositiveInt]
     max_bytes: PositiveInt
     pcie_max_world_size: int = Field(2, ge=0)
