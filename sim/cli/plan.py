@@ -13,24 +13,25 @@ from rich.table import Table
 from sim.cli.common import StageProgress, console, print_json
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
-from sim.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png")  # what a plan folder may hold
 
 
 def plan(
+    ctx: typer.Context,
     workload: str = typer.Option(DEFAULT_TRACE, "--workload", "-w", help="trace file, spec YAML or bundled name"),
     workload_format: str = typer.Option(None, "--format", help="force a trace format (azure, mooncake, ...)"),
     model: str = typer.Option(None, "--model", "-m", help="bundled model name or YAML/config.json path"),
-    slo: list[str] = typer.Option(None, "--slo", help=f"KEY=LIMIT (seconds, or 100ms), repeatable; keys: "
-                                                     f"{', '.join(SLO_KEYS)}"),
+    slo: list[str] = slo_option(),
+    goodput_pairs: list[str] = goodput_option(),
     hardware: str = typer.Option("h100-sxm,a100-80g-sxm,h200", "--hardware", "-H", help="comma-separated profiles"),
     tp: str = typer.Option("1,2,4,8", "--tp", help="comma-separated tensor-parallel sizes"),
     policy: str = typer.Option("chunked,radix", "--policy", "-p", help="comma-separated scheduler policies"),
     search: list[str] = typer.Option(None, "--search", help="engine knob to search, KEY=v1,v2 (repeatable): "
                                                             "max_num_seqs, max_num_batched_tokens, block_size, ..."),
     target_qps: float = typer.Option(..., "--target-qps", help="the arrival rate the cluster must serve (req/s)"),
-    goodput: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share of requests that must finish"),
+    goodput: float = min_finished_option(),
     max_requests: int = typer.Option(1000, "--max-requests", help="size replicas on N requests of the workload"),
     sizing: str = typer.Option("busiest", "--sizing", help="busiest (its densest N requests) | head (its first N)"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="replay the whole workload through the cluster"),
@@ -61,7 +62,7 @@ def plan(
     busiest stretch; replicas, GPUs and cost for the target rate; then the cheapest clusters replay the WHOLE
     workload at the target rate, adding (or removing) replicas until the SLOs hold.
 
-    Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --goodput finished.
+    Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --min-finished finished.
 
     Sizing: the densest --max-requests consecutive requests, re-timed as the whole workload would be at the rate
     (so its bursts keep their height); the first 10% warm up and are not judged.
@@ -79,7 +80,6 @@ def plan(
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
     from sim.run import resolve_seed
-    from sim.slo import parse_slo
     from sim.sweep.backends import make_backend
     from sim.trace import ClosedLoop
     from sim.workload import load_workload
@@ -88,7 +88,7 @@ def plan(
     for flag, value in (("--workers", workers), ("--top", top)):
         if value < 1:
             raise InputError(flag, None, f"must be at least 1; got {value}")
-    slo_spec = parse_slo(slo or [], goodput)
+    slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput, required=True)
     overrides = {"model": model, "seed": seed, "engine": engine}
     base = resolve_seed(load_config(config, overrides), workload, workload_format)
     hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
@@ -109,7 +109,8 @@ def plan(
     def run_search() -> dict:
         with StageProgress(enabled=not as_json) as progress:
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
-                               backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios)
+                               backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios,
+                               announce=None if as_json else lambda: console.print(slo_line(slo_spec)))
             if uncertainty is not None and result["recommended"] is not None:
                 result["recommended"]["uncertainty"] = capacity_band(
                     result, base, trace, slo_spec, settings, uncertainty,

@@ -13,14 +13,14 @@ from sim.cli.feature_facts import feature_facts
 from sim.config import load_config
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
-from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.summary import parse_percentiles
 from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
               "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers", "backend",
-              "address")
+              "address", "goodput_pairs", "ctx")
 
 
 def _opt(help_text: str, *names: str):
@@ -52,6 +52,7 @@ class _LazyProgress:
 
 
 def simulate(
+    ctx: typer.Context,
     trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
     trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),
     bench: str = _opt("benchmark workload instead of --trace: 'batch=8,isl=32,osl=128' (fixed batch), "
@@ -111,10 +112,9 @@ def simulate(
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
     qps: float = _opt("Poisson arrivals at this many req/s (the trace's lengths, in order)", "--qps", "--rate"),
     max_requests: int = _opt("replay only the first N requests", "--max-requests"),
-    slo: list[str] = typer.Option(None, "--slo", show_default=False,
-                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: "
-                                       "goodput and attainment in the summary"),
-    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    slo: list[str] = slo_option(),
+    goodput_pairs: list[str] = goodput_option(),
+    goodput_min: float = min_finished_option(),
     percentiles: str = _opt("latency percentiles to report, e.g. 50,90,95,99 [50,90,99]", "--percentiles"),
     csv: Path = _opt("also write one row per request to this CSV file", "--csv"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
@@ -137,7 +137,7 @@ def simulate(
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
     wanted = parse_percentiles(percentiles)
-    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput_min)
     if slo_spec is not None:
         overrides["slo"] = slo_spec.per_request_limits_s()
     _feature_overrides(overrides)
@@ -150,6 +150,8 @@ def simulate(
     else:
         workload = without_unread_prefix_ids(cfg, load_run_workload(trace, trace_format, rate_scale, max_requests,
                                                                     cfg.seed, qps))
+    if slo_spec is not None and not as_json:
+        console.print(slo_line(slo_spec))
     progress = _LazyProgress(enabled=not as_json and console.is_terminal)
     resample = None
     if uncertainty is not None and bench is None and (qps is not None or is_synthetic(trace, trace_format)):

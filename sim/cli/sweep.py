@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sim.cli.common import console, print_table
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
-from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 
 if TYPE_CHECKING:
     from sim.sweep.runner import SweepOutcome
@@ -25,6 +25,7 @@ MAX_TABLE_ROWS = 20
 
 
 def sweep(
+    ctx: typer.Context,
     grid: list[str] = typer.Option(None, "--grid", "-g", show_default=False,
                                    help="key=v1,v2,... (repeat for more keys): any config key, or qps / rate_scale"),
     base: Path = typer.Option(None, "--base", "-b", show_default=False,
@@ -37,10 +38,9 @@ def sweep(
     address: str = typer.Option(None, "--address", show_default=False, help="ray: address of a running cluster"),
     out: Path = typer.Option(Path("sweep_results"), "--out", "-o", help="results.parquet, parts/ and plots go here"),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="write the standard PNG figures"),
-    slo: list[str] = typer.Option(None, "--slo", show_default=False,
-                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: goodput, "
-                                       "SLO verdict per point, table sorted by goodput"),
-    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    slo: list[str] = slo_option(),
+    goodput_pairs: list[str] = goodput_option(),
+    goodput_min: float = min_finished_option(),
     objective: str = typer.Option(None, "--objective", show_default=False,
                                   help="result column to sort by, best first [goodput_request_throughput with "
                                        "--slo, else request_throughput]"),
@@ -58,7 +58,7 @@ def sweep(
 
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)
-    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput_min)
     if slo_spec is not None:
         engine_base["slo"] = slo_spec.per_request_limits_s()
     if trace is not None:
@@ -72,6 +72,8 @@ def sweep(
         if seed is not None:
             engine_base["seed"] = seed
     points = expand(engine_base, workload_base, grid_values)
+    if slo_spec is not None:
+        console.print(slo_line(slo_spec))
     with make_backend(backend, workers, address) as runner:
         outcome = _run_with_progress(points, list(grid_values), out, runner)
     if slo_spec is not None:

@@ -124,16 +124,17 @@ def _row_order(row: dict) -> tuple:
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
               slo: PlanSLO, target_qps: float, settings: SearchSettings = SearchSettings(), workers: int = 1,
               backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None,
-              pd_ratios: list[tuple[int, int]] | None = None) -> dict:
+              pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None) -> dict:
     """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
     `pd_ratios`: also compare disaggregated P:D layouts of the recommendation (sim.planner.disagg).
-    A backend passed in is left open (the caller closes it); one made here is closed here."""
+    A backend passed in is left open (the caller closes it); one made here is closed here. `announce`:
+    called once the candidates are built, before the first simulation (the CLI prints the SLOs)."""
     if backend is None:
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
-                             progress, pd_ratios)
+                             progress, pd_ratios, announce)
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
     if pd_ratios and not settings.verify:
@@ -144,6 +145,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     skipped += twins
     if not candidates:
         raise InputError("--hardware/--tp", None, "no candidate can run: " + reasons_line(skipped))
+    if announce is not None:
+        announce()
     searches = run_on(backend, search_candidate, [(c, piece, slo, settings) for c in candidates], progress,
                       "sizing candidates")
     feasible = [s for s in searches if s.feasible]
