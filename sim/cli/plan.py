@@ -230,12 +230,14 @@ def _knobs(knobs: dict, lead: str = "") -> str:
 
 def _verified(row: dict) -> str:
     if "verified" not in row:
-        return "not run (dearer)"
+        bound = row.get("cost_lower_bound_usd")
+        return "not run (dearer)" if bound is None else f"not run (>= ${bound:.2f})"
     if not row["verified"]:
         return f"FAILS at {row['verification'][-1]['replicas']} reps"
+    tie = " tie" if row.get("tie") else ""
     if row["replicas"] == row["replicas_estimated"]:
-        return "yes"
-    return f"yes ({row['replicas_estimated']} -> {row['replicas']})"
+        return "yes" + tie
+    return f"yes ({row['replicas_estimated']} -> {row['replicas']}){tie}"
 
 
 def _fmt(value) -> str:

@@ -27,7 +27,9 @@ from sim.planner.launch import launch_command
 from sim.planner.report import impossible_line, infeasible_row, reasons_line
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
-from sim.planner.verify import VerifyTask, verified_replicas, verify_candidates
+from sim.planner.verify import VerifyTask
+from sim.planner.verify_bound import (collapse_identical, mark_ties, run_verifications, verified_per_hardware,
+                                      verify_by_bound)
 from sim.provenance import provenance
 from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
@@ -52,7 +54,7 @@ class SearchSettings:
     sizing: str = "busiest"
     verify: bool = True
     verify_batch: int = 2
-    max_verified: int = 4
+    max_verified: int = 12
     max_verify_runs: int = 6
 
     def to_dict(self) -> dict:
@@ -142,7 +144,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}))
     candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids)
-    skipped += twins
+    candidates, same = collapse_identical(candidates)
+    skipped += twins + same
     if not candidates:
         raise InputError("--hardware/--tp", None, "no candidate can run: " + reasons_line(skipped))
     if announce is not None:
@@ -156,11 +159,14 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_output_tokens) for s in feasible]
     order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i]))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
+    order_section = None
     if settings.verify:
         peak = piece.peak_to_mean if settings.sizing == "busiest" else 1.0
-        verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress, mean_output_tokens, peak)
-    rows.sort(key=lambda r: (r.get("verified") is False, *_row_order(r)))
+        order_section = verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress,
+                                        mean_output_tokens, peak)
+    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *_row_order(r)))
     recommended = _recommend(rows, settings.verify, target_qps)
+    mark_ties(rows, recommended)
     return {
         **provenance(base, trace), "model": base.model, "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
@@ -169,6 +175,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         "launch": None if recommended is None else launch_command(_config_of(recommended, feasible),
                                                                   recommended["replicas"]),
         "best_per_hardware_tp": best_per_hardware_tp(rows) if knob_grid else None,
+        "verification_order": order_section,
+        "verified_per_hardware": verified_per_hardware(rows) if settings.verify else None,
         "pareto": pareto_frontier(operating_points(rows)),
         "infeasible": [infeasible_row(s) for s in searches if not s.feasible],
         "skipped": [s.to_dict() for s in skipped],
@@ -196,33 +204,24 @@ def _burst_guess(row: dict, target_qps: float, peak_to_mean: float) -> int:
 
 def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Trace, target_qps: float,
                     slo: PlanSLO, settings: SearchSettings, backend, progress: Progress | None,
-                    mean_output_tokens: float, peak: float = 1.0) -> None:
-    """Verify rows (cheapest estimate first) in rounds of `verify_batch` while an unverified row's
-    estimate is below the cheapest verified cost; mutates each verified row: `verified`,
-    `verification` (every run its search used), `verification_runs_unused` (speculative runs it did
-    not need: `verify_candidates`), `replicas_estimated`, and replicas/GPUs/cost as verified."""
-    best_cost, next_row = math.inf, 0
-    while next_row < len(rows) and next_row < settings.max_verified and rows[next_row]["cost_per_hour_usd"] < best_cost:
-        batch = [i for i in range(next_row, min(next_row + settings.verify_batch, settings.max_verified, len(rows)))
-                 if rows[i]["cost_per_hour_usd"] < best_cost]
-        tasks = [VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs,
-                            _burst_guess(rows[i], target_qps, peak)) for i in batch]
-        verified, unused = verify_candidates(tasks, trace, target_qps, slo, lambda fn, args: run_on(
-            backend, fn, args, progress, "verifying on the whole workload"))
-        for i, runs, n_unused in zip(batch, verified, unused, strict=True):
-            row = rows[i]
-            row["verification_runs_unused"] = n_unused  # speculative runs its search did not need
-            row["replicas_estimated"] = row["replicas"]
-            replicas = verified_replicas(runs)
-            row["verified"] = replicas is not None
-            row["verification"] = runs
-            if replicas is not None:
-                row.update({k: v for k, v in costed(searches[i], replicas, target_qps,
-                                                    mean_output_tokens).items() if k in ("replicas", "gpus",
-                                                                                         "cost_per_hour_usd",
-                                                                                         "usd_per_m_output_tokens")})
-                best_cost = min(best_cost, row["cost_per_hour_usd"])
-        next_row = batch[-1] + 1 if batch else len(rows)
+                    mean_output_tokens: float, peak: float = 1.0) -> dict:
+    """Verify rows by lower bound until the cheapest verified cluster is exact (sim.planner.verify_bound);
+    mutates each verified row: `verified`, `verification` (every run its search used),
+    `verification_runs_unused`, `replicas_estimated`, and replicas/GPUs/cost as verified. Returns
+    plan.json's `verification_order`."""
+    guesses = [min(row["replicas"], _burst_guess(row, target_qps, peak)) for row in rows]
+
+    def make_task(i: int, floor: int, guess: int) -> VerifyTask:
+        return VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs, guess, floor)
+
+    def recost(i: int, replicas: int) -> dict:
+        fields = ("replicas", "gpus", "cost_per_hour_usd", "usd_per_m_output_tokens")
+        return {k: v for k, v in costed(searches[i], replicas, target_qps, mean_output_tokens).items() if k in fields}
+
+    run_batch = run_verifications(trace, target_qps, slo, lambda fn, args: run_on(
+        backend, fn, args, progress, "verifying on the whole workload"))
+    return verify_by_bound(rows, [s.candidate for s in searches], guesses, settings.max_verified,
+                           settings.verify_batch, make_task, run_batch, recost)
 
 
 def _recommend(rows: list[dict], verify: bool, target_qps: float) -> dict | None:
