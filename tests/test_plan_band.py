@@ -102,6 +102,7 @@ def test_cli_reports_the_band(tmp_path):
 
 @pytest.mark.parametrize("n", ["1", "0", "-3"])
 def test_fewer_than_two_draws_is_one_line_exit_2(n):
-    args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--slo", "ttft_p99=1s", "--target-qps", "5",
+    args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--slo", "ttft_p99=1s", "--target-qps",
+            "5",
             "--uncertainty", n]
     assert_one_line_error(CliRunner().invoke(app, args), "--uncertainty", "at least 2")

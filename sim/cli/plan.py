@@ -11,9 +11,9 @@ from rich import box
 from rich.table import Table
 
 from sim.cli.common import StageProgress, console, print_json
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
-from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png")  # what a plan folder may hold
 
@@ -62,7 +62,8 @@ def plan(
     busiest stretch; replicas, GPUs and cost for the target rate; then the cheapest clusters replay the WHOLE
     workload at the target rate, adding (or removing) replicas until the SLOs hold.
 
-    Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --min-finished finished.
+    Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --min-finished
+    finished.
 
     Sizing: the densest --max-requests consecutive requests, re-timed as the whole workload would be at the rate
     (so its bursts keep their height); the first 10% warm up and are not judged.

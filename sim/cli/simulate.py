@@ -10,10 +10,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
 from sim.cli.feature_facts import feature_facts
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.config import load_config
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
-from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.summary import parse_percentiles
 from sim.workload.bench import bench_workload
 

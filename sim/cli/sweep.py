@@ -9,9 +9,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from sim.cli.common import console, print_table
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
-from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 
 if TYPE_CHECKING:
     from sim.sweep.runner import SweepOutcome

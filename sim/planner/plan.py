@@ -28,8 +28,13 @@ from sim.planner.report import impossible_line, infeasible_row, reasons_line
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
 from sim.planner.verify import VerifyTask
-from sim.planner.verify_bound import (collapse_identical, mark_ties, run_verifications, verified_per_hardware,
-                                      verify_by_bound)
+from sim.planner.verify_bound import (
+    collapse_identical,
+    mark_ties,
+    run_verifications,
+    verified_per_hardware,
+    verify_by_bound,
+)
 from sim.provenance import provenance
 from sim.sweep.backends import LocalBackend
 from sim.trace import Trace

@@ -55,10 +55,11 @@ def verify_by_bound(rows: list[dict], candidates: list[Candidate], first_guesses
                     recost: Callable[[int, int], dict]) -> dict:
     """Verify rows (parallel to `candidates` and `first_guesses`) by lower bound, in rounds of
     `batch_size`, while some row's bound is below its hardware's cheapest verified cost and fewer
-    than `max_verified` were verified (rows that could beat the overall best first). Mutates rows: `cost_lower_bound_usd`, `verify_floor_replicas`
-    on all; on the verified ones `verified`, `verification`, `verification_runs_unused`,
-    `replicas_estimated`, and (passing) the fields of `recost(i, replicas)`. Returns plan.json's
-    `verification_order` section (what was verified, whether the minimum is exact)."""
+    than `max_verified` were verified (rows that could beat the overall best first). Mutates rows:
+    `cost_lower_bound_usd` and `verify_floor_replicas` on all; `verified`, `verification`,
+    `verification_runs_unused`, `replicas_estimated` on the verified ones, and (passing) the fields
+    of `recost(i, replicas)`. Returns plan.json's `verification_order` section (what was verified,
+    whether the minimum is exact)."""
     floors = [verify_floor(g) for g in first_guesses]
     for row, c, floor in zip(rows, candidates, floors, strict=True):
         row["verify_floor_replicas"] = floor
