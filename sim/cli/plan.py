@@ -23,6 +23,9 @@ def plan(
     workload: str = typer.Option(DEFAULT_TRACE, "--workload", "-w", help="trace file, spec YAML or bundled name"),
     workload_format: str = typer.Option(None, "--format", help="force a trace format (azure, mooncake, ...)"),
     model: str = typer.Option(None, "--model", "-m", help="bundled model name or YAML/config.json path"),
+    model_id: str = typer.Option(None, "--model-id", show_default=False,
+                                 help="the checkpoint the launch command serves, e.g. meta-llama/Llama-3.1-8B-Instruct "
+                                      "[the model spec's hf_name: same architecture, maybe the base checkpoint]"),
     slo: list[str] = slo_option(),
     goodput_pairs: list[str] = goodput_option(),
     hardware: str = typer.Option("h100-sxm,a100-80g-sxm,h200", "--hardware", "-H", help="comma-separated profiles"),
@@ -36,6 +39,9 @@ def plan(
     sizing: str = typer.Option("busiest", "--sizing", help="busiest (its densest N requests) | head (its first N)"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="replay the whole workload through the cluster"),
     max_verify_runs: int = typer.Option(6, "--max-verify-runs", help="whole-workload runs per verified candidate"),
+    max_verified: int = typer.Option(12, "--max-verified",
+                                     help="candidates verified at most (by lower bound; the plan says when this "
+                                          "stopped it before the cheapest cluster was certain)"),
     disagg: str = typer.Option(None, "--disagg", show_default=False,
                                help="P:D ratios, e.g. 1:1,1:2,2:1: also verify the recommendation as disaggregated "
                                     "prefill/decode clusters (k*P + k*D replicas, smallest k that meets the SLOs; "
@@ -105,13 +111,17 @@ def plan(
     trace = load_workload(workload, workload_format, seed=base.seed)
     if isinstance(trace, ClosedLoop):
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
-    settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs)
+    if max_verified < 1:
+        raise InputError("--max-verified", None, f"must be at least 1; got {max_verified}")
+    settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs,
+                              max_verified=max_verified)
 
     def run_search() -> dict:
         with StageProgress(enabled=not as_json) as progress:
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
                                backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios,
-                               announce=None if as_json else lambda: console.print(slo_line(slo_spec)))
+                               announce=None if as_json else lambda: console.print(slo_line(slo_spec)),
+                               model_id=model_id)
             if uncertainty is not None and result["recommended"] is not None:
                 result["recommended"]["uncertainty"] = capacity_band(
                     result, base, trace, slo_spec, settings, uncertainty,
@@ -169,8 +179,8 @@ def print_plan(result: dict, top: int) -> None:
             from sim.planner.band import band_line
 
             console.print(band_line(best["uncertainty"]))
-        launch = result["launch"]
-        console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
+        print_launch(result["launch"])
+    print_verified_per_hardware(result)
     if result.get("disaggregated"):
         print_disaggregated(result["disaggregated"], result["slo"])
     if result.get("best_per_hardware_tp"):
@@ -192,6 +202,32 @@ def print_plan(result: dict, top: int) -> None:
     for (hardware, tp, reason), policies in policies_of.items():
         console.print(f"skipped: {hardware} tp{tp} {','.join(dict.fromkeys(policies))}: {reason}", style="dim",
                       soft_wrap=True)
+
+
+def print_verified_per_hardware(result: dict) -> None:
+    """The cheapest verified cluster of each hardware kind, and whether the verification walk was exact."""
+    rows = result.get("verified_per_hardware")
+    order = result.get("verification_order")
+    if rows and len(rows) > 1:
+        _print_rows("cheapest verified cluster per hardware (whole workload at the target rate)",
+                    ("hardware", "tp", "policy", "knobs", "reps", "GPUs", "$/hour", "$/M out"),
+                    [[r["hardware"], r["tp"], r["policy"], _knobs(r["knobs"]), r["replicas"], r["gpus"],
+                      f"{r['cost_per_hour_usd']:.2f}", f"{r['usd_per_m_output_tokens']:.3g}"] for r in rows],
+                    left=("hardware", "policy", "knobs"))
+    if order and not order["exact"]:
+        console.print(f"[bold yellow]verification stopped at --max-verified {order['max_verified']}[/bold yellow]: "
+                      f"{order['n_left_with_lower_bound']} candidates could still be cheaper; raise --max-verified "
+                      f"for the exact cheapest cluster")
+
+
+def print_launch(launch: dict) -> None:
+    """The command per replica, what it cannot express, and where the checkpoint name comes from."""
+    console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
+    if launch["model_id_from"] != "--model-id":
+        console.print(f"  model: {launch['model_id']} is the model spec's checkpoint (same architecture); "
+                      f"--model-id names the one you serve (e.g. its -Instruct variant)", soft_wrap=True)
+    for gap in launch.get("not_expressible") or []:
+        console.print(f"  not expressible in {launch.get('server', launch['engine'])}: {gap}", soft_wrap=True)
 
 
 def print_disaggregated(section: dict, slo: dict) -> None:

@@ -131,17 +131,19 @@ def _row_order(row: dict) -> tuple:
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
               slo: PlanSLO, target_qps: float, settings: SearchSettings = SearchSettings(), workers: int = 1,
               backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None,
-              pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None) -> dict:
+              pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None,
+              model_id: str | None = None) -> dict:
     """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
     `pd_ratios`: also compare disaggregated P:D layouts of the recommendation (sim.planner.disagg).
     A backend passed in is left open (the caller closes it); one made here is closed here. `announce`:
-    called once the candidates are built, before the first simulation (the CLI prints the SLOs)."""
+    called once the candidates are built, before the first simulation (the CLI prints the SLOs).
+    `model_id`: the checkpoint the launch command serves (default: the model spec's hf_name)."""
     if backend is None:
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
-                             progress, pd_ratios, announce)
+                             progress, pd_ratios, announce, model_id)
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
     if pd_ratios and not settings.verify:
@@ -178,7 +180,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         "workload_shape": _workload_shape(trace, piece, target_qps),
         "candidates": rows, "recommended": recommended,
         "launch": None if recommended is None else launch_command(_config_of(recommended, feasible),
-                                                                  recommended["replicas"]),
+                                                                  recommended["replicas"], model_id),
         "best_per_hardware_tp": best_per_hardware_tp(rows) if knob_grid else None,
         "verification_order": order_section,
         "verified_per_hardware": verified_per_hardware(rows) if settings.verify else None,
