@@ -148,6 +148,7 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
               percentiles, slo: PlanSLO | None, backend) -> RunOutput:
     from sim.intervals import prediction_intervals, run_extrapolating
+    from sim.load_check import queue_growth, rejections
 
     with backend:
         result = simulate_cluster(cfg, workload, backend, progress)
@@ -156,6 +157,7 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
         summary["slo_attainment"] = None if slo is None else slo_report(columns, slo, result.sim_duration_s)
         summary.update(provenance(cfg, workload))
         summary["extrapolating"] = run_extrapolating(cfg)
+        summary["overload"], summary["rejections"] = queue_growth(columns), rejections(columns)
         if uncertainty is not None:
             run_tasks = backend.run_tasks if backend.workers > 1 else None
             summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, run_tasks)

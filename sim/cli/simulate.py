@@ -168,6 +168,7 @@ def simulate(
         return
     print_summary(output.summary)
     print_intervals(output.summary)
+    print_load_warnings(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
@@ -230,6 +231,19 @@ def print_summary(summary: dict) -> None:
         facts.append(["SLOs met", "yes" if report["met"] else "no"])
     facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
+
+
+def print_load_warnings(summary: dict) -> None:
+    """The overload warning and why the first requests were rejected (sim.load_check)."""
+    from sim.load_check import overload_line
+
+    line = overload_line(summary)
+    if line:
+        console.print(line, style="bold yellow", soft_wrap=True)
+    rejected = summary.get("rejections") or {}
+    if rejected.get("n"):
+        console.print(f"rejected: {rejected['n']} requests; first: {rejected['first_reason']}; kinds: "
+                      f"{rejected['kinds']}", soft_wrap=True)
 
 
 def print_intervals(summary: dict) -> None:

@@ -81,6 +81,7 @@ def sweep(
     ranked = sort_best_first(outcome.frame, objective or ("goodput_request_throughput" if slo_spec else
                                                           "request_throughput"))
     _print_outcome(outcome, ranked, list(grid_values))
+    _warn_overloaded(ranked, list(grid_values))
     if plots:
         from sim.sweep.plots import plot_sweep  # matplotlib only when drawing
 
@@ -122,6 +123,19 @@ def _print_outcome(outcome: SweepOutcome, frame, grid_keys: list[str]) -> None:
              + (f"; first {MAX_TABLE_ROWS} shown" if len(frame) > MAX_TABLE_ROWS else ""))
     print_table(title, headers, rows)
     console.print(f"wrote {outcome.out_dir / 'results.parquet'}")
+
+
+def _warn_overloaded(frame, grid_keys: list[str]) -> None:
+    """One line naming the points whose queue grew without bound (sim.load_check)."""
+    column = "overload_overloaded"
+    if column not in frame.columns:
+        return
+    bad = frame[frame[column].fillna(False).astype(bool)]
+    if len(bad):
+        worst = bad["overload_queue_growth_s_per_min"].max()
+        names = ", ".join(" ".join(f"{k}={r[k]}" for k in grid_keys) for r in bad.head(5).to_dict("records"))
+        console.print(f"warning: {len(bad)} of {len(frame)} points are overloaded (offered load exceeds capacity; "
+                      f"the queue grew up to {worst:.3g} s per minute): {names}", style="bold yellow", soft_wrap=True)
 
 
 def _cell(value, column: str) -> str:
