@@ -81,3 +81,22 @@ def test_rejections_name_their_reason():
                                  "--max-requests", "100", "--workers", "1"])
     assert result.exit_code == 2 and "first rejected: prompt of" in result.stderr
     assert "max_model_len=8192" in result.stderr
+
+
+def test_pareto_per_gpu_and_per_dollar_without_probes(priced):
+    from sim.planner.knobs import PROBE_BELOW_SHARE
+    from sim.planner.pareto_plot import pareto_figure
+
+    best_rate = {(r["hardware"], r["tp"]): r["max_qps_per_replica"] for r in priced["candidates"]}
+    for key in ("pareto", "pareto_per_dollar"):
+        assert priced[key]
+        for p in priced[key]:
+            assert p["rate_qps_per_replica"] >= best_rate[(p["hardware"], p["tp"])] * PROBE_BELOW_SHARE
+    price = {k: v["usd"] for k, v in priced["prices_usd_per_gpu_hour"].items()}
+    for p in priced["pareto_per_dollar"]:
+        assert p["tok_per_usd"] == pytest.approx(p["tok_s_per_gpu"] * 3600 / price[p["hardware"]])
+    fig = pareto_figure(priced)
+    assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)  # one legend, in the figure
+    stars = [line for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "*"]
+    assert len(stars) == 2 and "recommended" in stars[0].get_label()
+    assert any(text.get_text() for ax in fig.axes for text in ax.texts)  # frontier points are labelled

@@ -200,6 +200,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         "verification_order": order_section,
         "verified_per_hardware": verified_per_hardware(rows) if settings.verify else None,
         "pareto": pareto_frontier(operating_points(rows)),
+        "pareto_per_dollar": pareto_frontier(operating_points(rows), "tok_per_usd"),
         "infeasible": [infeasible_row(s) for s in searches if not s.feasible],
         "skipped": [s.to_dict() for s in skipped],
         "disaggregated": None if not pd_ratios else _disaggregated(recommended, feasible, pd_ratios, trace, target_qps,
