@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_TRACE = "splitwise_conv"
-RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet")  # what a run folder may hold
+RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet", "bench_serve.json")  # what a run folder may hold
 
 
 @dataclass
@@ -124,6 +124,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
     `workers` > 1 spreads the replicas (sim.replica_split) and the perturbed replays over that many
     processes of `backend` (local | ray, at `address`); the output is the same."""
+    from sim.bench_result import vllm_bench_result  # bench_serve.json: shaped like vllm bench serve's result
     from sim.intervals import check_replays
     from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
 
@@ -139,6 +140,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
             if cfg.record_steps:
                 write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
             write_json(tmp_dir / "summary.json", output.summary)
+            write_json(tmp_dir / "bench_serve.json", vllm_bench_result(output.result, output.columns, output.summary))
     if csv_path is not None:
         write_csv(csv_path, output.requests)
     return output

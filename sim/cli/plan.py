@@ -17,6 +17,10 @@ from sim.run import DEFAULT_TRACE
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png")  # what a plan folder may hold
 
 
+def _knob(help_text: str, *names: str):
+    return typer.Option(None, *names, help=f"engine knob for every candidate: {help_text}", show_default=False)
+
+
 def plan(
     ctx: typer.Context,
     workload: str = typer.Option(DEFAULT_TRACE, "--workload", "-w", help="trace file, spec YAML or bundled name"),
@@ -28,14 +32,16 @@ def plan(
     slo: list[str] = slo_option(),
     goodput_pairs: list[str] = goodput_option(),
     hardware: str = typer.Option("h100-sxm,a100-80g-sxm,h200", "--hardware", "-H", help="comma-separated profiles"),
-    tp: str = typer.Option("1,2,4,8", "--tp", help="comma-separated tensor-parallel sizes"),
+    tp: str = typer.Option("1,2,4,8", "--tp", "--tensor-parallel-size", help="comma-separated tensor-parallel sizes"),
     price: list[str] = typer.Option(None, "--price", show_default=False,
                                     help="PROFILE=USD per GPU-hour, repeatable: your price instead of the profile's "
                                          "cost_per_hour_usd (e.g. h100-sxm=2.10)"),
     policy: str = typer.Option("chunked,radix", "--policy", "-p", help="comma-separated scheduler policies"),
     search: list[str] = typer.Option(None, "--search", help="engine knob to search, KEY=v1,v2 (repeatable): "
                                                             "max_num_seqs, max_num_batched_tokens, block_size, ..."),
-    target_qps: float = typer.Option(..., "--target-qps", help="the arrival rate the cluster must serve (req/s)"),
+    target_qps: float = typer.Option(..., "--target-qps",
+                                     help="the mean arrival rate the cluster must serve (req/s): the workload's OWN "
+                                          "arrival shape re-timed to it, bursts kept"),
     goodput: float = min_finished_option(),
     max_requests: int = typer.Option(1000, "--max-requests", help="size replicas on N requests of the workload"),
     sizing: str = typer.Option("busiest", "--sizing", help="busiest (its densest N requests) | head (its first N)"),
@@ -49,6 +55,18 @@ def plan(
                                     "prefill/decode clusters (k*P + k*D replicas, smallest k that meets the SLOs; "
                                     "at most --max-verify-runs runs per ratio) and compare GPUs and cost"),
     config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
+    max_num_seqs: int = _knob("vLLM max_num_seqs [256]", "--max-num-seqs"),
+    max_num_batched_tokens: int = _knob("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
+    block_size: int = _knob("KV block size in tokens [16]", "--block-size"),
+    gpu_memory_utilization: float = _knob("share of HBM for the engine [0.9]", "--gpu-memory-utilization"),
+    max_model_len: int = _knob("context limit [model's max_position_embeddings]", "--max-model-len"),
+    kv_dtype: str = _knob("bf16 | fp16 | fp8 | int8", "--kv-dtype", "--kv-cache-dtype"),
+    weight_dtype: str = _knob("bf16 | fp16 | fp8 | int8 | int4 | fp4", "--weight-dtype"),
+    chunk_size: int = _knob("cap on one request's prefill chunk per step (vLLM's long_prefill_token_threshold)",
+                            "--chunk-size", "--long-prefill-token-threshold"),
+    cpu_cache_gib: float = _knob("radix candidates: host-memory prefix tier, GiB per replica (vLLM's "
+                                 "--kv-offloading-size)", "--cpu-cache-gib", "--kv-offloading-size"),
+    router: str = _knob("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     engine: str = typer.Option(None, "--engine", show_default=False,
                                help="engine preset (vllm | sglang | trtllm | lmdeploy | YAML): its knobs and CPU "
                                     "cost, and its launch command"),
@@ -98,9 +116,15 @@ def plan(
         if value < 1:
             raise InputError(flag, None, f"must be at least 1; got {value}")
     slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput, required=True)
-    overrides = {"model": model, "seed": seed, "engine": engine}
+    knobs = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
+             "gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len, "kv_dtype": kv_dtype,
+             "weight_dtype": weight_dtype, "chunk_size": chunk_size, "cpu_cache_gib": cpu_cache_gib, "router": router}
+    overrides = {"model": model, "seed": seed, "engine": engine, **knobs}
+    policies = parse_list(policy, "--policy")
+    if cpu_cache_gib or chunk_size:  # the base is validated on its own: give it a policy that takes these knobs
+        overrides["policy"] = "radix" if "radix" in policies else policies[0]
     base = resolve_seed(load_config(config, overrides), workload, workload_format)
-    hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
+    hardware_names, tps = parse_list(hardware, "--hardware"), parse_tps(tp)
     knob_grid = parse_knob_search(search or [])
     prices = parse_prices(price, hardware_names)
     pd_ratios = None if disagg is None else parse_pd_ratios(disagg)

@@ -15,12 +15,14 @@ from sim.config import load_config
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
 from sim.summary import parse_percentiles
+from sim.trace import ClosedLoop
+from sim.vllm_names import policy_from_vllm_flags
 from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
               "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers", "backend",
-              "address", "goodput_pairs", "ctx")
+              "address", "goodput_pairs", "ctx", "trace_qps", "enable_prefix_caching", "enable_chunked_prefill")
 
 
 def _opt(help_text: str, *names: str):
@@ -64,13 +66,13 @@ def simulate(
     model: str = _opt("bundled model name or YAML/config.json path [llama-3-8b]", "--model", "-m"),
     hardware: str = _opt("bundled profile name or YAML path [h100-sxm]", "--hardware", "-H"),
     policy: str = _opt("static | continuous | chunked | radix [continuous]", "--policy", "-p"),
-    tp: int = _opt("tensor parallel GPUs per replica [1]", "--tp"),
+    tp: int = _opt("tensor parallel GPUs per replica [1]", "--tp", "--tensor-parallel-size"),
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),
     weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 | int4 (weight-only) | fp4 [bf16]", "--weight-dtype"),
     kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16; a preset's default for quantized weights]",
-                         "--kv-dtype"),
+                         "--kv-dtype", "--kv-cache-dtype"),
     max_num_seqs: int = _opt("vLLM max_num_seqs [256]", "--max-num-seqs"),
     max_num_batched_tokens: int = _opt("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
     block_size: int = _opt("KV block size in tokens [16]", "--block-size"),
@@ -110,8 +112,15 @@ def simulate(
     kv_transfer_latency_us: float = _opt("disaggregated: KV link latency [from the profiles]",
                                          "--kv-transfer-latency-us"),
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
-    qps: float = _opt("Poisson arrivals at this many req/s (the trace's lengths, in order)", "--qps", "--rate"),
-    max_requests: int = _opt("replay only the first N requests", "--max-requests"),
+    qps: float = _opt("Poisson arrivals at this many req/s, the trace's lengths in order (vLLM bench's "
+                      "--request-rate; inf: all at t=0)", "--qps", "--rate", "--request-rate"),
+    trace_qps: float = _opt("the trace's OWN arrival shape re-timed to this mean req/s (bursts kept; what plan "
+                            "sizes for)", "--trace-qps"),
+    max_requests: int = _opt("replay only the first N requests", "--max-requests", "--num-prompts"),
+    enable_prefix_caching: bool = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching",
+                                               show_default=False, help="vLLM's switch: policy radix"),
+    enable_chunked_prefill: bool = typer.Option(None, "--enable-chunked-prefill/--no-enable-chunked-prefill",
+                                                show_default=False, help="vLLM's switch: policy chunked"),
     slo: list[str] = slo_option(),
     goodput_pairs: list[str] = goodput_option(),
     goodput_min: float = min_finished_option(),
@@ -141,23 +150,26 @@ def simulate(
     if slo_spec is not None:
         overrides["slo"] = slo_spec.per_request_limits_s()
     _feature_overrides(overrides)
+    overrides["policy"], radix_chunked = policy_from_vllm_flags(policy, enable_prefix_caching, enable_chunked_prefill)
+    if radix_chunked is not None:
+        overrides["radix_chunked"] = radix_chunked
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     if bench is not None:
-        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps:
+        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps or trace_qps:
             raise InputError("--bench", None, "replaces the workload: do not combine with --trace, --format, "
                                               "--rate-scale, --qps or --max-requests")
         workload = bench_workload(bench)
     else:
-        workload = without_unread_prefix_ids(cfg, load_run_workload(trace, trace_format, rate_scale, max_requests,
-                                                                    cfg.seed, qps))
+        workload = without_unread_prefix_ids(cfg, _workload(trace, trace_format, rate_scale, max_requests, cfg.seed,
+                                                            qps, trace_qps))
     if slo_spec is not None and not as_json:
         console.print(slo_line(slo_spec))
     progress = _LazyProgress(enabled=not as_json and console.is_terminal)
     resample = None
     if uncertainty is not None and bench is None and (qps is not None or is_synthetic(trace, trace_format)):
         def resample(seed: int):
-            return without_unread_prefix_ids(cfg, load_run_workload(trace, trace_format, rate_scale, max_requests,
-                                                                    seed, qps))
+            return without_unread_prefix_ids(cfg, _workload(trace, trace_format, rate_scale, max_requests, seed, qps,
+                                                            trace_qps))
     try:
         output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers, backend,
                      address)
@@ -171,9 +183,27 @@ def simulate(
     print_load_warnings(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
-        console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
+        console.print(f"wrote {out}/summary.json, requests.parquet{steps} and bench_serve.json (vllm bench serve's "
+                      f"result shape)")
     if csv is not None:
         console.print(f"wrote {csv}")
+
+
+def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qps):
+    """load_run_workload, plus --request-rate inf (all at t=0) and --trace-qps (the trace's shape re-timed)."""
+    import math
+
+    from sim.vllm_names import all_at_once
+    from sim.workload import apply_transforms
+
+    if sum(v is not None for v in (qps, trace_qps, rate_scale)) > 1:
+        raise InputError("--qps", None, "give at most one of --qps (Poisson), --trace-qps (the trace's shape) and "
+                                        "--rate-scale")
+    infinite = qps is not None and math.isinf(qps) and qps > 0
+    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, seed, None if infinite else qps)
+    if infinite:
+        return all_at_once(workload) if not isinstance(workload, ClosedLoop) else workload
+    return workload if trace_qps is None else apply_transforms(workload, target_qps=trace_qps)
 
 
 def _feature_overrides(overrides: dict) -> None:

@@ -27,7 +27,9 @@ MAX_TABLE_ROWS = 20
 def sweep(
     ctx: typer.Context,
     grid: list[str] = typer.Option(None, "--grid", "-g", show_default=False,
-                                   help="key=v1,v2,... (repeat for more keys): any config key, or qps / rate_scale"),
+                                   help="key=v1,v2,... (repeat for more keys): any config key, or qps (Poisson, as "
+                                        "simulate --qps) / trace_qps (the trace's own shape at that mean) / "
+                                        "rate_scale"),
     base: Path = typer.Option(None, "--base", "-b", show_default=False,
                               help="base config YAML: config keys plus trace, format, max_requests, qps, rate_scale"),
     trace: str = typer.Option(None, "--trace", "-t", show_default=False, help="trace, spec YAML or bundled name"),
