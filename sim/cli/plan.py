@@ -14,7 +14,8 @@ from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, 
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
 
-PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png")  # what a plan folder may hold
+PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png", "k8s.yaml")  # what a plan folder may hold
+EMITS = ("k8s",)
 
 
 def _knob(help_text: str, *names: str):
@@ -78,6 +79,9 @@ def plan(
     top: int = typer.Option(10, "--top", help="candidates shown in the table"),
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
+    emit: str = typer.Option(None, "--emit", show_default=False,
+                             help="k8s: also write OUT/k8s.yaml, the recommendation as a vLLM Deployment, Service "
+                                  "and HorizontalPodAutoscaler (sim/planner/k8s.py)"),
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
                                     help="N >= 2: rerun the recommended cluster under N perturbed cost models and "
                                          "report p10/p50/p90 of its capacity (plan.json recommended.uncertainty)"),
@@ -138,6 +142,8 @@ def plan(
     trace = load_workload(workload, workload_format, seed=base.seed)
     if isinstance(trace, ClosedLoop):
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
+    if emit is not None and (emit not in EMITS or out is None):
+        raise InputError("--emit", emit, f"one of {', '.join(EMITS)}, with --out DIR (it writes DIR/k8s.yaml)")
     if max_verified < 1:
         raise InputError("--max-verified", None, f"must be at least 1; got {max_verified}")
     settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs,
@@ -163,12 +169,17 @@ def plan(
                 result = run_search()
                 write_json(tmp_dir / "plan.json", result)
                 write_plots(result, tmp_dir)
+                if emit == "k8s" and result["recommended"] is not None:
+                    from sim.planner.k8s import manifests_yaml
+
+                    (tmp_dir / "k8s.yaml").write_text(manifests_yaml(result))
     if as_json:
         print_json(result)
     else:
         print_plan(result, top)
         console.print(f"planned in {time.monotonic() - wall_time_start_s:.1f} s")
         if out is not None:
-            console.print(f"wrote {out}/plan.json, latency_vs_rate.png, cost.png and pareto.png")
+            k8s = ", k8s.yaml" if emit == "k8s" and result["recommended"] is not None else ""
+            console.print(f"wrote {out}/plan.json, latency_vs_rate.png, cost.png, pareto.png{k8s}")
     if result["recommended"] is None:
         raise typer.Exit(code=1)
