@@ -81,7 +81,7 @@ def simulate(
     swap_space: float = _opt("GiB of host memory per GPU for swapped KV [4]", "--swap-space"),
     num_gpu_blocks_override: int = _opt("pin the number of KV blocks", "--num-gpu-blocks-override"),
     chunk_size: int = _opt("chunked/radix: cap on ONE request's prompt chunk per step [none]; the step budget "
-                           "is --max-num-batched-tokens", "--chunk-size"),
+                           "is --max-num-batched-tokens", "--chunk-size", "--long-prefill-token-threshold"),
     num_scheduler_steps: int = _opt("vLLM multi-step scheduling: decode steps per schedule [preset / 1]",
                                     "--num-scheduler-steps"),
     enforce_eager: bool = typer.Option(None, "--enforce-eager/--cuda-graphs", show_default=False,
@@ -98,7 +98,7 @@ def simulate(
     spec_draft_model: str = _opt("draft model spec for --spec-method draft", "--spec-draft-model"),
     spec_draft_cost: float = _opt("heads: one proposal's cost / a decode step's [0.05]", "--spec-draft-cost"),
     cpu_cache_gib: float = _opt("radix: host-memory tier for evicted prefix blocks, GiB per replica [0]",
-                                "--cpu-cache-gib"),
+                                "--cpu-cache-gib", "--kv-offloading-size"),
     prefill_replicas: int = _opt("disaggregated: prefill replicas (with --decode-replicas)", "--prefill-replicas"),
     decode_replicas: int = _opt("disaggregated: decode replicas", "--decode-replicas"),
     prefill_hardware: str = _opt("disaggregated: prefill group's profile", "--prefill-hardware"),

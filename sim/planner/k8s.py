@@ -91,5 +91,10 @@ def _quantity(value: float) -> str:
     return f"{max(1, math.floor(value * 1000))}m"
 
 
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data) -> bool:  # repeated label maps written out, not as &id anchors
+        return True
+
+
 def manifests_yaml(plan: dict) -> str:
-    return yaml.safe_dump_all(manifests(plan), sort_keys=False)
+    return yaml.dump_all(manifests(plan), Dumper=_NoAliases, sort_keys=False)
