@@ -26,7 +26,7 @@ from sim.workload import load_workload
 HARDWARE = ["h100-sxm", "a100-80g-sxm", "h200"]
 TPS = [1, 2, 4, 8]
 POLICIES = ["chunked", "radix"]
-SLO = ["ttft_p99=2", "tpot_p99=0.1"]
+SLO = ["ttft_p99=2s", "tpot_p99=0.1s"]
 
 
 def timed_plan(trace, workers: int, max_requests: int, target_qps: float, sizing: str) -> tuple[dict, float]:

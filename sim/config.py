@@ -134,7 +134,9 @@ FLAG_NAMES = {"allreduce_kind": "--allreduce"}  # config keys whose flag is not 
 
 def load_config(path: Path | None, overrides: dict) -> EngineConfig:
     """Config from a YAML file (optional) with CLI overrides on top (None values ignored)."""
-    data = read_mapping(path) if path is not None else {}
+    from sim.vllm_names import undash_keys  # vLLM-style dashed keys (max-num-seqs:) read as underscored
+
+    data = undash_keys(read_mapping(path), path) if path is not None else {}
     flags = {k: v for k, v in overrides.items() if v is not None}
     data.update(flags)
     try:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_TRACE = "splitwise_conv"
-RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet")  # what a run folder may hold
+RUN_FILES = ("summary.json", "requests.parquet", "steps.parquet", "bench_serve.json")  # what a run folder may hold
 
 
 @dataclass
@@ -131,6 +131,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
     `workers` > 1 spreads the replicas (sim.replica_split) and the perturbed replays over that many
     processes of `backend` (local | ray, at `address`); the output is the same."""
+    from sim.bench_result import vllm_bench_result  # bench_serve.json: shaped like vllm bench serve's result
     from sim.intervals import check_replays
     from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
 
@@ -156,6 +157,8 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
                 if cfg.record_steps:
                     write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
                 write_json(tmp_dir / "summary.json", output.summary)
+                write_json(tmp_dir / "bench_serve.json", vllm_bench_result(output.result, output.columns,
+                                                                         output.summary))
                 _stage_csv(stage, csv_path, output)
     return output
 
@@ -173,6 +176,7 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
               percentiles, slo: PlanSLO | None, backend) -> RunOutput:
     from sim.intervals import prediction_intervals, run_extrapolating
+    from sim.load_check import queue_growth, rejections
 
     with backend:
         result = simulate_cluster(cfg, workload, backend, progress)
@@ -185,6 +189,7 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
         summary["slo_attainment"] = None if slo is None else slo_report(columns, slo, result.sim_duration_s)
         summary.update(provenance(cfg, workload))
         summary["extrapolating"] = run_extrapolating(cfg)
+        summary["overload"], summary["rejections"] = queue_growth(columns), rejections(columns)
         if uncertainty is not None:
             run_tasks = backend.run_tasks if backend.workers > 1 else None
             summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, run_tasks)

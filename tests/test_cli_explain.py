@@ -34,7 +34,7 @@ def test_version():
 def slo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     result = runner.invoke(app, ["simulate", "--max-requests", "150", "--qps", "6", "--seed", "3",
-                                 "--slo", "ttft_p99=150ms", "--slo", "tpot_p95=0.02", "--percentiles", "50,90,95,99",
+                                 "--slo", "ttft_p99=150ms", "--slo", "tpot_p95=0.02s", "--percentiles", "50,90,95,99",
                                  "--csv", str(out / "requests.csv"), "--out", str(out / "run"), "--json"])
     assert result.exit_code == 0, result.output
     return json.loads((out / "run" / "summary.json").read_text()), out
@@ -96,7 +96,7 @@ def test_qps_gives_poisson_arrivals_at_that_rate(tmp_path):
 def test_slo_report_meets_by_hand():
     frame = pd.DataFrame({"status": ["FINISHED"] * 4 + ["REJECTED"], "ttft_s": [0.1, 0.2, 0.3, 0.4, np.nan],
                           "tpot_s": [0.01, np.nan, 0.01, 0.05, np.nan], "e2e_s": [1, 2, 3, 4, np.nan]})
-    report = slo_report(frame, parse_slo(["ttft_p50=0.25", "tpot_p90=40ms"], goodput_min=0.8), 10.0)
+    report = slo_report(frame, parse_slo(["ttft_p50=0.25s", "tpot_p90=40ms"], goodput_min=0.8), 10.0)
     assert report["per_slo"]["ttft_p50"]["value_s"] == pytest.approx(0.25) and report["per_slo"]["ttft_p50"]["met"]
     assert report["per_slo"]["ttft_p50"]["attainment"] == pytest.approx(2 / 5)
     assert not report["per_slo"]["tpot_p90"]["met"]  # p90 of (0.01, 0.01, 0.05) = 0.042 > 0.04
@@ -107,7 +107,7 @@ def test_slo_report_meets_by_hand():
 def test_sweep_rows_get_a_verdict_and_best_first_order():
     frame = pd.DataFrame({"point_id": ["a", "b", "c"], "n_requests": [10, 10, 10], "n_finished": [10, 10, 8],
                           "ttft_s_p99": [0.5, 2.5, 0.1], "goodput_request_throughput": [3.0, 5.0, 4.0]})
-    judged = add_slo_columns(frame, parse_slo(["ttft_p99=1"], goodput_min=0.9))
+    judged = add_slo_columns(frame, parse_slo(["ttft_p99=1s"], goodput_min=0.9))
     assert judged["meets_slo"].tolist() == [True, False, False]
     assert judged["ttft_p99_ratio"].tolist() == pytest.approx([0.5, 2.5, 0.1])
     assert sort_best_first(judged, "goodput_request_throughput")["point_id"].tolist() == ["a", "b", "c"]
@@ -116,7 +116,7 @@ def test_sweep_rows_get_a_verdict_and_best_first_order():
 
 def test_sweep_with_slo_sorts_best_first(tmp_path):
     result = runner.invoke(app, ["sweep", "--grid", "max_num_seqs=2,64", "--max-requests", "60", "--workers", "1",
-                                 "--slo", "ttft_p99=1", "--out", str(tmp_path / "sw"), "--no-plots"])
+                                 "--slo", "ttft_p99=1s", "--out", str(tmp_path / "sw"), "--no-plots"])
     assert result.exit_code == 0, result.output
     table_rows = [line for line in result.stdout.splitlines() if line.startswith("│")]
     assert table_rows[0].split("│")[1].strip() == "64"  # the better point first

@@ -83,7 +83,7 @@ def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
     workload = tmp_path / "azure_conv_300.jsonl"
     write_canonical_jsonl(load_workload("splitwise_conv").take(range(300)), workload)
     parameters = {"workload": str(workload), "model": "llama-3-8b", "hardware": ["h100-sxm", "a100-80g-sxm"],
-                  "tps": [1], "policies": ["chunked"], "slos": ["ttft_p99=1", "tpot_p99=50ms"], "target_qps": 12.0,
+                  "tps": [1], "policies": ["chunked"], "slos": ["ttft_p99=1s", "tpot_p99=50ms"], "target_qps": 12.0,
                   "max_requests": 60, "workers": 1, "plan_json": str(tmp_path / "notebook_plan.json")}
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -97,7 +97,7 @@ def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
     text = "".join(_text(o) for o in outputs)
     assert "300 requests" in text and "recommended for 12 req/s of llama-3-8b" in text
     cli = CliRunner().invoke(app, ["plan", "--workload", str(workload), "--model", "llama-3-8b", "--hardware",
-                                   "h100-sxm,a100-80g-sxm", "--tp", "1", "--policy", "chunked", "--slo", "ttft_p99=1",
+                                   "h100-sxm,a100-80g-sxm", "--tp", "1", "--policy", "chunked", "--slo", "ttft_p99=1s",
                                    "--slo", "tpot_p99=50ms", "--target-qps", "12", "--max-requests", "60",
                                    "--workers", "1", "--out", str(tmp_path / "cli")])
     assert cli.exit_code == 0, cli.output

@@ -20,7 +20,7 @@ from sim.planner.slo import parse_slo
 from sim.trace import Trace
 from tests.test_cli_foundation import assert_one_line_error
 
-SLO = parse_slo(["ttft_p99=0.5", "tpot_p99=40ms"])
+SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=40ms"])
 BASE = EngineConfig(model="llama-3-8b", seed=3)
 SETTINGS = SearchSettings(max_requests=100)
 TARGET_QPS = 12.0
@@ -90,7 +90,7 @@ def test_unit_draw_reproduces_the_plan_and_slower_costs_sustain_less(planned, tr
 def test_cli_reports_the_band(tmp_path):
     out = tmp_path / "plan"
     args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--max-requests", "120", "--workers",
-            "1", "--no-verify", "--slo", "ttft_p99=1", "--slo", "tpot_p99=0.05", "--hardware", "h100-sxm",
+            "1", "--no-verify", "--slo", "ttft_p99=1s", "--slo", "tpot_p99=0.05s", "--hardware", "h100-sxm",
             "--tp", "1", "--policy", "chunked", "--target-qps", "20", "--uncertainty", "2", "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -102,6 +102,7 @@ def test_cli_reports_the_band(tmp_path):
 
 @pytest.mark.parametrize("n", ["1", "0", "-3"])
 def test_fewer_than_two_draws_is_one_line_exit_2(n):
-    args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--slo", "ttft_p99=1", "--target-qps", "5",
+    args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--slo", "ttft_p99=1s", "--target-qps",
+            "5",
             "--uncertainty", n]
     assert_one_line_error(CliRunner().invoke(app, args), "--uncertainty", "at least 2")

@@ -166,7 +166,7 @@ def trace_csv(tmp_path_factory, trace):
 
 def cli_args(trace_csv, *extra):
     return ["plan", "--workload", str(trace_csv), "--model", "llama-3-8b", "--max-requests", "100", "--hardware",
-            "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", str(TARGET_QPS), "--slo", "ttft_p99=0.5",
+            "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", str(TARGET_QPS), "--slo", "ttft_p99=0.5s",
             "--slo", "tpot_p99=50ms", "--workers", "1", *extra]
 
 

@@ -17,7 +17,7 @@ from sim.summary import requests_frame
 from sim.workload.transforms import scale_rate
 
 BASE = EngineConfig(model="llama-3-8b")
-SLO = parse_slo(["ttft_p99=0.5", "tpot_p99=50ms"])
+SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=50ms"])
 
 
 def test_a_failing_run_stops_early_with_the_full_runs_verdict():

@@ -21,7 +21,7 @@ from sim.planner.verify import verification_run
 from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
 
-SLO = parse_slo(["ttft_p99=0.5", "tpot_p99=50ms"])
+SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=50ms"])
 BASE = EngineConfig(model="llama-3-8b")
 TARGET_QPS = 12.0
 
@@ -148,7 +148,7 @@ runner = CliRunner()
 ])
 def test_plan_bad_input_is_one_line_exit_2(extra, needle):
     args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--max-requests", "40", "--hardware",
-            "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", "5", "--slo", "ttft_p99=1", *extra]
+            "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", "5", "--slo", "ttft_p99=1s", *extra]
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
@@ -224,7 +224,7 @@ def test_plan_refuses_a_disaggregated_base(tmp_path):
 
     path = tmp_path / "pd.yaml"
     path.write_text("prefill_replicas: 1\ndecode_replicas: 2\n")
-    result = CliRunner().invoke(app, ["plan", "--model", "llama-3-8b", "--slo", "ttft_p99=1", "--hardware",
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-3-8b", "--slo", "ttft_p99=1s", "--hardware",
                                       "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", "5",
                                       "--config", str(path), "--max-requests", "50", "--no-verify"])
     assert result.exit_code == 2, result.output

@@ -27,7 +27,7 @@ def trace():
     return load_workload("splitwise_conv").take(range(120))
 
 
-def plan_for(trace, target_qps, slo=("ttft_p99=1", "tpot_p99=0.05"), hardware=("h100-sxm", "a100-80g-sxm"),
+def plan_for(trace, target_qps, slo=("ttft_p99=1s", "tpot_p99=0.05s"), hardware=("h100-sxm", "a100-80g-sxm"),
              tps=(1, 2), workers=1):
     return make_plan(trace, BASE, list(hardware), list(tps), ["chunked"], parse_slo(list(slo)), target_qps,
                      SMALL, workers)
@@ -77,7 +77,7 @@ def test_higher_target_never_needs_fewer_gpus(trace):
 
 def test_looser_slo_never_needs_more_gpus(trace):
     # 100 req/s: with the chunked budget at max_num_batched_tokens (8192) 20 req/s fits one GPU either way
-    plans = [plan_for(trace, 100.0, slo=(f"ttft_p99={limit}", "tpot_p99=0.05")) for limit in (0.4, 1.0, 3.0)]
+    plans = [plan_for(trace, 100.0, slo=(f"ttft_p99={limit}s", "tpot_p99=0.05s")) for limit in (0.4, 1.0, 3.0)]
     for tight, loose in zip(plans, plans[1:], strict=False):
         assert loose["recommended"]["gpus"] <= tight["recommended"]["gpus"]
         for label, row in by_label(tight).items():
@@ -92,7 +92,7 @@ def test_same_plan_with_one_or_two_workers(trace):
 
 def test_cli_writes_plan_json_and_plots(tmp_path):
     out = tmp_path / "plan"
-    result = runner.invoke(app, ["plan", *SMALL_ARGS, "--slo", "ttft_p99=1", "--slo", "tpot_p99=0.05",
+    result = runner.invoke(app, ["plan", *SMALL_ARGS, "--slo", "ttft_p99=1s", "--slo", "tpot_p99=0.05s",
                                  "--hardware", "h100-sxm,h200", "--tp", "1,3", "--policy", "chunked,radix",
                                  "--target-qps", "20", "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -108,7 +108,7 @@ def test_cli_writes_plan_json_and_plots(tmp_path):
     for name in ("latency_vs_rate.png", "cost.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left
-    as_json = runner.invoke(app, ["plan", *SMALL_ARGS, "--slo", "ttft_p99=1", "--hardware", "h100-sxm", "--tp", "1",
+    as_json = runner.invoke(app, ["plan", *SMALL_ARGS, "--slo", "ttft_p99=1s", "--hardware", "h100-sxm", "--tp", "1",
                                   "--policy", "chunked", "--target-qps", "5", "--json"])
     assert json.loads(as_json.stdout)["recommended"]["hardware"] == "h100-sxm"
 
@@ -124,12 +124,12 @@ def assert_one_line_error(result, *needles: str) -> str:
 
 
 @pytest.mark.parametrize(("extra", "needles"), [
-    (["--slo", "ttft_p97=1"], ("--slo", "ttft_p97", "unknown SLO key", "ttft_p95")),
-    (["--slo", "ttft_p99=1", "--hardware", "h100-sxm,tpu-v9"], ("--hardware", "unknown profile 'tpu-v9'")),
-    (["--slo", "ttft_p99=1", "--policy", "fastest"], ("--policy", "fastest", "unknown policy")),
-    (["--slo", "ttft_p99=1", "--tp", "two"], ("--tp", "positive integers")),
-    (["--slo", "ttft_p99=1", "--target-qps", "0"], ("--target-qps", "> 0")),
-    (["--slo", "ttft_p99=1", "--model", "llama-3-70b", "--hardware", "a100-80g-sxm,h100-sxm", "--tp", "1"],
+    (["--slo", "ttft_p97=1s"], ("--slo", "ttft_p97", "unknown SLO key", "ttft_p95")),
+    (["--slo", "ttft_p99=1s", "--hardware", "h100-sxm,tpu-v9"], ("--hardware", "unknown profile 'tpu-v9'")),
+    (["--slo", "ttft_p99=1s", "--policy", "fastest"], ("--policy", "fastest", "unknown policy")),
+    (["--slo", "ttft_p99=1s", "--tp", "two"], ("--tp", "positive integers")),
+    (["--slo", "ttft_p99=1s", "--target-qps", "0"], ("--target-qps", "> 0")),
+    (["--slo", "ttft_p99=1s", "--model", "llama-3-70b", "--hardware", "a100-80g-sxm,h100-sxm", "--tp", "1"],
      ("no candidate can run", "a100-80g-sxm tp1: does not fit", "h100-sxm tp1: does not fit")),
 ])
 def test_bad_input_is_one_line_exit_2(extra, needles):
@@ -138,9 +138,9 @@ def test_bad_input_is_one_line_exit_2(extra, needles):
 
 
 def test_impossible_slo_is_one_line_exit_2():
-    """5 ms is below the prefill of any prompt of the trace on these GPUs, so no rate meets it."""
+    """10 ms is below the prefill of any prompt of the trace on these GPUs, so no rate meets it."""
     args = ["plan", *SMALL_ARGS, "--hardware", "h100-sxm,a100-80g-sxm", "--tp", "1,2", "--policy", "chunked",
-            "--target-qps", "5", "--slo", "ttft_p99=0.005"]
+            "--target-qps", "5", "--slo", "ttft_p99=10ms"]
     assert_one_line_error(runner.invoke(app, args), "--slo", "no candidate meets the SLOs even at 0.00781 qps",
                                  "closest: h100-sxm tp2 chunked, ttft_p99")
 
@@ -149,5 +149,5 @@ def test_kv_capacity_binds_when_prompts_outgrow_the_cache(tmp_path):
     config = tmp_path / "small_cache.yaml"
     config.write_text("num_gpu_blocks_override: 40\n")  # 640 tokens: most prompts never fit
     args = ["plan", *SMALL_ARGS, "--hardware", "h100-sxm", "--tp", "1", "--policy", "chunked", "--target-qps", "5",
-            "--slo", "ttft_p99=5", "--config", str(config)]
+            "--slo", "ttft_p99=5s", "--config", str(config)]
     assert_one_line_error(runner.invoke(app, args), "kv_capacity: only")

@@ -69,17 +69,17 @@ def test_search_is_start_independent_and_monotone_in_the_threshold():
 
 
 def test_parse_slo_accepts_every_key_and_rejects_bad_ones():
-    slo = parse_slo(["ttft_p99=2", "tpot_p50=0.05", "e2e_p90=30"], goodput_min=0.95)
+    slo = parse_slo(["ttft_p99=2s", "tpot_p50=0.05s", "e2e_p90=30s"], goodput_min=0.95)
     assert [(s.key, s.column, s.limit_s) for s in slo.limits] == [
         ("ttft_p99", "ttft_s", 2.0), ("tpot_p50", "tpot_s", 0.05), ("e2e_p90", "e2e_s", 30.0)]
     assert slo.to_dict() == {"limits_s": {"ttft_p99": 2.0, "tpot_p50": 0.05, "e2e_p90": 30.0}, "goodput_min": 0.95}
-    for bad, needle in ((["ttft_p97=1"], "unknown SLO key"), (["ttft_p99"], "KEY=SECONDS"),
+    for bad, needle in ((["ttft_p97=1s"], "unknown SLO key"), (["ttft_p99"], "KEY=LIMIT"),
                         (["ttft_p99=-1"], "> 0"), (["ttft_p99=abc"], "> 0"),
-                        (["ttft_p99=1", "ttft_p99=2"], "twice"), ([], "at least one")):
+                        (["ttft_p99=1s", "ttft_p99=2s"], "twice"), ([], "at least one")):
         with pytest.raises(InputError, match=needle):
             parse_slo(bad)
-    with pytest.raises(InputError, match="--goodput"):
-        parse_slo(["ttft_p99=1"], goodput_min=1.5)
+    with pytest.raises(InputError, match="--min-finished"):
+        parse_slo(["ttft_p99=1s"], goodput_min=1.5)
 
 
 def frame(ttft, tpot, status=None, reasons=None) -> pd.DataFrame:
@@ -90,27 +90,27 @@ def frame(ttft, tpot, status=None, reasons=None) -> pd.DataFrame:
 
 def test_judge_takes_percentiles_over_finished_requests():
     ttft = np.linspace(0.01, 1.0, 100)  # p50 = 0.505, p99 = 0.9901
-    slo = parse_slo(["ttft_p99=1", "ttft_p50=0.5", "tpot_p90=0.1"])
+    slo = parse_slo(["ttft_p99=1s", "ttft_p50=0.5s", "tpot_p90=0.1s"])
     point = judge(frame(ttft, np.full(100, 0.05)), 3.0, slo)
     assert point.values_s["ttft_p99"] == pytest.approx(0.9901)
     assert point.ratios["ttft_p50"] == pytest.approx(1.01)
     assert not point.passes and binding_constraint(point, slo) == "ttft_p50"
-    loose = parse_slo(["ttft_p99=1", "tpot_p90=0.1"])
+    loose = parse_slo(["ttft_p99=1s", "tpot_p90=0.1s"])
     assert judge(frame(ttft, np.full(100, 0.05)), 3.0, loose).passes
 
 
 def test_judge_goodput_and_kv_capacity():
     status = ["FINISHED"] * 98 + ["REJECTED"] * 2
-    slo = parse_slo(["ttft_p99=10"])
+    slo = parse_slo(["ttft_p99=10s"])
     kv = judge(frame(np.full(100, 0.1), np.full(100, 0.01), status,
                      [None] * 98 + ["prompt+output need 900 KV blocks; the cache holds 50"] * 2), 1.0, slo)
     assert kv.goodput == 0.98 and kv.n_rejected_kv == 2 and not kv.passes
     assert binding_constraint(kv, slo) == "kv_capacity"
     other = judge(frame(np.full(100, 0.1), np.full(100, 0.01), status, [None] * 98 + ["limits"] * 2), 1.0, slo)
     assert binding_constraint(other, slo) == "goodput"
-    assert judge(frame(np.full(100, 0.1), np.full(100, 0.01), status), 1.0, parse_slo(["ttft_p99=10"], 0.98)).passes
+    assert judge(frame(np.full(100, 0.1), np.full(100, 0.01), status), 1.0, parse_slo(["ttft_p99=10s"], 0.98)).passes
 
 
 def test_judge_without_values_fails_with_infinite_ratio():
-    point = judge(frame([0.1, 0.2], [math.nan, math.nan]), 1.0, parse_slo(["tpot_p99=1"]))
+    point = judge(frame([0.1, 0.2], [math.nan, math.nan]), 1.0, parse_slo(["tpot_p99=1s"]))
     assert point.values_s["tpot_p99"] is None and point.ratios["tpot_p99"] == math.inf and not point.passes

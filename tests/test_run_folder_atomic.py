@@ -57,7 +57,7 @@ def test_rerun_replaces_the_folder_whole(old_run):
     result = simulate(old_run, 60)
     assert result.exit_code == 0, result.output
     assert json.loads((old_run / "summary.json").read_text())["n_requests"] == 60 != json.loads(before)["n_requests"]
-    assert sorted(p.name for p in old_run.iterdir()) == ["requests.parquet", "summary.json"]
+    assert sorted(p.name for p in old_run.iterdir()) == ["bench_serve.json", "requests.parquet", "summary.json"]
     assert partials(old_run) == []
 
 

@@ -53,7 +53,8 @@ def test_product_runs_last_key_fastest_and_every_point_is_a_full_config():
     assert [(p.grid_values["max_num_seqs"], p.grid_values["block_size"]) for p in points] == [
         (32, 8), (32, 16), (32, 32), (64, 8), (64, 16), (64, 32)]
     assert all(p.config["policy"] == "chunked" and p.workload == {"trace": None, "format": None, "max_requests": 10,
-                                                                  "qps": 5.0, "rate_scale": None} for p in points)
+                                                                  "qps": 5.0, "rate_scale": None, "trace_qps": None}
+               for p in points)
     assert EngineConfig.model_validate(points[4].config).block_size == 16
     assert len({p.point_id for p in points}) == 6
 
@@ -118,9 +119,14 @@ def test_flatten_and_the_row_of_a_point():
 
 
 def test_point_workload_retimes_to_the_target_qps():
-    workload = {"trace": None, "format": None, "max_requests": 50, "qps": 4.0, "rate_scale": None}
+    """qps: Poisson arrivals (as simulate --qps); trace_qps: the trace's own shape at that mean."""
+    from sim.run import load_run_workload
+
+    workload = {"trace": None, "format": None, "max_requests": 50, "qps": None, "rate_scale": None, "trace_qps": 4.0}
     trace = point_workload(workload, seed=0)
     assert len(trace) == 50
     span_s = trace.arrival_s[-1] - trace.arrival_s[0]
     assert (len(trace) - 1) / span_s == pytest.approx(4.0, rel=0.05)
-    assert sweepable_keys()[-2:] == ["qps", "rate_scale"]
+    poisson = point_workload({**workload, "qps": 4.0, "trace_qps": None}, seed=0)
+    assert (poisson.arrival_s == load_run_workload(None, None, None, 50, 0, 4.0).arrival_s).all()
+    assert sweepable_keys()[-3:] == ["trace_qps", "qps", "rate_scale"]

@@ -12,6 +12,7 @@ import typer
 from sim.cli import calibrate_engine, disagg, engines, foundation, plan, simulate, sweep, validate
 from sim.cli.calibrate import calibrate_app
 from sim.cli.common import new_app
+from sim.cli.slo_flags import EXTRA_ARGS
 from sim.cli.workload import workload_app
 
 app = new_app(name="infersim", help="Discrete-event simulator and capacity planner for LLM inference clusters.")
@@ -35,9 +36,9 @@ app.command()(foundation.profiles)
 app.command()(foundation.models)
 app.command()(foundation.memory)
 app.command()(foundation.roofline)
-app.command()(simulate.simulate)
-app.command()(plan.plan)
-app.command()(sweep.sweep)
+app.command(context_settings=EXTRA_ARGS)(simulate.simulate)  # vLLM's --goodput ttft:2000 tpot:50 (slo_flags)
+app.command(context_settings=EXTRA_ARGS)(plan.plan)
+app.command(context_settings=EXTRA_ARGS)(sweep.sweep)
 app.command()(engines.engines)
 app.command()(validate.validate)
 app.command()(disagg.disagg)

@@ -7,39 +7,67 @@ import time
 from pathlib import Path
 
 import typer
-from rich import box
-from rich.table import Table
 
 from sim.cli.common import StageProgress, console, print_json
+from sim.cli.plan_report import print_plan
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
-from sim.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS
 
-PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png")  # what a plan folder may hold
+PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png", "k8s.yaml")  # what a plan folder may hold
+EMITS = ("k8s",)
+
+
+def _knob(help_text: str, *names: str):
+    return typer.Option(None, *names, help=f"engine knob for every candidate: {help_text}", show_default=False)
 
 
 def plan(
+    ctx: typer.Context,
     workload: str = typer.Option(DEFAULT_TRACE, "--workload", "-w", help="trace file, spec YAML or bundled name"),
     workload_format: str = typer.Option(None, "--format", help="force a trace format (azure, mooncake, ...)"),
     model: str = typer.Option(None, "--model", "-m", help="bundled model name or YAML/config.json path"),
-    slo: list[str] = typer.Option(None, "--slo", help=f"KEY=LIMIT (seconds, or 100ms), repeatable; keys: "
-                                                     f"{', '.join(SLO_KEYS)}"),
+    model_id: str = typer.Option(None, "--model-id", show_default=False,
+                                 help="the checkpoint the launch command serves, e.g. meta-llama/Llama-3.1-8B-Instruct "
+                                      "[the model spec's hf_name: same architecture, maybe the base checkpoint]"),
+    slo: list[str] = slo_option(),
+    goodput_pairs: list[str] = goodput_option(),
     hardware: str = typer.Option("h100-sxm,a100-80g-sxm,h200", "--hardware", "-H", help="comma-separated profiles"),
-    tp: str = typer.Option("1,2,4,8", "--tp", help="comma-separated tensor-parallel sizes"),
+    tp: str = typer.Option("1,2,4,8", "--tp", "--tensor-parallel-size", help="comma-separated tensor-parallel sizes"),
+    price: list[str] = typer.Option(None, "--price", show_default=False,
+                                    help="PROFILE=USD per GPU-hour, repeatable: your price instead of the profile's "
+                                         "cost_per_hour_usd (e.g. h100-sxm=2.10)"),
     policy: str = typer.Option("chunked,radix", "--policy", "-p", help="comma-separated scheduler policies"),
     search: list[str] = typer.Option(None, "--search", help="engine knob to search, KEY=v1,v2 (repeatable): "
                                                             "max_num_seqs, max_num_batched_tokens, block_size, ..."),
-    target_qps: float = typer.Option(..., "--target-qps", help="the arrival rate the cluster must serve (req/s)"),
-    goodput: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share of requests that must finish"),
+    target_qps: float = typer.Option(..., "--target-qps",
+                                     help="the mean arrival rate the cluster must serve (req/s): the workload's OWN "
+                                          "arrival shape re-timed to it, bursts kept"),
+    goodput: float = min_finished_option(),
     max_requests: int = typer.Option(1000, "--max-requests", help="size replicas on N requests of the workload"),
     sizing: str = typer.Option("busiest", "--sizing", help="busiest (its densest N requests) | head (its first N)"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="replay the whole workload through the cluster"),
     max_verify_runs: int = typer.Option(6, "--max-verify-runs", help="whole-workload runs per verified candidate"),
+    max_verified: int = typer.Option(12, "--max-verified",
+                                     help="candidates verified at most (by lower bound; the plan says when this "
+                                          "stopped it before the cheapest cluster was certain)"),
     disagg: str = typer.Option(None, "--disagg", show_default=False,
                                help="P:D ratios, e.g. 1:1,1:2,2:1: also verify the recommendation as disaggregated "
                                     "prefill/decode clusters (k*P + k*D replicas, smallest k that meets the SLOs; "
                                     "at most --max-verify-runs runs per ratio) and compare GPUs and cost"),
     config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
+    max_num_seqs: int = _knob("vLLM max_num_seqs [256]", "--max-num-seqs"),
+    max_num_batched_tokens: int = _knob("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
+    block_size: int = _knob("KV block size in tokens [16]", "--block-size"),
+    gpu_memory_utilization: float = _knob("share of HBM for the engine [0.9]", "--gpu-memory-utilization"),
+    max_model_len: int = _knob("context limit [model's max_position_embeddings]", "--max-model-len"),
+    kv_dtype: str = _knob("bf16 | fp16 | fp8 | int8", "--kv-dtype", "--kv-cache-dtype"),
+    weight_dtype: str = _knob("bf16 | fp16 | fp8 | int8 | int4 | fp4", "--weight-dtype"),
+    chunk_size: int = _knob("cap on one request's prefill chunk per step (vLLM's long_prefill_token_threshold)",
+                            "--chunk-size", "--long-prefill-token-threshold"),
+    cpu_cache_gib: float = _knob("radix candidates: host-memory prefix tier, GiB per replica (vLLM's "
+                                 "--kv-offloading-size)", "--cpu-cache-gib", "--kv-offloading-size"),
+    router: str = _knob("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     engine: str = typer.Option(None, "--engine", show_default=False,
                                help="engine preset (vllm | sglang | trtllm | lmdeploy | YAML): its knobs and CPU "
                                     "cost, and its launch command"),
@@ -51,6 +79,9 @@ def plan(
     top: int = typer.Option(10, "--top", help="candidates shown in the table"),
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
+    emit: str = typer.Option(None, "--emit", show_default=False,
+                             help="k8s: also write OUT/k8s.yaml, the recommendation as a vLLM Deployment, Service "
+                                  "and HorizontalPodAutoscaler (sim/planner/k8s.py)"),
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
                                     help="N >= 2: rerun the recommended cluster under N perturbed cost models and "
                                          "report p10/p50/p90 of its capacity (plan.json recommended.uncertainty)"),
@@ -61,7 +92,8 @@ def plan(
     busiest stretch; replicas, GPUs and cost for the target rate; then the cheapest clusters replay the WHOLE
     workload at the target rate, adding (or removing) replicas until the SLOs hold.
 
-    Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --goodput finished.
+    Sustained rate: every SLO percentile, over the finished requests, is within its limit and >= --min-finished
+    finished.
 
     Sizing: the densest --max-requests consecutive requests, re-timed as the whole workload would be at the rate
     (so its bursts keep their height); the first 10% warm up and are not judged.
@@ -74,13 +106,12 @@ def plan(
     from sim.intervals import check_replays
     from sim.output import atomic_run_dir, write_json
     from sim.planner.band import capacity_band
-    from sim.planner.candidates import parse_list, parse_tps
+    from sim.planner.candidates import parse_list, parse_prices, parse_tps
     from sim.planner.disagg import parse_pd_ratios
     from sim.planner.knobs import parse_knob_search
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
     from sim.run import resolve_seed
-    from sim.slo import parse_slo
     from sim.sweep.backends import make_backend
     from sim.trace import ClosedLoop
     from sim.workload import load_workload
@@ -89,11 +120,18 @@ def plan(
     for flag, value in (("--workers", workers), ("--top", top)):
         if value < 1:
             raise InputError(flag, None, f"must be at least 1; got {value}")
-    slo_spec = parse_slo(slo or [], goodput)
-    overrides = {"model": model, "seed": seed, "engine": engine}
+    slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput, required=True)
+    knobs = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
+             "gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len, "kv_dtype": kv_dtype,
+             "weight_dtype": weight_dtype, "chunk_size": chunk_size, "cpu_cache_gib": cpu_cache_gib, "router": router}
+    overrides = {"model": model, "seed": seed, "engine": engine, **knobs}
+    policies = parse_list(policy, "--policy")
+    if cpu_cache_gib or chunk_size:  # the base is validated on its own: give it a policy that takes these knobs
+        overrides["policy"] = "radix" if "radix" in policies else policies[0]
     base = resolve_seed(load_config(config, overrides), workload, workload_format)
-    hardware_names, tps, policies = parse_list(hardware, "--hardware"), parse_tps(tp), parse_list(policy, "--policy")
+    hardware_names, tps = parse_list(hardware, "--hardware"), parse_tps(tp)
     knob_grid = parse_knob_search(search or [])
+    prices = parse_prices(price, hardware_names)
     pd_ratios = None if disagg is None else parse_pd_ratios(disagg)
     check_layouts(pd_ratios or [], "--disagg")  # sim.budget: replicas of every layout
     if pd_ratios and not verify:
@@ -106,12 +144,19 @@ def plan(
     trace = load_workload(workload, workload_format, seed=base.seed)
     if isinstance(trace, ClosedLoop):
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
-    settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs)
+    if emit is not None and (emit not in EMITS or out is None):
+        raise InputError("--emit", emit, f"one of {', '.join(EMITS)}, with --out DIR (it writes DIR/k8s.yaml)")
+    if max_verified < 1:
+        raise InputError("--max-verified", None, f"must be at least 1; got {max_verified}")
+    settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs,
+                              max_verified=max_verified)
 
     def run_search() -> dict:
         with StageProgress(enabled=not as_json) as progress:
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
-                               backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios)
+                               backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios,
+                               announce=None if as_json else lambda: console.print(slo_line(slo_spec)),
+                               model_id=model_id, prices=prices)
             if uncertainty is not None and result["recommended"] is not None:
                 result["recommended"]["uncertainty"] = capacity_band(
                     result, base, trace, slo_spec, settings, uncertainty,
@@ -126,118 +171,17 @@ def plan(
                 result = run_search()
                 write_json(tmp_dir / "plan.json", result)
                 write_plots(result, tmp_dir)
+                if emit == "k8s" and result["recommended"] is not None:
+                    from sim.planner.k8s import manifests_yaml
+
+                    (tmp_dir / "k8s.yaml").write_text(manifests_yaml(result))
     if as_json:
         print_json(result)
     else:
         print_plan(result, top)
         console.print(f"planned in {time.monotonic() - wall_time_start_s:.1f} s")
         if out is not None:
-            console.print(f"wrote {out}/plan.json, latency_vs_rate.png, cost.png and pareto.png")
+            k8s = ", k8s.yaml" if emit == "k8s" and result["recommended"] is not None else ""
+            console.print(f"wrote {out}/plan.json, latency_vs_rate.png, cost.png, pareto.png{k8s}")
     if result["recommended"] is None:
         raise typer.Exit(code=1)
-
-
-def print_plan(result: dict, top: int) -> None:
-    """The cheapest `top` candidates, the verification, the recommendation and its launch command,
-    the knob search's best settings and Pareto frontier, and what was left out and why."""
-    limits = ", ".join(f"{k} <= {v * 1e3:g} ms" for k, v in result["slo"]["limits_s"].items())
-    shape = result["workload_shape"]
-    head = (f"{result['model']} on {Path(result['workload']).name} | target {result['target_qps']:g} req/s | {limits}, "
-            f"goodput >= {result['slo']['goodput_min']:.0%} | peak/mean {shape['slice']['peak_to_mean']:.2f} "
-            f"(sizing slice), {_fmt(shape['peak_to_mean_60s_at_target'])} (1-min windows at target)")
-    with_knobs = any(r["knobs"] for r in result["candidates"])
-    rows = [[i + 1, r["hardware"], r["tp"], r["policy"]] + ([_knobs(r["knobs"])] if with_knobs else []) +
-            [f"{r['max_qps_per_replica']:.3g}", r["replicas"], r["gpus"], f"{r['cost_per_hour_usd']:.2f}",
-             r["binding_slo"], _verified(r)] for i, r in enumerate(result["candidates"][:top])]
-    columns = ("#", "hardware", "tp", "policy") + (("knobs",) if with_knobs else ()) + (
-        "qps/rep", "reps", "GPUs", "$/hour", "binds", "verified")
-    _print_rows(head, columns, rows, left=("hardware", "policy", "knobs", "binds", "verified"))
-    best = result["recommended"]
-    if best is None:
-        console.print("[bold red]no recommendation[/bold red]: no verified cluster met the SLOs on the whole workload "
-                      "(raise --max-verify-runs, relax the SLOs or add hardware)")
-    else:
-        run = best.get("verified_run")
-        check = "" if run is None else (
-            f"; whole workload at {result['target_qps']:g} req/s: " + ", ".join(
-                f"P99 {k.upper()} {_fmt(v)} ms" for k, v in run["p99_ms"].items()) +
-            f", {run['within_all_slos']:.1%} of requests within all SLOs")
-        console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} tp{best['tp']} "
-                      f"{best['policy']}{_knobs(best['knobs'], ' ')} = {best['gpus']} GPUs, "
-                      f"${best['cost_per_hour_usd']:.2f}/hour{check}")
-        if "uncertainty" in best:
-            from sim.planner.band import band_line
-
-            console.print(band_line(best["uncertainty"]))
-        launch = result["launch"]
-        console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
-    if result.get("disaggregated"):
-        print_disaggregated(result["disaggregated"], result["slo"])
-    if result.get("best_per_hardware_tp"):
-        _print_rows("best engine knobs per hardware x TP", ("hardware", "tp", "policy", "knobs", "qps/rep"),
-                    [[r["hardware"], r["tp"], r["policy"], _knobs(r["knobs"]), f"{r['max_qps_per_replica']:.3g}"]
-                     for r in result["best_per_hardware_tp"]], left=("hardware", "policy", "knobs"))
-    if result["pareto"]:
-        _print_rows("Pareto frontier (passing points): output tok/s per GPU vs tok/s per user",
-                    ("hardware", "tp", "policy", "knobs", "req/s/rep", "tok/s/GPU", "tok/s/user"),
-                    [[p["hardware"], p["tp"], p["policy"], _knobs(p["knobs"]), f"{p['rate_qps_per_replica']:.3g}",
-                      f"{p['tok_s_per_gpu']:.0f}", f"{p['tok_s_per_user']:.1f}"] for p in result["pareto"][:top]],
-                    left=("hardware", "policy", "knobs"))
-    for row in result["infeasible"]:
-        console.print(f"infeasible: {row['hardware']} tp{row['tp']} {row['policy']}{_knobs(row['knobs'], ' ')}: "
-                      f"{row['reason']}")
-    policies_of: dict[tuple, list[str]] = {}
-    for row in result["skipped"]:
-        policies_of.setdefault((row["hardware"], row["tp"], row["reason"]), []).append(row["policy"])
-    for (hardware, tp, reason), policies in policies_of.items():
-        console.print(f"skipped: {hardware} tp{tp} {','.join(dict.fromkeys(policies))}: {reason}", style="dim",
-                      soft_wrap=True)
-
-
-def print_disaggregated(section: dict, slo: dict) -> None:
-    """The recommendation next to its P:D layouts: replicas, GPUs, $/hour, attainment per SLO, P99s."""
-    if not section["compared"]:
-        console.print(f"disaggregated: not compared: {section['reason']}")
-        return
-    keys = list(section["aggregated"]["attainment"])
-    rows = []
-    for row in [section["aggregated"], *section["splits"]]:
-        layout = (str(row["replicas"]) if row["ratio"] == "aggregated" else
-                  f"{row['prefill_replicas']}P + {row['decode_replicas']}D (k={row['k']})")
-        met = "yes" if row["verified"] else f"FAILS at k={row['k']}"
-        rows.append([row["ratio"], layout, row["gpus"], f"{row['cost_per_hour_usd']:.2f}",
-                     *[f"{row['attainment'][k]:.1%}" for k in keys], _fmt(row["p99_ms"]["ttft"]),
-                     _fmt(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
-    title = (f"aggregated vs disaggregated: {section['hardware']} tp{section['tp']} {section['policy']}, "
-             f"same SLOs, whole workload at the target rate")
-    _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT ms", "P99 TPOT ms", "within all",
-                        "meets SLOs"), rows, left=("layout", "replicas", "meets SLOs"))
-    console.print(f"[bold]disaggregated[/bold]: {section['verdict']}")
-
-
-def _print_rows(title: str, columns: tuple, rows: list[list], left: tuple) -> None:
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
-    for i, column in enumerate(columns):
-        width = max([len(column)] + [len(str(row[i])) for row in rows])
-        table.add_column(column, justify="left" if column in left else "right", min_width=width, no_wrap=True)
-    for row in rows:
-        table.add_row(*[str(cell) for cell in row])
-    console.print(table)
-
-
-def _knobs(knobs: dict, lead: str = "") -> str:
-    return (lead + " ".join(f"{k}={v}" for k, v in knobs.items())) if knobs else ("" if lead else "-")
-
-
-def _verified(row: dict) -> str:
-    if "verified" not in row:
-        return "not run (dearer)"
-    if not row["verified"]:
-        return f"FAILS at {row['verification'][-1]['replicas']} reps"
-    if row["replicas"] == row["replicas_estimated"]:
-        return "yes"
-    return f"yes ({row['replicas_estimated']} -> {row['replicas']})"
-
-
-def _fmt(value) -> str:
-    return "-" if value is None else f"{value:.3g}"

@@ -10,17 +10,19 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
 from sim.cli.feature_facts import feature_facts
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.config import load_config
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
-from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
 from sim.summary import parse_percentiles
+from sim.trace import ClosedLoop
+from sim.vllm_names import policy_from_vllm_flags
 from sim.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
               "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers", "backend",
-              "address")
+              "address", "goodput_pairs", "ctx", "trace_qps", "enable_prefix_caching", "enable_chunked_prefill")
 
 
 def _opt(help_text: str, *names: str):
@@ -52,6 +54,7 @@ class _LazyProgress:
 
 
 def simulate(
+    ctx: typer.Context,
     trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
     trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),
     bench: str = _opt("benchmark workload instead of --trace: 'batch=8,isl=32,osl=128' (fixed batch), "
@@ -63,13 +66,13 @@ def simulate(
     model: str = _opt("bundled model name or YAML/config.json path [llama-3-8b]", "--model", "-m"),
     hardware: str = _opt("bundled profile name or YAML path [h100-sxm]", "--hardware", "-H"),
     policy: str = _opt("static | continuous | chunked | radix [continuous]", "--policy", "-p"),
-    tp: int = _opt("tensor parallel GPUs per replica [1]", "--tp"),
+    tp: int = _opt("tensor parallel GPUs per replica [1]", "--tp", "--tensor-parallel-size"),
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),
     weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 | int4 (weight-only) | fp4 [bf16]", "--weight-dtype"),
     kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16; a preset's default for quantized weights]",
-                         "--kv-dtype"),
+                         "--kv-dtype", "--kv-cache-dtype"),
     max_num_seqs: int = _opt("vLLM max_num_seqs [256]", "--max-num-seqs"),
     max_num_batched_tokens: int = _opt("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
     block_size: int = _opt("KV block size in tokens [16]", "--block-size"),
@@ -78,7 +81,7 @@ def simulate(
     swap_space: float = _opt("GiB of host memory per GPU for swapped KV [4]", "--swap-space"),
     num_gpu_blocks_override: int = _opt("pin the number of KV blocks", "--num-gpu-blocks-override"),
     chunk_size: int = _opt("chunked/radix: cap on ONE request's prompt chunk per step [none]; the step budget "
-                           "is --max-num-batched-tokens", "--chunk-size"),
+                           "is --max-num-batched-tokens", "--chunk-size", "--long-prefill-token-threshold"),
     num_scheduler_steps: int = _opt("vLLM multi-step scheduling: decode steps per schedule [preset / 1]",
                                     "--num-scheduler-steps"),
     enforce_eager: bool = typer.Option(None, "--enforce-eager/--cuda-graphs", show_default=False,
@@ -95,7 +98,7 @@ def simulate(
     spec_draft_model: str = _opt("draft model spec for --spec-method draft", "--spec-draft-model"),
     spec_draft_cost: float = _opt("heads: one proposal's cost / a decode step's [0.05]", "--spec-draft-cost"),
     cpu_cache_gib: float = _opt("radix: host-memory tier for evicted prefix blocks, GiB per replica [0]",
-                                "--cpu-cache-gib"),
+                                "--cpu-cache-gib", "--kv-offloading-size"),
     prefill_replicas: int = _opt("disaggregated: prefill replicas (with --decode-replicas)", "--prefill-replicas"),
     decode_replicas: int = _opt("disaggregated: decode replicas", "--decode-replicas"),
     prefill_hardware: str = _opt("disaggregated: prefill group's profile", "--prefill-hardware"),
@@ -109,12 +112,18 @@ def simulate(
     kv_transfer_latency_us: float = _opt("disaggregated: KV link latency [from the profiles]",
                                          "--kv-transfer-latency-us"),
     rate_scale: float = _opt("speed the trace up by this factor", "--rate-scale"),
-    qps: float = _opt("Poisson arrivals at this many req/s (the trace's lengths, in order)", "--qps", "--rate"),
-    max_requests: int = _opt("replay only the first N requests", "--max-requests"),
-    slo: list[str] = typer.Option(None, "--slo", show_default=False,
-                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: "
-                                       "goodput and attainment in the summary"),
-    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    qps: float = _opt("Poisson arrivals at this many req/s, the trace's lengths in order (vLLM bench's "
+                      "--request-rate; inf: all at t=0)", "--qps", "--rate", "--request-rate"),
+    trace_qps: float = _opt("the trace's OWN arrival shape re-timed to this mean req/s (bursts kept; what plan "
+                            "sizes for)", "--trace-qps"),
+    max_requests: int = _opt("replay only the first N requests", "--max-requests", "--num-prompts"),
+    enable_prefix_caching: bool = typer.Option(None, "--enable-prefix-caching/--no-enable-prefix-caching",
+                                               show_default=False, help="vLLM's switch: policy radix"),
+    enable_chunked_prefill: bool = typer.Option(None, "--enable-chunked-prefill/--no-enable-chunked-prefill",
+                                                show_default=False, help="vLLM's switch: policy chunked"),
+    slo: list[str] = slo_option(),
+    goodput_pairs: list[str] = goodput_option(),
+    goodput_min: float = min_finished_option(),
     percentiles: str = _opt("latency percentiles to report, e.g. 50,90,95,99 [50,90,99]", "--percentiles"),
     csv: Path = _opt("also write one row per request to this CSV file", "--csv"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
@@ -137,25 +146,30 @@ def simulate(
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]
         overrides["replicas"] = overrides.get("replicas") or len(overrides["replica_hardware"])
     wanted = parse_percentiles(percentiles)
-    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput_min)
     if slo_spec is not None:
         overrides["slo"] = slo_spec.per_request_limits_s()
     _feature_overrides(overrides)
+    overrides["policy"], radix_chunked = policy_from_vllm_flags(policy, enable_prefix_caching, enable_chunked_prefill)
+    if radix_chunked is not None:
+        overrides["radix_chunked"] = radix_chunked
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     if bench is not None:
-        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps:
+        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps or trace_qps:
             raise InputError("--bench", None, "replaces the workload: do not combine with --trace, --format, "
                                               "--rate-scale, --qps or --max-requests")
         workload = bench_workload(bench)
     else:
-        workload = without_unread_prefix_ids(cfg, load_run_workload(trace, trace_format, rate_scale, max_requests,
-                                                                    cfg.seed, qps))
+        workload = without_unread_prefix_ids(cfg, _workload(trace, trace_format, rate_scale, max_requests, cfg.seed,
+                                                            qps, trace_qps))
+    if slo_spec is not None and not as_json:
+        console.print(slo_line(slo_spec))
     progress = _LazyProgress(enabled=not as_json and console.is_terminal)
     resample = None
     if uncertainty is not None and bench is None and (qps is not None or is_synthetic(trace, trace_format)):
         def resample(seed: int):
-            return without_unread_prefix_ids(cfg, load_run_workload(trace, trace_format, rate_scale, max_requests,
-                                                                    seed, qps))
+            return without_unread_prefix_ids(cfg, _workload(trace, trace_format, rate_scale, max_requests, seed, qps,
+                                                            trace_qps))
     try:
         output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers, backend,
                      address)
@@ -166,11 +180,30 @@ def simulate(
         return
     print_summary(output.summary)
     print_intervals(output.summary)
+    print_load_warnings(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
-        console.print(f"wrote {out}/summary.json and requests.parquet{steps}")
+        console.print(f"wrote {out}/summary.json, requests.parquet{steps} and bench_serve.json (vllm bench serve's "
+                      f"result shape)")
     if csv is not None:
         console.print(f"wrote {csv}")
+
+
+def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qps):
+    """load_run_workload, plus --request-rate inf (all at t=0) and --trace-qps (the trace's shape re-timed)."""
+    import math
+
+    from sim.vllm_names import all_at_once
+    from sim.workload import apply_transforms
+
+    if sum(v is not None for v in (qps, trace_qps, rate_scale)) > 1:
+        raise InputError("--qps", None, "give at most one of --qps (Poisson), --trace-qps (the trace's shape) and "
+                                        "--rate-scale")
+    infinite = qps is not None and math.isinf(qps) and qps > 0
+    workload = load_run_workload(trace, trace_format, rate_scale, max_requests, seed, None if infinite else qps)
+    if infinite:
+        return all_at_once(workload) if not isinstance(workload, ClosedLoop) else workload
+    return workload if trace_qps is None else apply_transforms(workload, target_qps=trace_qps)
 
 
 def _feature_overrides(overrides: dict) -> None:
@@ -228,6 +261,19 @@ def print_summary(summary: dict) -> None:
         facts.append(["SLOs met", "yes" if report["met"] else "no"])
     facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
+
+
+def print_load_warnings(summary: dict) -> None:
+    """The overload warning and why the first requests were rejected (sim.load_check)."""
+    from sim.load_check import overload_line
+
+    line = overload_line(summary)
+    if line:
+        console.print(line, style="bold yellow", soft_wrap=True)
+    rejected = summary.get("rejections") or {}
+    if rejected.get("n"):
+        console.print(f"rejected: {rejected['n']} requests; first: {rejected['first_reason']}; kinds: "
+                      f"{rejected['kinds']}", soft_wrap=True)
 
 
 def print_intervals(summary: dict) -> None:

@@ -9,9 +9,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from sim.cli.common import console, print_table
+from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
 from sim.run import DEFAULT_TRACE
-from sim.slo import DEFAULT_GOODPUT_MIN, parse_slo
 
 if TYPE_CHECKING:
     from sim.sweep.runner import SweepOutcome
@@ -25,8 +25,11 @@ MAX_TABLE_ROWS = 20
 
 
 def sweep(
+    ctx: typer.Context,
     grid: list[str] = typer.Option(None, "--grid", "-g", show_default=False,
-                                   help="key=v1,v2,... (repeat for more keys): any config key, or qps / rate_scale"),
+                                   help="key=v1,v2,... (repeat for more keys): any config key, or qps (Poisson, as "
+                                        "simulate --qps) / trace_qps (the trace's own shape at that mean) / "
+                                        "rate_scale"),
     base: Path = typer.Option(None, "--base", "-b", show_default=False,
                               help="base config YAML: config keys plus trace, format, max_requests, qps, rate_scale"),
     trace: str = typer.Option(None, "--trace", "-t", show_default=False, help="trace, spec YAML or bundled name"),
@@ -37,10 +40,9 @@ def sweep(
     address: str = typer.Option(None, "--address", show_default=False, help="ray: address of a running cluster"),
     out: Path = typer.Option(Path("sweep_results"), "--out", "-o", help="results.parquet, parts/ and plots go here"),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="write the standard PNG figures"),
-    slo: list[str] = typer.Option(None, "--slo", show_default=False,
-                                  help="KEY=LIMIT as in plan (ttft_p99=2, tpot_p99=100ms), repeatable: goodput, "
-                                       "SLO verdict per point, table sorted by goodput"),
-    goodput_min: float = typer.Option(DEFAULT_GOODPUT_MIN, "--goodput", help="least share finished to meet --slo"),
+    slo: list[str] = slo_option(),
+    goodput_pairs: list[str] = goodput_option(),
+    goodput_min: float = min_finished_option(),
     objective: str = typer.Option(None, "--objective", show_default=False,
                                   help="result column to sort by, best first [goodput_request_throughput with "
                                        "--slo, else request_throughput]"),
@@ -58,7 +60,7 @@ def sweep(
 
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)
-    slo_spec = parse_slo(slo, goodput_min) if slo else None
+    slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput_min)
     if slo_spec is not None:
         engine_base["slo"] = slo_spec.per_request_limits_s()
     if trace is not None:
@@ -72,6 +74,8 @@ def sweep(
         if seed is not None:
             engine_base["seed"] = seed
     points = expand(engine_base, workload_base, grid_values)
+    if slo_spec is not None:
+        console.print(slo_line(slo_spec))
     with make_backend(backend, workers, address) as runner:
         outcome = _run_with_progress(points, list(grid_values), out, runner)
     if slo_spec is not None:
@@ -79,6 +83,7 @@ def sweep(
     ranked = sort_best_first(outcome.frame, objective or ("goodput_request_throughput" if slo_spec else
                                                           "request_throughput"))
     _print_outcome(outcome, ranked, list(grid_values))
+    _warn_overloaded(ranked, list(grid_values))
     if plots:
         from sim.sweep.plots import plot_sweep  # matplotlib only when drawing
 
@@ -122,6 +127,19 @@ def _print_outcome(outcome: SweepOutcome, frame, grid_keys: list[str]) -> None:
              + (f"; first {MAX_TABLE_ROWS} shown" if len(frame) > MAX_TABLE_ROWS else ""))
     print_table(title, headers, rows)
     console.print(f"wrote {outcome.out_dir / 'results.parquet'}")
+
+
+def _warn_overloaded(frame, grid_keys: list[str]) -> None:
+    """One line naming the points whose queue grew without bound (sim.load_check)."""
+    column = "overload_overloaded"
+    if column not in frame.columns:
+        return
+    bad = frame[frame[column].fillna(False).astype(bool)]
+    if len(bad):
+        worst = bad["overload_queue_growth_s_per_min"].max()
+        names = ", ".join(" ".join(f"{k}={r[k]}" for k in grid_keys) for r in bad.head(5).to_dict("records"))
+        console.print(f"warning: {len(bad)} of {len(frame)} points are overloaded (offered load exceeds capacity; "
+                      f"the queue grew up to {worst:.3g} s per minute): {names}", style="bold yellow", soft_wrap=True)
 
 
 def _cell(value, column: str) -> str:

@@ -22,6 +22,7 @@ class Candidate:
     cfg: EngineConfig
     cost_per_gpu_hour_usd: float
     knobs: tuple[tuple[str, object], ...] = ()  # the searched engine knobs' values (empty: no knob search)
+    gpus_per_node: int = 8  # the profile's scale-up domain (interconnect.max_gpus_per_node): whole-node rounding
 
     @property
     def label(self) -> str:
@@ -57,11 +58,33 @@ def parse_tps(text: str) -> list[int]:
     return values
 
 
+def parse_prices(texts: list[str] | None, hardware: list[str]) -> dict[str, float]:
+    """`["h100-sxm=2.10"]` -> {"h100-sxm": 2.1} ($ per GPU-hour, overriding the profile's
+    cost_per_hour_usd); each name must be one of `hardware`, each price a number > 0."""
+    prices: dict[str, float] = {}
+    for text in texts or []:
+        name, sep, value = (part.strip() for part in text.partition("="))
+        if not sep or name not in hardware:
+            raise InputError("--price", text, f"expected PROFILE=USD_PER_GPU_HOUR with PROFILE one of --hardware "
+                                              f"({', '.join(hardware)}), e.g. {hardware[0]}=2.10")
+        try:
+            price = float(value.removeprefix("$"))
+        except ValueError:
+            price = float("nan")
+        if not price > 0 or price == float("inf"):
+            raise InputError("--price", name, f"must be $ per GPU-hour > 0; got {value!r}")
+        if name in prices:
+            raise InputError("--price", name, "given twice")
+        prices[name] = price
+    return prices
+
+
 def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
-                     knob_settings: list[dict] | None = None) -> tuple[list[Candidate], list[Skipped]]:
+                     knob_settings: list[dict] | None = None,
+                     prices: dict[str, float] | None = None) -> tuple[list[Candidate], list[Skipped]]:
     """Every runnable (hardware, tp, policy, knob setting) on top of `base`, and the skipped ones with
     why. Unknown hardware, model or policy names, or a knob value the config rejects, raise
-    InputError (a typo, not a skip)."""
+    InputError (a typo, not a skip). `prices`: $ per GPU-hour overriding the profiles' (parse_prices)."""
     settings = knob_settings or [{}]
     if base.prefill_replicas is not None or base.decode_replicas is not None:
         raise InputError("--config", "prefill_replicas/decode_replicas", "plan sizes aggregated replicas (its GPU "
@@ -80,11 +103,13 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
                     own = {**knobs, "hardware": name, "tp": tp, "policy": policy, "replicas": 1}
                     cfg = validate(EngineConfig, fit_inherited_to_policy({**base.model_dump(), **own}, own),
                                    "--search")
-                    reason = _why_not(model, hw, tp, cfg)
+                    price = (prices or {}).get(name, hw.cost_per_hour_usd)
+                    reason = _why_not(model, hw, tp, cfg, price)
                     if reason is not None:
                         skipped.append(Skipped(name, tp, policy, reason))
                     else:
-                        runnable.append(Candidate(cfg, hw.cost_per_hour_usd, tuple(knobs.items())))
+                        runnable.append(Candidate(cfg, price, tuple(knobs.items()),
+                                                  hw.interconnect.max_gpus_per_node))
     return runnable, skipped
 
 
@@ -113,9 +138,9 @@ def drop_radix_twins(candidates: list[Candidate], has_prefix_ids: bool) -> tuple
     return kept, skipped
 
 
-def _why_not(model, hw, tp: int, base: EngineConfig) -> str | None:
-    if hw.cost_per_hour_usd is None:
-        return f"profile {hw.name} has no cost_per_hour_usd"
+def _why_not(model, hw, tp: int, base: EngineConfig, price: float | None) -> str | None:
+    if price is None:
+        return f"profile {hw.name} has no cost_per_hour_usd (give --price {hw.name}=USD)"
     if tp > hw.interconnect.max_gpus_per_node:
         return f"tp {tp} exceeds the {hw.interconnect.max_gpus_per_node} GPUs of one node"
     try:

@@ -33,6 +33,7 @@ class RatePoint:
     passes: bool
     output_tok_s: float = 0.0  # output tokens per second the replica serves at this rate (steady state)
     tok_s_per_user: float | None = None  # 1 / mean TPOT of the finished measured requests
+    first_reject_reason: str | None = None  # why the first measured request that was rejected was
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -62,8 +63,9 @@ def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO) -> RatePoint:
     n_rejected_kv = int(sum(KV_REJECT_MARK in str(reason) for reason in rejected))
     passes = goodput >= slo.goodput_min and all(r <= 1.0 for r in ratios.values())
     output_tok_s, tok_s_per_user = _speeds(finished, rate_qps, goodput)
+    first_reason = str(rejected.iloc[0]) if len(rejected) else None
     return RatePoint(rate_qps, values, ratios, goodput, n_measured, n_rejected_kv, passes, output_tok_s,
-                     tok_s_per_user)
+                     tok_s_per_user, first_reason)
 
 
 def _speeds(finished: pd.DataFrame, rate_qps: float, goodput: float) -> tuple[float, float | None]:
@@ -92,7 +94,9 @@ def describe_binding(point: RatePoint, slo: PlanSLO) -> str:
     """One phrase, e.g. 'ttft_p99 2.41 s > 2 s at 9.51 qps'."""
     binding = binding_constraint(point, slo)
     if binding in ("kv_capacity", "goodput"):
-        return f"{binding}: only {point.goodput:.1%} finished (< {slo.goodput_min:.0%}) at {point.rate_qps:.3g} qps"
+        why = f" (first rejected: {point.first_reject_reason})" if point.first_reject_reason else ""
+        return (f"{binding}: only {point.goodput:.1%} finished (< {slo.goodput_min:.0%}) at {point.rate_qps:.3g} qps"
+                f"{why}")
     limit = next(s.limit_s for s in slo.limits if s.key == binding)
     value = point.values_s[binding]
     shown = "no value" if value is None else f"{value:.4g} s"

@@ -51,22 +51,31 @@ def best_per_hardware_tp(rows: list[dict]) -> list[dict]:
              "max_qps_per_replica": r["max_qps_per_replica"]} for r in best.values()]
 
 
+PROBE_BELOW_SHARE = 1 / 8  # search points below 1/8 of a row's sustained rate are the bracket's probes
+
+
 def operating_points(rows: list[dict]) -> list[dict]:
-    """Every passing search point of every feasible row as (candidate, rate, tok/s/GPU, tok/s/user)."""
+    """Every passing search point of every feasible row at or above PROBE_BELOW_SHARE of its
+    sustained rate (lower ones are the search's probes, near 0 tok/s: not ways to run it), as
+    (candidate, rate, tok/s/GPU, output tokens per dollar, tok/s/user)."""
     points = []
     for row in rows:
+        usd_per_gpu_hour = row["cost_per_hour_usd"] / row["gpus"]
+        floor_qps = row["max_qps_per_replica"] * PROBE_BELOW_SHARE
         for p in row["search_points"]:
-            if p["passes"] and p.get("tok_s_per_user"):
+            if p["passes"] and p.get("tok_s_per_user") and p["rate_qps"] >= floor_qps:
                 points.append({"hardware": row["hardware"], "tp": row["tp"], "policy": row["policy"],
                                "knobs": row["knobs"], "rate_qps_per_replica": p["rate_qps"],
                                "tok_s_per_gpu": p["output_tok_s"] / row["tp"],
+                               "tok_per_usd": p["output_tok_s"] * 3600 / (row["tp"] * usd_per_gpu_hour),
                                "tok_s_per_user": p["tok_s_per_user"]})
     return points
 
 
-def pareto_frontier(points: list[dict]) -> list[dict]:
-    """The points no other point dominates on (tok_s_per_gpu, tok_s_per_user), by tok/s/GPU descending."""
-    ordered = sorted(points, key=lambda p: (-p["tok_s_per_gpu"], -p["tok_s_per_user"]))
+def pareto_frontier(points: list[dict], axis: str = "tok_s_per_gpu") -> list[dict]:
+    """The points no other point dominates on (`axis`, tok_s_per_user), by `axis` descending;
+    `axis`: tok_s_per_gpu (throughput per GPU) or tok_per_usd (output tokens per dollar)."""
+    ordered = sorted(points, key=lambda p: (-p[axis], -p["tok_s_per_user"]))
     frontier, best_user = [], -1.0
     for p in ordered:
         if p["tok_s_per_user"] > best_user:

@@ -11,29 +11,16 @@ import shlex
 
 from sim.config import EngineConfig
 from sim.model import load_model
+from sim.planner.launch_vllm import ROUTER_HINT, vllm_args
 
 DEFAULT_ENGINE = "vllm"  # without a preset, infersim's knobs are vLLM's
 LABEL = "derived from the simulation (infersim {version}, engine assumed: {engine}); not measured on the engine"
 DTYPE_FLAGS = {"fp8": "fp8"}  # infersim dtype -> the engines' fp8 value
 
 
-def vllm_command(cfg: EngineConfig) -> str:
-    """`vllm serve <model> --tensor-parallel-size ...` for one replica of `cfg`."""
-    args = ["vllm", "serve", _hf_name(cfg), "--tensor-parallel-size", str(cfg.tp),
-            "--max-num-seqs", str(cfg.max_num_seqs), "--max-num-batched-tokens", str(cfg.max_num_batched_tokens),
-            "--block-size", str(cfg.block_size), "--gpu-memory-utilization", f"{cfg.gpu_memory_utilization:g}"]
-    if cfg.max_model_len is not None:
-        args += ["--max-model-len", str(cfg.max_model_len)]
-    if cfg.policy in ("chunked", "radix"):
-        args.append("--enable-chunked-prefill")
-    args.append("--enable-prefix-caching" if cfg.policy == "radix" else "--no-enable-prefix-caching")
-    if cfg.kv_dtype in DTYPE_FLAGS:
-        args += ["--kv-cache-dtype", DTYPE_FLAGS[cfg.kv_dtype]]
-    if cfg.weight_dtype in DTYPE_FLAGS:
-        args += ["--quantization", DTYPE_FLAGS[cfg.weight_dtype]]
-    if cfg.preemption_mode == "swap":
-        args += ["--swap-space", f"{cfg.swap_space:g}"]
-    return shlex.join(args)
+def vllm_command(cfg: EngineConfig, model_id: str | None = None) -> str:
+    """`vllm serve <model> --tensor-parallel-size ...` for one replica of `cfg` (sim.planner.launch_vllm)."""
+    return shlex.join(vllm_args(cfg, model_id)[0])
 
 
 def sglang_command(cfg: EngineConfig) -> str:
@@ -75,6 +62,8 @@ def lmdeploy_command(cfg: EngineConfig) -> str:
     return shlex.join(args)
 
 
+SERVERS = {"vllm": "vllm serve", "sglang": "sglang.launch_server", "trtllm": "trtllm-serve",
+           "lmdeploy": "lmdeploy serve api_server"}
 COMMANDS = {"vllm": vllm_command, "sglang": sglang_command, "trtllm": trtllm_command, "lmdeploy": lmdeploy_command}
 
 
@@ -91,12 +80,35 @@ def assumed_engine(cfg: EngineConfig) -> str:
     return load_engine(cfg.engine).family
 
 
-def launch_command(cfg: EngineConfig, replicas: int) -> dict:
+def launch_command(cfg: EngineConfig, replicas: int, model_id: str | None = None) -> dict:
     """plan.json's `launch`: the command per replica for the assumed engine (vLLM's for a preset
-    without a known command line), how many, and the label saying where it comes from."""
+    without a known command line), how many, the router the plan assumed, what the command cannot
+    express (`not_expressible`), and the label saying where it comes from. `model_id`: the
+    checkpoint to serve (default: the model spec's hf_name)."""
     from sim import __version__
 
     engine = assumed_engine(cfg)
-    command = COMMANDS.get(engine, vllm_command)(cfg)
-    return {"engine": engine, "command": command, "replicas": replicas,
+    if engine in COMMANDS and engine != "vllm":
+        command, missing = COMMANDS[engine](cfg), _other_engine_gaps(cfg, replicas)
+        if model_id:
+            command = command.replace(shlex.quote(_hf_name(cfg)), shlex.quote(model_id), 1)
+    else:
+        args, missing = vllm_args(cfg, model_id, replicas)
+        command = shlex.join(args)
+    return {"engine": engine, "server": SERVERS.get(engine, SERVERS["vllm"]), "command": command,
+            "replicas": replicas, "router": cfg.router,
+            "model_id": model_id or _hf_name(cfg), "model_id_from": "--model-id" if model_id else "model spec",
+            "not_expressible": missing,
             "label": LABEL.format(version=__version__, engine=engine)}
+
+
+def _other_engine_gaps(cfg: EngineConfig, replicas: int) -> list[str]:
+    """What the SGLang / TensorRT-LLM / LMDeploy lines leave out (they carry the core knobs only)."""
+    gaps = []
+    if cfg.cpu_cache_gib:
+        gaps.append(f"host prefix tier {cfg.cpu_cache_gib:g} GiB per replica: not written for this engine")
+    if cfg.spec_tokens:
+        gaps.append(f"speculative decoding ({cfg.spec_tokens} tokens): not written for this engine")
+    if replicas > 1:
+        gaps.append(f"router {cfg.router} across {replicas} replicas: put {ROUTER_HINT[cfg.router]} in front")
+    return gaps

@@ -27,7 +27,15 @@ from sim.planner.launch import launch_command
 from sim.planner.report import impossible_line, infeasible_row, reasons_line
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
-from sim.planner.verify import VerifyTask, verified_replicas, verify_candidates
+from sim.planner.trust import trust_section
+from sim.planner.verify import VerifyTask
+from sim.planner.verify_bound import (
+    collapse_identical,
+    mark_ties,
+    run_verifications,
+    verified_per_hardware,
+    verify_by_bound,
+)
 from sim.provenance import provenance
 from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
@@ -52,7 +60,7 @@ class SearchSettings:
     sizing: str = "busiest"
     verify: bool = True
     verify_batch: int = 2
-    max_verified: int = 4
+    max_verified: int = 12
     max_verify_runs: int = 6
 
     def to_dict(self) -> dict:
@@ -100,16 +108,23 @@ def run_on(backend, fn: Callable, arg_tuples: list[tuple], progress: Progress | 
     return results
 
 
-def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_output_tokens: float) -> dict:
-    """The plan.json row of a feasible candidate with `replicas` replicas at `target_qps`."""
-    cfg = search.candidate.cfg
+def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_tokens: tuple[float, float]) -> dict:
+    """The plan.json row of a feasible candidate with `replicas` replicas at `target_qps`;
+    `mean_tokens`: (input, output) tokens per request. Cost per GPU; `nodes` and the whole-node
+    GPUs and cost when replicas are packed on nodes of the profile's scale-up domain."""
+    cfg, candidate = search.candidate.cfg, search.candidate
+    mean_input_tokens, mean_output_tokens = mean_tokens
     gpus = replicas * cfg.tp
-    cost_per_hour = gpus * search.candidate.cost_per_gpu_hour_usd
+    cost_per_hour = gpus * candidate.cost_per_gpu_hour_usd
+    nodes = math.ceil(replicas / max(1, candidate.gpus_per_node // cfg.tp))
+    tokens_per_hour = target_qps * 3600
     return {
-        "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy, "knobs": dict(search.candidate.knobs),
+        "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy, "knobs": dict(candidate.knobs),
         "max_qps_per_replica": search.outcome.max_qps, "replicas": replicas, "gpus": gpus,
-        "cost_per_hour_usd": cost_per_hour,
-        "usd_per_m_output_tokens": cost_per_hour / (target_qps * mean_output_tokens * 3600) * 1e6,
+        "cost_per_hour_usd": cost_per_hour, "nodes": nodes, "gpus_per_node": candidate.gpus_per_node,
+        "whole_node_cost_per_hour_usd": nodes * candidate.gpus_per_node * candidate.cost_per_gpu_hour_usd,
+        "usd_per_m_output_tokens": cost_per_hour / (tokens_per_hour * mean_output_tokens) * 1e6,
+        "usd_per_m_total_tokens": cost_per_hour / (tokens_per_hour * (mean_input_tokens + mean_output_tokens)) * 1e6,
         "binding_slo": search.binding_slo, "binding_detail": search.binding_detail,
         "search_points": [p.to_dict() for p in search.outcome.points],
     }
@@ -124,49 +139,68 @@ def _row_order(row: dict) -> tuple:
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
               slo: PlanSLO, target_qps: float, settings: SearchSettings = SearchSettings(), workers: int = 1,
               backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None,
-              pd_ratios: list[tuple[int, int]] | None = None) -> dict:
+              pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None,
+              model_id: str | None = None, prices: dict[str, float] | None = None) -> dict:
     """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
     `pd_ratios`: also compare disaggregated P:D layouts of the recommendation (sim.planner.disagg).
-    A backend passed in is left open (the caller closes it); one made here is closed here."""
+    A backend passed in is left open (the caller closes it); one made here is closed here. `announce`:
+    called once the candidates are built, before the first simulation (the CLI prints the SLOs).
+    `model_id`: the checkpoint the launch command serves (default: the model spec's hf_name).
+    `prices`: $ per GPU-hour by profile name, overriding the profiles' cost_per_hour_usd."""
     if backend is None:
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
-                             progress, pd_ratios)
+                             progress, pd_ratios, announce, model_id, prices)
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
     if pd_ratios and not settings.verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
-    candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}))
+    candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}), prices)
     candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids)
-    skipped += twins
+    candidates, same = collapse_identical(candidates)
+    skipped += twins + same
     if not candidates:
         raise InputError("--hardware/--tp", None, "no candidate can run: " + reasons_line(skipped))
+    if announce is not None:
+        announce()
     searches = run_on(backend, search_candidate, [(c, piece, slo, settings) for c in candidates], progress,
                       "sizing candidates")
     feasible = [s for s in searches if s.feasible]
     if not feasible:
-        raise InputError("--slo", None, impossible_line(searches, slo, settings.to_dict()["min_qps"]))
+        raise InputError("--slo", None, impossible_line(searches, slo, settings.to_dict()["min_qps"],
+                                                        piece.trace.arrival_s))
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
-    rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_output_tokens) for s in feasible]
+    mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
+    rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
     order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i]))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
+    order_section = None
     if settings.verify:
         peak = piece.peak_to_mean if settings.sizing == "busiest" else 1.0
-        verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress, mean_output_tokens, peak)
-    rows.sort(key=lambda r: (r.get("verified") is False, *_row_order(r)))
+        order_section = verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress,
+                                        mean_tokens, peak)
+    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *_row_order(r)))
     recommended = _recommend(rows, settings.verify, target_qps)
+    mark_ties(rows, recommended)
+    recommended_cfg = None if recommended is None else _config_of(recommended, feasible)
     return {
         **provenance(base, trace), "model": base.model, "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
         "workload_shape": _workload_shape(trace, piece, target_qps),
         "candidates": rows, "recommended": recommended,
-        "launch": None if recommended is None else launch_command(_config_of(recommended, feasible),
-                                                                  recommended["replicas"]),
+        "launch": None if recommended is None else launch_command(recommended_cfg, recommended["replicas"], model_id),
+        "trust": None if recommended is None else trust_section(recommended_cfg),
+        "prices_usd_per_gpu_hour": {c.cfg.hardware: {"usd": c.cost_per_gpu_hour_usd,
+                                                     "from": "--price" if c.cfg.hardware in (prices or {}) else
+                                                     "profile cost_per_hour_usd"} for c in candidates},
         "best_per_hardware_tp": best_per_hardware_tp(rows) if knob_grid else None,
+        "verification_order": order_section,
+        "verified_per_hardware": verified_per_hardware(rows) if settings.verify else None,
         "pareto": pareto_frontier(operating_points(rows)),
+        "pareto_per_dollar": pareto_frontier(operating_points(rows), "tok_per_usd"),
         "infeasible": [infeasible_row(s) for s in searches if not s.feasible],
         "skipped": [s.to_dict() for s in skipped],
         "disaggregated": None if not pd_ratios else _disaggregated(recommended, feasible, pd_ratios, trace, target_qps,
@@ -193,33 +227,25 @@ def _burst_guess(row: dict, target_qps: float, peak_to_mean: float) -> int:
 
 def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Trace, target_qps: float,
                     slo: PlanSLO, settings: SearchSettings, backend, progress: Progress | None,
-                    mean_output_tokens: float, peak: float = 1.0) -> None:
-    """Verify rows (cheapest estimate first) in rounds of `verify_batch` while an unverified row's
-    estimate is below the cheapest verified cost; mutates each verified row: `verified`,
-    `verification` (every run its search used), `verification_runs_unused` (speculative runs it did
-    not need: `verify_candidates`), `replicas_estimated`, and replicas/GPUs/cost as verified."""
-    best_cost, next_row = math.inf, 0
-    while next_row < len(rows) and next_row < settings.max_verified and rows[next_row]["cost_per_hour_usd"] < best_cost:
-        batch = [i for i in range(next_row, min(next_row + settings.verify_batch, settings.max_verified, len(rows)))
-                 if rows[i]["cost_per_hour_usd"] < best_cost]
-        tasks = [VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs,
-                            _burst_guess(rows[i], target_qps, peak)) for i in batch]
-        verified, unused = verify_candidates(tasks, trace, target_qps, slo, lambda fn, args: run_on(
-            backend, fn, args, progress, "verifying on the whole workload"))
-        for i, runs, n_unused in zip(batch, verified, unused, strict=True):
-            row = rows[i]
-            row["verification_runs_unused"] = n_unused  # speculative runs its search did not need
-            row["replicas_estimated"] = row["replicas"]
-            replicas = verified_replicas(runs)
-            row["verified"] = replicas is not None
-            row["verification"] = runs
-            if replicas is not None:
-                row.update({k: v for k, v in costed(searches[i], replicas, target_qps,
-                                                    mean_output_tokens).items() if k in ("replicas", "gpus",
-                                                                                         "cost_per_hour_usd",
-                                                                                         "usd_per_m_output_tokens")})
-                best_cost = min(best_cost, row["cost_per_hour_usd"])
-        next_row = batch[-1] + 1 if batch else len(rows)
+                    mean_tokens: tuple[float, float], peak: float = 1.0) -> dict:
+    """Verify rows by lower bound until the cheapest verified cluster is exact (sim.planner.verify_bound);
+    mutates each verified row: `verified`, `verification` (every run its search used),
+    `verification_runs_unused`, `replicas_estimated`, and replicas/GPUs/cost as verified. Returns
+    plan.json's `verification_order`."""
+    guesses = [min(row["replicas"], _burst_guess(row, target_qps, peak)) for row in rows]
+
+    def make_task(i: int, floor: int, guess: int) -> VerifyTask:
+        return VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs, guess, floor)
+
+    def recost(i: int, replicas: int) -> dict:
+        fields = ("replicas", "gpus", "cost_per_hour_usd", "nodes", "whole_node_cost_per_hour_usd",
+                  "usd_per_m_output_tokens", "usd_per_m_total_tokens")
+        return {k: v for k, v in costed(searches[i], replicas, target_qps, mean_tokens).items() if k in fields}
+
+    run_batch = run_verifications(trace, target_qps, slo, lambda fn, args: run_on(
+        backend, fn, args, progress, "verifying on the whole workload"))
+    return verify_by_bound(rows, [s.candidate for s in searches], guesses, settings.max_verified,
+                           settings.verify_batch, make_task, run_batch, recost)
 
 
 def _recommend(rows: list[dict], verify: bool, target_qps: float) -> dict | None:

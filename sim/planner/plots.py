@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 from pathlib import Path
 
 from sim.output import write_png
+from sim.planner.pareto_plot import pareto_figure
+
+__all__ = ["cost_figure", "latency_figure", "pareto_figure", "write_plots"]
 
 MAX_SERIES = 4
 MAX_COST_ROWS = 12
@@ -116,27 +119,6 @@ def cost_figure(plan: dict) -> Figure:
            title=f"cluster cost at {plan['target_qps']:g} req/s\n(green: recommended; dark: verified; light: estimate)")
     ax.tick_params(axis="y", labelsize=7)
     ax.ticklabel_format(axis="x", useOffset=False, style="plain")
-    return fig
-
-
-def pareto_figure(plan: dict) -> Figure:
-    """Every passing operating point (tok/s per GPU vs tok/s per user), the frontier as a line."""
-    from sim.planner.knobs import operating_points
-
-    fig = _figure(figsize=(6.5, 4.5), layout="constrained")
-    ax = fig.subplots()
-    points = operating_points(plan["candidates"])
-    ax.scatter([p["tok_s_per_user"] for p in points], [p["tok_s_per_gpu"] for p in points], s=12, color="lightgray",
-               label="operating points within the SLOs")
-    frontier = sorted(plan["pareto"], key=lambda p: p["tok_s_per_user"])
-    ax.plot([p["tok_s_per_user"] for p in frontier], [p["tok_s_per_gpu"] for p in frontier], marker="o",
-            color=RECOMMENDED_COLOR, label="Pareto frontier")
-    ax.set(xlabel="per-user speed (output tok/s per user = 1 / mean TPOT)", ylabel="throughput (output tok/s per GPU)",
-           title=f"throughput vs interactivity, {plan['model']}")
-    ax.set_ylim(bottom=0)
-    ax.ticklabel_format(useOffset=False, style="plain")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
     return fig
 
 

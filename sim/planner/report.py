@@ -4,7 +4,7 @@ every rate), and the one error line when no candidate can meet them."""
 from __future__ import annotations
 
 from sim.planner.candidates import Skipped
-from sim.planner.evaluate import RatePoint, describe_binding
+from sim.planner.evaluate import RatePoint, binding_constraint, describe_binding
 from sim.planner.slo import PlanSLO
 
 
@@ -25,12 +25,30 @@ def reasons_line(skipped: list[Skipped]) -> str:
     return line
 
 
-def impossible_line(searches: list, slo: PlanSLO, lowest_qps: float) -> str:
-    """'not even X qps meets ...' naming the candidate that came closest."""
+def impossible_line(searches: list, slo: PlanSLO, lowest_qps: float, arrival_s=None) -> str:
+    """'not even X qps meets ...' naming the candidate that came closest, and the cause when the
+    workload's arrivals come in simultaneous groups (`arrival_s`: the sizing slice's arrival times),
+    which re-timing to a lower rate keeps together."""
     def worst_ratio(s) -> float:
         point: RatePoint = s.outcome.limit_point
         return max([*point.ratios.values(), slo.goodput_min / max(point.goodput, 1e-12)])
 
     closest = min(searches, key=worst_ratio)
-    return (f"no candidate meets the SLOs even at {lowest_qps:.3g} qps per replica; closest: "
+    line = (f"no candidate meets the SLOs even at {lowest_qps:.3g} qps per replica; closest: "
             f"{closest.candidate.label}, {describe_binding(closest.outcome.limit_point, slo)}")
+    latency_bound = binding_constraint(closest.outcome.limit_point, slo) not in ("kv_capacity", "goodput")
+    return line + (_burst_cause(arrival_s) if latency_bound else "")
+
+
+def _burst_cause(arrival_s) -> str:
+    """'; cause: its 200 requests arrive on 20 timestamps, up to 28 at once ...' or '' (no such groups)."""
+    if arrival_s is None or len(arrival_s) < 2:
+        return ""
+    import numpy as np
+
+    _, counts = np.unique(np.asarray(arrival_s), return_counts=True)
+    if counts.max() < 2 or len(counts) > 0.5 * len(arrival_s):
+        return ""
+    return (f"; cause: the sizing slice's {len(arrival_s)} requests arrive on only {len(counts)} distinct timestamps "
+            f"(up to {counts.max()} at the same instant), and re-timing to a lower rate keeps each group together, so "
+            f"every rate sees bursts of {counts.max()} (simulate --qps gives Poisson arrivals with the same lengths)")

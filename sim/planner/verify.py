@@ -26,12 +26,14 @@ P99_KEYS = ("ttft", "tpot", "e2e")
 @dataclass(frozen=True)
 class VerifyTask:
     """One candidate's verification. `replicas`: the estimate from the busiest slice; `first_guess`:
-    where to start (e.g. the estimate scaled by the burst height, usually lower); at most `max_runs`."""
+    where to start (e.g. the estimate scaled by the burst height, usually lower); at most `max_runs`;
+    never fewer than `floor` replicas (so `floor` bounds the verified count from below)."""
 
     cfg: EngineConfig  # one replica of the candidate (replicas is set per run)
     replicas: int
     max_runs: int
     first_guess: int | None = None
+    floor: int = 1
 
 
 def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps: float, slo: PlanSLO,
@@ -119,7 +121,7 @@ def _replay(task: VerifyTask, known: dict[int, dict]) -> list[dict]:
             raise _NotRunYet(count)
         return known[count]
 
-    return fewest_passing(run_at, task.replicas, task.first_guess, task.max_runs)
+    return fewest_passing(run_at, task.replicas, task.first_guess, task.max_runs, task.floor)
 
 
 def next_count(task: VerifyTask, known: dict[int, dict]) -> int | None:
@@ -137,12 +139,12 @@ def searched_runs(task: VerifyTask, known: dict[int, dict]) -> list[dict]:
 
 
 def fewest_passing(run_at: Callable[[int], dict], estimate: int, first_guess: int | None,
-                   max_runs: int) -> list[dict]:
+                   max_runs: int, floor: int = 1) -> list[dict]:
     """Search the smallest count n >= 1 whose run `run_at(n)` passes (its record's "passes"), assuming
     larger counts never do worse: first at `first_guess` (default: the estimate); if it passes, one
     fewer at a time while that still passes; if it fails, the estimate (or one more), then one more at
     a time until one passes, then bisection between the largest failing and smallest passing count.
-    At most `max_runs` runs; returns every run's record in the order run."""
+    At most `max_runs` runs, none below `floor`; returns every run's record in the order run."""
     runs: dict[int, dict] = {}
 
     def passes(count: int) -> bool:
@@ -153,8 +155,8 @@ def fewest_passing(run_at: Callable[[int], dict], estimate: int, first_guess: in
     def budget_left() -> bool:
         return len(runs) < max_runs
 
-    first = max(1, min(first_guess or estimate, estimate))
-    fail, ok = 0, None  # largest failing and smallest passing counts seen
+    first = max(1, floor, min(first_guess or estimate, estimate))
+    fail, ok = floor - 1, None  # largest failing (or below the floor) and smallest passing counts seen
     if passes(first):
         ok = first
         while ok - 1 > fail and budget_left():

@@ -21,14 +21,17 @@ from sim.errors import InputError
 from sim.schema import StrictModel
 from sim.yamlio import load_yaml, read_mapping, validate
 
-GRID_WORKLOAD_KEYS = ("qps", "rate_scale")  # workload knobs a grid may vary
+# workload knobs a grid may vary: qps = Poisson arrivals at that rate (as simulate --qps and vLLM's
+# --request-rate); trace_qps = the trace's own arrival shape re-timed to that mean (bursts kept, as plan)
+GRID_WORKLOAD_KEYS = ("trace_qps", "qps", "rate_scale")
 BASE_WORKLOAD_KEYS = ("trace", "format", "max_requests", *GRID_WORKLOAD_KEYS)
 NOT_SWEEPABLE = ("slo",)  # nested: set it in the base YAML
 
 
 class WorkloadParams(StrictModel):
-    """What one point replays: a trace (path or bundled name), cut to `max_requests`, re-timed to
-    a mean of `qps` requests/s or sped up `rate_scale` times (at most one of the two)."""
+    """What one point replays: a trace (path or bundled name), cut to `max_requests`, then given
+    Poisson arrivals at `qps` req/s, or re-timed to a mean of `trace_qps` req/s keeping its shape,
+    or sped up `rate_scale` times (at most one of the three)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     trace: str | None = None
@@ -36,11 +39,12 @@ class WorkloadParams(StrictModel):
     max_requests: PositiveInt | None = None
     qps: PositiveFloat | None = None
     rate_scale: PositiveFloat | None = None
+    trace_qps: PositiveFloat | None = None
 
     @model_validator(mode="after")
     def _one_rate_knob(self) -> WorkloadParams:
-        if self.qps is not None and self.rate_scale is not None:
-            raise ValueError("give at most one of qps and rate_scale")
+        if sum(v is not None for v in (self.qps, self.rate_scale, self.trace_qps)) > 1:
+            raise ValueError("give at most one of qps (Poisson), trace_qps (the trace's shape) and rate_scale")
         return self
 
 
@@ -105,7 +109,9 @@ def _scalar(key: str, text: str, flag: str = "--grid"):
 def load_base(path: Path | None) -> tuple[dict, dict]:
     """The base YAML: EngineConfig keys plus the workload keys `trace`, `format`, `max_requests`,
     `qps`, `rate_scale`. Returns (engine dict, workload dict); both are validated here."""
-    data = read_mapping(path) if path is not None else {}
+    from sim.vllm_names import undash_keys  # vLLM-style dashed keys (max-num-seqs:) read as underscored
+
+    data = undash_keys(read_mapping(path), path) if path is not None else {}
     workload = {k: data.pop(k) for k in BASE_WORKLOAD_KEYS if k in data}
     where = path if path is not None else "--base"
     validate(EngineConfig, data, where)
@@ -123,10 +129,11 @@ def expand(engine_base: dict, workload_base: dict, grid: dict[str, list]) -> lis
         workload = dict(workload_base)
         for key, value in values.items():
             (workload if key in GRID_WORKLOAD_KEYS else engine)[key] = value
-        if "qps" in values:
-            workload.pop("rate_scale", None)
-        if "rate_scale" in values:
-            workload.pop("qps", None)
+        for key in GRID_WORKLOAD_KEYS:  # a rate knob on the grid replaces the base's other rate knobs
+            if key in values:
+                for other in GRID_WORKLOAD_KEYS:
+                    if other != key:
+                        workload.pop(other, None)
         config = validate(EngineConfig, engine, "--grid").model_dump(mode="json")
         params = validate(WorkloadParams, _normalize_trace(workload), "--grid").model_dump(mode="json")
         points.append(SweepPoint(point_id(config, params), values, config, params))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from sim.config import EngineConfig
-from sim.run import load_run_workload, run
+from sim.run import load_run_workload, poisson_arrivals, run
 from sim.sweep.grid import SweepPoint
 from sim.sweep.slo import SWEEP_PERCENTILES
 from sim.trace import ClosedLoop, Trace
@@ -25,11 +25,15 @@ def _base_workload(trace: str | None, fmt: str | None, max_requests: int | None,
 
 
 def point_workload(workload: dict, seed: int) -> Trace | ClosedLoop:
-    """The workload of a point: the cached base trace, re-timed for `qps` or `rate_scale`."""
+    """The workload of a point: the cached base trace, with Poisson arrivals at `qps` (as simulate
+    --qps), re-timed to `trace_qps` keeping its shape, or sped up `rate_scale` times."""
     base = _base_workload(workload["trace"], workload["format"], workload["max_requests"], seed)
-    if isinstance(base, ClosedLoop) or (workload["qps"] is None and workload["rate_scale"] is None):
+    trace_qps = workload.get("trace_qps")
+    if workload["qps"] is not None:
+        return poisson_arrivals(base, workload["qps"], seed) if not isinstance(base, ClosedLoop) else base
+    if isinstance(base, ClosedLoop) or (trace_qps is None and workload["rate_scale"] is None):
         return base
-    return apply_transforms(base, rate_scale=workload["rate_scale"], target_qps=workload["qps"])
+    return apply_transforms(base, rate_scale=workload["rate_scale"], target_qps=trace_qps)
 
 
 def run_point(point: SweepPoint) -> dict:

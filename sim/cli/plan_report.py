@@ -1,0 +1,179 @@
+"""How `infersim plan` prints a plan: the candidates, the recommendation and what it rests on, its
+launch command, the per-hardware verified table, the P:D comparison, the knob search and the Pareto
+frontier, and what was left out and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich import box
+from rich.table import Table
+
+from sim.cli.common import console
+
+
+def print_plan(result: dict, top: int) -> None:
+    """The cheapest `top` candidates, the verification, the recommendation and its launch command,
+    the knob search's best settings and Pareto frontier, and what was left out and why."""
+    from sim.slo import PlanSLO, SloLimit, describe_slo
+
+    slo = result["slo"]
+    limits = describe_slo(PlanSLO(tuple(SloLimit(k.split("_p")[0], int(k.split("_p")[1]), v)
+                                        for k, v in slo["limits_s"].items()), slo["goodput_min"]))
+    shape = result["workload_shape"]
+    head = (f"{result['model']} on {Path(result['workload']).name} | target {result['target_qps']:g} req/s | {limits} "
+            f"| peak/mean {shape['slice']['peak_to_mean']:.2f} (sizing slice), "
+            f"{_fmt(shape['peak_to_mean_60s_at_target'])} (1-min windows at target)")
+    with_knobs = any(r["knobs"] for r in result["candidates"])
+    rows = [[i + 1, r["hardware"], r["tp"], r["policy"]] + ([_knobs(r["knobs"])] if with_knobs else []) +
+            [f"{r['max_qps_per_replica']:.3g}", r["replicas"], _gpus(r), f"{r['cost_per_hour_usd']:.2f}",
+             _money(r.get("usd_per_m_output_tokens")), _money(r.get("usd_per_m_total_tokens")),
+             r["binding_slo"], _verified(r)] for i, r in enumerate(result["candidates"][:top])]
+    columns = ("#", "hardware", "tp", "policy") + (("knobs",) if with_knobs else ()) + (
+        "qps/rep", "reps", "GPUs (nodes)", "$/hour", "$/M out", "$/M tok", "binds", "verified")
+    _print_rows(head, columns, rows, left=("hardware", "policy", "knobs", "binds", "verified"))
+    best = result["recommended"]
+    if best is None:
+        console.print("[bold red]no recommendation[/bold red]: no verified cluster met the SLOs on the whole workload "
+                      "(raise --max-verify-runs, relax the SLOs or add hardware)")
+    else:
+        run = best.get("verified_run")
+        check = "" if run is None else (
+            f"; whole workload at {result['target_qps']:g} req/s: " + ", ".join(
+                f"P99 {k.upper()} {_fmt(v)} ms" for k, v in run["p99_ms"].items()) +
+            f", {run['within_all_slos']:.1%} of requests within all SLOs")
+        console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} tp{best['tp']} "
+                      f"{best['policy']}{_knobs(best['knobs'], ' ')} = {best['gpus']} GPUs, "
+                      f"${best['cost_per_hour_usd']:.2f}/hour{check}")
+        if "uncertainty" in best:
+            from sim.planner.band import band_line
+
+            console.print(band_line(best["uncertainty"]))
+        print_trust(result.get("trust"), best)
+        print_launch(result["launch"])
+    print_verified_per_hardware(result)
+    if result.get("disaggregated"):
+        print_disaggregated(result["disaggregated"], result["slo"])
+    if result.get("best_per_hardware_tp"):
+        _print_rows("best engine knobs per hardware x TP", ("hardware", "tp", "policy", "knobs", "qps/rep"),
+                    [[r["hardware"], r["tp"], r["policy"], _knobs(r["knobs"]), f"{r['max_qps_per_replica']:.3g}"]
+                     for r in result["best_per_hardware_tp"]], left=("hardware", "policy", "knobs"))
+    if result["pareto"]:
+        _print_rows("Pareto frontier (passing points): output tok/s per GPU vs tok/s per user",
+                    ("hardware", "tp", "policy", "knobs", "req/s/rep", "tok/s/GPU", "tok/s/user"),
+                    [[p["hardware"], p["tp"], p["policy"], _knobs(p["knobs"]), f"{p['rate_qps_per_replica']:.3g}",
+                      f"{p['tok_s_per_gpu']:.0f}", f"{p['tok_s_per_user']:.1f}"] for p in result["pareto"][:top]],
+                    left=("hardware", "policy", "knobs"))
+    for row in result["infeasible"]:
+        console.print(f"infeasible: {row['hardware']} tp{row['tp']} {row['policy']}{_knobs(row['knobs'], ' ')}: "
+                      f"{row['reason']}")
+    policies_of: dict[tuple, list[str]] = {}
+    for row in result["skipped"]:
+        policies_of.setdefault((row["hardware"], row["tp"], row["reason"]), []).append(row["policy"])
+    for (hardware, tp, reason), policies in policies_of.items():
+        console.print(f"skipped: {hardware} tp{tp} {','.join(dict.fromkeys(policies))}: {reason}", style="dim",
+                      soft_wrap=True)
+
+
+def print_trust(trust: dict | None, best: dict) -> None:
+    """Headroom, what the numbers rest on (extrapolations, validation coverage), whole-node cost."""
+    headroom = best.get("headroom") or {}
+    if "estimated_headroom" in headroom:
+        use = headroom.get("slo_use") or {}
+        used = ", ".join(f"{k} {v:.0%} of its limit" for k, v in use.items() if v is not None)
+        console.print(f"  headroom: its replicas sustain {headroom['estimated_capacity_qps']:.3g} req/s on the busiest "
+                      f"slice ({headroom['estimated_headroom']:+.0%} over the target, estimated)"
+                      + (f"; the whole-workload run used {used}" if used else ""), soft_wrap=True)
+    if best.get("nodes") is not None:
+        console.print(f"  whole nodes: {best['nodes']} x {best['gpus_per_node']} GPUs = "
+                      f"${best['whole_node_cost_per_hour_usd']:.2f}/hour if GPUs come by the node", soft_wrap=True)
+    if trust is None:
+        return
+    for reason in trust["extrapolating"]:
+        console.print(f"  extrapolating: {reason}", soft_wrap=True)
+    console.print(f"  validation: {trust['validation']['line']}", soft_wrap=True)
+
+
+def _gpus(row: dict) -> str:
+    return f"{row['gpus']} ({row['nodes']})" if row.get("nodes") is not None else str(row["gpus"])
+
+
+def _money(value) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def print_verified_per_hardware(result: dict) -> None:
+    """The cheapest verified cluster of each hardware kind, and whether the verification walk was exact."""
+    rows = result.get("verified_per_hardware")
+    order = result.get("verification_order")
+    if rows and len(rows) > 1:
+        _print_rows("cheapest verified cluster per hardware (whole workload at the target rate)",
+                    ("hardware", "tp", "policy", "knobs", "reps", "GPUs", "$/hour", "$/M out"),
+                    [[r["hardware"], r["tp"], r["policy"], _knobs(r["knobs"]), r["replicas"], r["gpus"],
+                      f"{r['cost_per_hour_usd']:.2f}", f"{r['usd_per_m_output_tokens']:.3g}"] for r in rows],
+                    left=("hardware", "policy", "knobs"))
+    if order and not order["exact"]:
+        console.print(f"[bold yellow]verification stopped at --max-verified {order['max_verified']}[/bold yellow]: "
+                      f"{order['n_left_with_lower_bound']} candidates could still be cheaper; raise --max-verified "
+                      f"for the exact cheapest cluster")
+
+
+def print_launch(launch: dict) -> None:
+    """The command per replica, what it cannot express, and where the checkpoint name comes from."""
+    console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
+    if launch["model_id_from"] != "--model-id":
+        console.print(f"  model: {launch['model_id']} is the model spec's checkpoint (same architecture); "
+                      f"--model-id names the one you serve (e.g. its -Instruct variant)", soft_wrap=True)
+    for gap in launch.get("not_expressible") or []:
+        console.print(f"  not expressible in {launch.get('server', launch['engine'])}: {gap}", soft_wrap=True)
+
+
+def print_disaggregated(section: dict, slo: dict) -> None:
+    """The recommendation next to its P:D layouts: replicas, GPUs, $/hour, attainment per SLO, P99s."""
+    if not section["compared"]:
+        console.print(f"disaggregated: not compared: {section['reason']}")
+        return
+    keys = list(section["aggregated"]["attainment"])
+    rows = []
+    for row in [section["aggregated"], *section["splits"]]:
+        layout = (str(row["replicas"]) if row["ratio"] == "aggregated" else
+                  f"{row['prefill_replicas']}P + {row['decode_replicas']}D (k={row['k']})")
+        met = "yes" if row["verified"] else f"FAILS at k={row['k']}"
+        rows.append([row["ratio"], layout, row["gpus"], f"{row['cost_per_hour_usd']:.2f}",
+                     *[f"{row['attainment'][k]:.1%}" for k in keys], _fmt(row["p99_ms"]["ttft"]),
+                     _fmt(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
+    title = (f"aggregated vs disaggregated: {section['hardware']} tp{section['tp']} {section['policy']}, "
+             f"same SLOs, whole workload at the target rate")
+    _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT ms", "P99 TPOT ms", "within all",
+                        "meets SLOs"), rows, left=("layout", "replicas", "meets SLOs"))
+    console.print(f"[bold]disaggregated[/bold]: {section['verdict']}")
+
+
+def _print_rows(title: str, columns: tuple, rows: list[list], left: tuple) -> None:
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    for i, column in enumerate(columns):
+        width = max([len(column)] + [len(str(row[i])) for row in rows])
+        table.add_column(column, justify="left" if column in left else "right", min_width=width, no_wrap=True)
+    for row in rows:
+        table.add_row(*[str(cell) for cell in row])
+    console.print(table)
+
+
+def _knobs(knobs: dict, lead: str = "") -> str:
+    return (lead + " ".join(f"{k}={v}" for k, v in knobs.items())) if knobs else ("" if lead else "-")
+
+
+def _verified(row: dict) -> str:
+    if "verified" not in row:
+        bound = row.get("cost_lower_bound_usd")
+        return "not run (dearer)" if bound is None else f"not run (>= ${bound:.2f})"
+    if not row["verified"]:
+        return f"FAILS at {row['verification'][-1]['replicas']} reps"
+    tie = " tie" if row.get("tie") else ""
+    if row["replicas"] == row["replicas_estimated"]:
+        return "yes" + tie
+    return f"yes ({row['replicas_estimated']} -> {row['replicas']}){tie}"
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.3g}"
