@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import typer
 
 from sim.cli.common import print_json, print_table
 from sim.config import MAX_NUM_SEQS, load_config
 from sim.cost import CostModel
+from sim.dtypes import bytes_per_element
 from sim.errors import InputError
 from sim.hardware import GIB, bundled_profiles, load_hardware
 from sim.memory import plan_memory
@@ -44,6 +47,8 @@ def models(as_json: bool = JsonOpt) -> None:
             "name": name, "layers": m.n_layers, "hidden": m.hidden_size, "heads": m.n_heads,
             "kv_heads": m.n_kv_heads, "params_b": round(m.total_params() / 1e9, 2),
             "active_params_b": round(m.active_params_per_token() / 1e9, 2),
+            "kv_bytes_per_token_bf16": math.ceil(m.kv_elements_per_token() * bytes_per_element("bf16")),
+            "attention": m.attention_label,
         })
     if as_json:
         print_json(rows)
@@ -78,8 +83,14 @@ def memory(
     if as_json:
         print_json(data)
         return
-    rows = [[k, f"{v / GIB:.2f} GiB" if k.endswith("_per_gpu") else v] for k, v in data.items()]
+    rows = [[k, _shown(k, v)] for k, v in data.items() if v is not None]
     print_table(f"Memory plan: {model} on {tp} x {hardware}", ["quantity", "value"], rows)
+
+
+def _shown(key: str, value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{group} {v / GIB:.2f} GiB" for group, v in value.items())
+    return f"{value / GIB:.2f} GiB" if key.endswith("_per_gpu") else str(value)
 
 
 def roofline(

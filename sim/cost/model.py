@@ -90,6 +90,7 @@ class CostModel:
         legacy `efficiency.step_overhead_us`; an engine preset passes 0 and prices the engine's CPU
         work itself (`sim.engines.overhead.EngineCost`)."""
         model.check_tp(tp)
+        _refuse_unpriced(model)
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
         self.eff = hw.efficiency.for_weight_dtype(weight_dtype)  # GEMM ceiling of this weight dtype
         self.weight_bytes_el = bytes_per_element(weight_dtype, "--weight-dtype")
@@ -284,6 +285,20 @@ class CostModel:
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """`decode_run_times_s` plus the KV tokens (whole blocks) the run's sequences hold per step."""
         return self._hot.decode_run(np.asarray(contexts, dtype=np.int64), int(n_steps))
+
+
+def _refuse_unpriced(model: ModelSpec) -> None:
+    """Model features the step cost does not price yet are refused, never priced as dense."""
+    unpriced = [what for what, present in (
+        ("multi-head latent attention", model.mla is not None),
+        ("sliding / chunked attention layers", model.is_hybrid_attention),
+        ("per-group weight dtypes", model.weight_dtypes is not None),
+        ("MoE expert width, shared experts or dense layers", model.moe is not None and (
+            model.moe.expert_intermediate_size is not None or model.moe.n_shared_experts or model.moe.dense_layers)),
+    ) if present]
+    if unpriced:
+        raise InputError(f"--model {model.name}", None, f"the cost model does not price {unpriced[0]} yet "
+                                                        "(memory and parameter counts do)")
 
 
 def _checked_scale(time_scale: dict[str, float] | None) -> dict[str, float]:
