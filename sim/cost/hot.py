@@ -37,6 +37,10 @@ class HotPath:
         qh_d = cost.q_heads_gpu * model.head_dim
         attn_rate = cost.attn_peak_flops * eff.attention_compute
         self.pair_s = 4.0 * qh_d / attn_rate  # compute seconds per causal query-key pair
+        self.prefill_pair_s = self.pair_s
+        if model.mla is not None:  # absorbed decode vs plain prefill (sim/cost/mla.py)
+            self.pair_s = cost.pair_flops["decode_attention"] / attn_rate
+            self.prefill_pair_s = cost.pair_flops["prefill_attention"] / attn_rate
         self.kv_token_bytes = cost.kv_bytes_per_token_layer_gpu
         self.io_token_bytes = 2.0 * qh_d * cost.act_bytes_el  # q in, output out
         self.kv_bw = cost.bandwidth * cost._paged_eff  # prefill and decode both read paged KV
@@ -48,11 +52,12 @@ class HotPath:
             return top
         return top * ((t_compute / top) ** self.p + (t_memory / top) ** self.p) ** (1.0 / self.p)
 
-    def _attention_s(self, pairs: float, kv_tokens: float, n_tokens: float, bandwidth: float) -> float:
+    def _attention_s(self, pairs: float, kv_tokens: float, n_tokens: float, bandwidth: float,
+                     pair_s: float | None = None) -> float:
         if n_tokens <= 0:
             return 0.0
         t_memory = (kv_tokens * self.kv_token_bytes + n_tokens * self.io_token_bytes) / bandwidth
-        return self._blend(pairs * self.pair_s, t_memory) + self.launch_s
+        return self._blend(pairs * (self.pair_s if pair_s is None else pair_s), t_memory) + self.launch_s
 
     def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
         """Total time of one step of sequences bringing `new_tokens` over `cached_tokens`."""
@@ -96,7 +101,7 @@ class HotPath:
             qp = q[prefill]
             pairs_p = float(np.add.reduce(qp * (c[prefill] + 0.5 * qp)))
             prefill_s = self._attention_s(pairs_p, float(np.add.reduce(kv_tokens[prefill])), float(np.add.reduce(qp)),
-                                          self.kv_bw)
+                                          self.kv_bw, self.prefill_pair_s)
             if self.prefill_ratio is not None:
                 prefill_s *= float(self.prefill_ratio.factor(pairs_p))
             pairs_d = float(np.add.reduce(c[decode])) + 0.5 * n_decode
@@ -121,7 +126,8 @@ class HotPath:
                 pairs_p += q * (c + 0.5 * q)
                 kv_p += -(-(c + q) // size) * size
                 tokens_p += q
-        prefill_s = self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw) if tokens_p else 0.0
+        prefill_s = (self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw, self.prefill_pair_s)
+                     if tokens_p else 0.0)
         if self.prefill_ratio is not None and tokens_p:
             prefill_s *= float(self.prefill_ratio.factor(pairs_p))
         decode_s = self._attention_s(float(context_d) + 0.5 * n_decode, float(kv_d), n_decode, self.kv_bw)
