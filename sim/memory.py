@@ -92,23 +92,28 @@ def plan_memory(
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 256,
     draft: ModelSpec | None = None,
+    mtp: bool = False,
 ) -> MemoryPlan:
     """Blocks per replica = floor((HBM * util - runtime reserve - weights/GPU - activations) /
     (block_size * KV bytes per token per GPU)). Refuses a config whose weights do not fit.
     A speculative-decoding `draft` model (same TP and dtypes) adds its weights to the weights and
-    its KV per token to every block (its cache follows the target's block tables)."""
+    its KV per token to every block (its cache follows the target's block tables). `mtp`: the
+    model's MTP layers are loaded (speculative decoding with them): their weights, and their KV
+    per token, join the plan."""
     if not 0 < gpu_memory_utilization <= 1:
         raise InputError("--gpu-memory-utilization", None, "must be in (0, 1]")
     if block_size < 1:
         raise InputError("--block-size", None, "must be a positive integer")
     model.check_tp(tp)
-    weight_bytes = weight_bytes_per_gpu(model, tp, weight_dtype)
+    weight_bytes = weight_bytes_per_gpu(model, tp, weight_dtype, with_mtp=mtp)
     kv_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
     activations = activation_reserve_bytes(model, tp, max_num_batched_tokens, max_num_seqs, 2)
     runtime = int(hw.memory.runtime_reserve_gib * GIB)
     usable = int(hw.hbm_bytes * gpu_memory_utilization)
     kv_budget = usable - runtime - weight_bytes - activations
     kv_token_gpu = kv_bytes_per_token_gpu(model, tp, kv_el)
+    if mtp:
+        kv_token_gpu += math.ceil(model.mtp_layers * kv_elements_per_token_layer(model, "full", tp) * kv_el)
     if draft is not None:
         weight_bytes += weight_bytes_per_gpu(draft, tp, weight_dtype)
         kv_token_gpu += kv_bytes_per_token_gpu(draft, tp, kv_el)
@@ -137,6 +142,6 @@ def plan_memory(
         num_gpu_blocks=int(blocks),
         max_cached_tokens=int(blocks * block_size),
         kv_window_reserve_bytes_per_gpu=window_reserve,
-        weight_bytes_per_gpu_by_group=(weight_bytes_by_group(model, tp, weight_dtype)
+        weight_bytes_per_gpu_by_group=(weight_bytes_by_group(model, tp, weight_dtype, with_mtp=mtp)
                                        if uniform_dtype(model, weight_dtype) is None or model.extra_weight_params else None),
     )

@@ -97,6 +97,7 @@ class CostModel:
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
         # models beyond the uniform dense / Mixtral stack (sim/cost/arch.py): None for those
         self.group_gemm = group_gemm_dtypes(model, hw, weight_dtype) if needs_arch_ops(model, weight_dtype) else None
+        self.requested_weight_dtype = weight_dtype  # as given (`auto` included), for derived cost models
         weight_dtype = uniform_dtype(model, weight_dtype) or weight_dtype  # `auto` of a bf16 model: bf16
         if self.group_gemm is None:
             self.eff = hw.efficiency.for_weight_dtype(weight_dtype)  # GEMM ceiling of this weight dtype
