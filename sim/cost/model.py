@@ -22,6 +22,8 @@ from sim.cost.mla import mla_kv_elements_per_token, mla_pair_flops
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
 from sim.cost.tables import gemm_tables
+from sim.cost.window import Window, window_sums
+from sim.model.kv import window_kept_blocks
 from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
 from sim.errors import InputError
 from sim.hardware import HardwareProfile
@@ -136,6 +138,10 @@ class CostModel:
         # measured/smooth ratio tables of this head shape (None: the smooth model alone answers)
         self.prefill_ratio = attn.get(("prefill_attention", *head_key, None))
         self.decode_ratio = attn.get(("decode_attention", *head_key, block_size))
+        self.window = None  # sliding / chunked layers: their attention is bounded by the window
+        if model.is_hybrid_attention:
+            self.window = Window(model.window_tokens, window_kept_blocks(model, block_size) * block_size, block_size)
+            self.full_attention_share = model.n_layers_of("full") / model.n_layers
         self.allreduce_kind = allreduce_kind
         self._allreduce_fits = allreduce_fits(hw, tp, allreduce_kind, nvlink_bridge)
         self._layer_table_s = np.zeros(0)
@@ -234,10 +240,13 @@ class CostModel:
         return ("elementwise", np.where(tokens > 0, time, 0.0), np.zeros_like(tokens), bytes_,
                 np.full(tokens.shape, "memory"))
 
-    def _attention_ops(self, load: AttentionLoad):
+    def _attention_ops(self, load: AttentionLoad, share: float | None = None, suffix: str = ""):
         """Prefill and decode attention of one layer, vectorized over steps. Both read the paged KV
-        cache, so both stream it at the paged-attention efficiency of the block size."""
+        cache, so both stream it at the paged-attention efficiency of the block size. `share`:
+        the layers' share these ops stand for (hybrid attention: full vs windowed layers)."""
         d, qh = self.model.head_dim, self.q_heads_gpu
+        if share is None and self.window is not None:
+            share = self.full_attention_share
         out = []
         kinds = (
             ("prefill_attention", load.prefill_pairs, load.prefill_kv_tokens, load.prefill_tokens, self._paged_eff),
@@ -246,15 +255,27 @@ class CostModel:
         for name, pairs, kv_tokens, n_tokens, e_mem in kinds:
             flops = self.pair_flops[name] * np.asarray(pairs, dtype=np.float64)
             bytes_ = kv_tokens * self.kv_bytes_per_token_layer_gpu + 2.0 * n_tokens * qh * d * self.act_bytes_el
+            kernels = 1
+            if share is not None:
+                flops, bytes_, kernels = flops * share, bytes_ * share, share
             time, t_c, t_m = op_time_s(
-                flops, bytes_, self.attn_peak_flops, self.eff.attention_compute, self.bandwidth, e_mem, self.eff
-            )
+                flops, bytes_, self.attn_peak_flops, self.eff.attention_compute, self.bandwidth, e_mem, self.eff,
+                kernels)
             ratio = self.prefill_ratio if name == "prefill_attention" else self.decode_ratio
             if ratio is not None:
                 time = time * ratio.factor(np.asarray(pairs, dtype=np.float64) if name == "prefill_attention"
                                            else np.asarray(kv_tokens, dtype=np.float64))
-            out.append((name, np.where(n_tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m)))
+            out.append((name + suffix, np.where(n_tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m)))
         return out
+
+    def _window_ops(self, q: np.ndarray, c: np.ndarray):
+        """The windowed layers' attention (none without them): keys and KV bounded by the window."""
+        if self.window is None:
+            return []
+        pairs_p, kv_p, pairs_d, kv_d = window_sums(q, c, self.window)
+        load = AttentionLoad(np.array([pairs_p]), np.array([kv_p]), np.array([float(q[q > 1].sum())]),
+                             np.array([pairs_d]), np.array([kv_d]), np.array([float((q == 1).sum())]))
+        return self._attention_ops(load, 1.0 - self.full_attention_share, " (windowed layers)")
 
     def _lm_head_op(self, n_sampled: np.ndarray):
         m = self.model
@@ -274,7 +295,7 @@ class CostModel:
         c = np.atleast_1d(np.asarray(cached_tokens, dtype=np.int64))
         sampled = len(q) if n_sampled is None else n_sampled
         load = attention_load(q, c, self.block_size)
-        rows = self._layer_ops(np.array([q.sum()])) + self._attention_ops(load)
+        rows = self._layer_ops(np.array([q.sum()])) + self._attention_ops(load) + self._window_ops(q, c)
         ops = [
             OpCost(n, float(t[0]), float(f[0]), float(b[0]), str(bd[0]), True)
             for n, t, f, b, bd in rows

@@ -42,14 +42,20 @@ def window_layers(m: ModelSpec) -> int:
     return m.n_layers - pooled_layers(m)
 
 
-def window_blocks_per_seq(m: ModelSpec, block_size: int) -> int:
-    """Blocks one running sequence holds in each windowed layer."""
-    if not window_layers(m):
+def window_kept_blocks(m: ModelSpec, block_size: int) -> int:
+    """Blocks a sequence needs in one windowed layer (0 without windowed layers)."""
+    if not m.is_hybrid_attention:
         return 0
     w = m.window_tokens
     if m.n_layers_of("chunked"):
         return math.ceil(w / block_size)
     return math.ceil((w - 1) / block_size) + 1
+
+
+def window_blocks_per_seq(m: ModelSpec, block_size: int) -> int:
+    """Blocks one running sequence holds in each windowed layer outside the pool (0 when the
+    windowed layers are pooled, i.e. every layer is windowed)."""
+    return window_kept_blocks(m, block_size) if window_layers(m) else 0
 
 
 def kv_bytes_per_sequence(m: ModelSpec, context_tokens: int, kv_bytes_el: float, block_size: int = 16,
