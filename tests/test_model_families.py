@@ -112,3 +112,19 @@ def test_glm45_air_first_dense_layer_shared_expert_and_mtp():
 def test_qwen3_dense_fixture_matches_its_bundled_spec(name):
     exclude = {"name", "hf_name", "provenance"}
     assert hf(name).model_dump(exclude=exclude) == load_model(name).model_dump(exclude=exclude)
+
+
+def test_memory_cli_reports_a_sequences_kv_against_all_full_attention():
+    import json
+
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    result = CliRunner().invoke(app, ["memory", "--model", "gpt-oss-120b", "--hardware", "h100-sxm",
+                                      "--weight-dtype", "auto", "--context", "131072", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["kv_bytes_per_sequence_all_full_attention_per_gpu"] == 36 * 2048 * 131072
+    assert data["kv_bytes_per_sequence_per_gpu"] == 18 * 2048 * (131072 + 144)
+    assert data["kv_window_reserve_bytes_per_gpu"] > 0 and data["kv_bytes_per_token_per_gpu"] == 18 * 2048

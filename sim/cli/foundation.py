@@ -67,6 +67,8 @@ def memory(
     kv_dtype: str = typer.Option("bf16", "--kv-dtype"),
     max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens"),
     max_num_seqs: int = typer.Option(256, "--max-num-seqs"),
+    context: int | None = typer.Option(None, "--context", help="also: KV bytes one sequence of this many tokens "
+                                                               "holds per GPU (windowed layers keep their window)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Weights per GPU, KV bytes per token and KV blocks per replica."""
@@ -80,6 +82,8 @@ def memory(
         cfg.weight_dtype, cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
     )
     data = plan.to_dict()
+    if context is not None:
+        data.update(_sequence_kv(load_model(cfg.model), cfg.tp, cfg.kv_dtype, cfg.block_size, context))
     if as_json:
         print_json(data)
         return
@@ -87,9 +91,24 @@ def memory(
     print_table(f"Memory plan: {model} on {tp} x {hardware}", ["quantity", "value"], rows)
 
 
+def _sequence_kv(model, tp: int, kv_dtype: str, block_size: int, context: int) -> dict:
+    """KV one sequence of `context` tokens holds per GPU, and the figure if every layer were full attention."""
+    from sim.dtypes import kv_bytes_per_element
+    from sim.model.kv import kv_bytes_per_sequence
+
+    if not 1 <= context <= MAX_TOKENS:
+        raise InputError("--context", None, f"must be a whole number in [1, {MAX_TOKENS}]; got {context}")
+    el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
+    all_full = model.model_copy(update={"layer_attention": None, "window_tokens": None})
+    return {"context_tokens": context,
+            "kv_bytes_per_sequence_per_gpu": kv_bytes_per_sequence(model, context, el, block_size, tp),
+            "kv_bytes_per_sequence_all_full_attention_per_gpu": kv_bytes_per_sequence(all_full, context, el,
+                                                                                       block_size, tp)}
+
+
 def _shown(key: str, value) -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{group} {v / GIB:.2f} GiB" for group, v in value.items())
+        return ", ".join(f"{group} {v / GIB:.2f} GiB" for group, v in value.items() if v)
     return f"{value / GIB:.2f} GiB" if key.endswith("_per_gpu") else str(value)
 
 
