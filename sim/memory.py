@@ -64,6 +64,13 @@ def kv_window_reserve_bytes(model: ModelSpec, tp: int, kv_el: float, block_size:
     return math.ceil(w * min(tokens_if_shared, cap_tokens))
 
 
+def _by_group(model: ModelSpec, tp: int, weight_dtype: str, mtp: bool) -> dict | None:
+    """Weight bytes per tensor group, for models whose groups differ (None otherwise)."""
+    if uniform_dtype(model, weight_dtype) is None or model.extra_weight_params:
+        return weight_bytes_by_group(model, tp, weight_dtype, with_mtp=mtp)
+    return None
+
+
 def activation_reserve_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
                              act_bytes: int) -> int:
     """Peak transient activations of the largest forward pass, per GPU: the widest intermediate
@@ -142,6 +149,5 @@ def plan_memory(
         num_gpu_blocks=int(blocks),
         max_cached_tokens=int(blocks * block_size),
         kv_window_reserve_bytes_per_gpu=window_reserve,
-        weight_bytes_per_gpu_by_group=(weight_bytes_by_group(model, tp, weight_dtype, with_mtp=mtp)
-                                       if uniform_dtype(model, weight_dtype) is None or model.extra_weight_params else None),
+        weight_bytes_per_gpu_by_group=_by_group(model, tp, weight_dtype, mtp),
     )

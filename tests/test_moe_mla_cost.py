@@ -52,7 +52,7 @@ def test_prefill_reads_every_expert(deepseek):
 
 
 def test_dense_first_k_layers_are_dense_and_priced_by_their_share(deepseek):
-    m, t = deepseek.model, 7
+    t = 7
     ops = ops_of(deepseek.breakdown([t], [0], n_sampled=1))
     dense_share, moe_share = 3 / 61, 58 / 61
     assert ops["gate_up_proj"].flops == pytest.approx(2 * t * (2 * 18432 // 8) * 7168 * dense_share)

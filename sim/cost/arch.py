@@ -99,7 +99,7 @@ def _gemm(cost, tokens, n_out: int, k_in: int, op: str, group: str):
 
 def attention_shapes(cost) -> list[tuple[str, int, int]]:
     """(name, N, K) per GPU of one layer's attention projections."""
-    m, t, heads = cost.model, cost.tp, cost.q_heads_gpu
+    m, heads = cost.model, cost.q_heads_gpu
     h = m.hidden_size
     if m.mla is None:
         return [("qkv_proj", (heads + 2 * cost.kv_heads_gpu) * m.head_dim, h), ("o_proj", h, heads * m.head_dim)]

@@ -13,8 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.cost.arch import arch_gemm, arch_gemm_shapes, arch_layer_ops, group_gemm_dtypes, model_main_dtype, \
-    needs_arch_ops
+from sim.cost.arch import (
+    arch_gemm,
+    arch_gemm_shapes,
+    arch_layer_ops,
+    group_gemm_dtypes,
+    model_main_dtype,
+    needs_arch_ops,
+)
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fits, link_time_s
 from sim.cost.hot import HotPath
@@ -23,11 +29,11 @@ from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
 from sim.cost.tables import gemm_tables
 from sim.cost.window import Window, window_sums
-from sim.model.kv import window_kept_blocks
 from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
 from sim.errors import InputError
 from sim.hardware import HardwareProfile
 from sim.model import ModelSpec
+from sim.model.kv import window_kept_blocks
 from sim.model.weights import uniform_dtype
 
 

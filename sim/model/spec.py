@@ -93,7 +93,8 @@ class ModelSpec(StrictModel):
             raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})")
         if self.layer_attention is not None:
             if len(self.layer_attention) != self.n_layers:
-                raise ValueError(f"layer_attention lists {len(self.layer_attention)} layers; n_layers is {self.n_layers}")
+                raise ValueError(f"layer_attention lists {len(self.layer_attention)} layers; "
+                                 f"n_layers is {self.n_layers}")
             if any(kind != "full" for kind in self.layer_attention) and self.window_tokens is None:
                 raise ValueError("window_tokens is required when layer_attention has sliding or chunked layers")
             if self.mla is not None and any(kind != "full" for kind in self.layer_attention):
