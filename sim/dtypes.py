@@ -58,3 +58,15 @@ def dequant_compute_factor(dtype: str, where: str = "--dtype") -> float:
 def is_quantized(dtype: str) -> bool:
     """True for checkpoints stored below 16 bits (the case a preset's quantized KV default covers)."""
     return dtype not in FULL_PRECISION
+
+
+def compute_path(dtype: str, has_peak, where: str = "--weight-dtype") -> tuple[str, float, str]:
+    """(profile peak key, dequant compute factor, efficiency key) of GEMMs with `dtype` weights on a
+    GPU; `has_peak(key)` says whether the profile has that tensor-core peak. A dtype with `requires`
+    runs natively only where that peak exists, else takes its `fallback` (dtypes.yaml)."""
+    entry = _entry(dtype, where)
+    required = entry.get("requires")
+    if required is not None and not has_peak(required):
+        fallback = entry["fallback"]
+        return str(fallback["peak"]), float(fallback.get("dequant_compute_factor", 1.0)), "int4"
+    return str(entry["peak"]), float(entry.get("dequant_compute_factor", 1.0)), str(entry.get("efficiency_as", dtype))

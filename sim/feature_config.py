@@ -34,7 +34,7 @@ class FeatureKnobs(StrictModel):
     # speculative decoding (sim/spec_decode.py): off while spec_tokens == 0
     spec_tokens: int = Field(0, ge=0, le=16)  # k proposed tokens per step
     spec_acceptance: list[float] = [0.8]  # per position, or one value for every position; each in [0, 1]
-    spec_method: Literal["heads", "draft"] = "heads"  # MTP/EAGLE-style heads, or a separate draft model
+    spec_method: Literal["heads", "draft", "mtp"] = "heads"  # EAGLE-style heads, a draft model, the model's MTP layers
     spec_draft_model: str | None = None  # spec_method draft: the draft's model spec
     spec_draft_cost: float = Field(0.05, ge=0, le=1e3)  # heads: one proposal's cost / a target decode step's
     # host-memory tier of the radix prefix cache (sim/kv/host_tier.py): off at 0

@@ -204,7 +204,8 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     engine's own CPU time and CUDA-graph padding around it. `time_scale` scales op classes."""
     hw = load_hardware(hw_name)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
-                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg))
+                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg),
+                         mtp=bool(cfg.spec_tokens) and cfg.spec_method == "mtp")
     preset = None if cfg.engine is None else load_engine(cfg.engine)
     if cost is None:
         cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,

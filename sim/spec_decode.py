@@ -8,8 +8,10 @@ from a generator seeded with (run seed, replica), one uniform per proposal, in p
 
 Step cost = draft time + the target's step with k+1 query tokens per decoding sequence (verify
 is a short causal prefill over the sequence's context) and logits at all k+1 positions.
-Draft time: `heads` (MTP/EAGLE-style) = k x spec_draft_cost x a decode-only target step over the
-same sequences; `draft` = k decode steps of the draft model (same hardware and TP) over them.
+Draft time: `heads` (EAGLE-style) = k x spec_draft_cost x a decode-only target step over the
+same sequences; `draft` = k decode steps of the draft model (same hardware and TP) over them;
+`mtp` = k decode steps of the model's own MTP module (sim/cost/mtp.py), whose weights and KV
+the memory plan adds.
 
 KV: a sequence's table grows by the tokens it keeps. Blocks for the accepted tokens are taken
 when the step is planned; when they are short the sequence keeps only its own token (as if every
@@ -57,6 +59,11 @@ class SpecDecoder:
         self.acceptance = np.asarray(cfg.acceptance_per_position(), dtype=np.float64)
         self.method, self.relative_cost = cfg.spec_method, cfg.spec_draft_cost
         self.cost, self.draft_cost = cost, draft_cost
+        self.mtp = None
+        if self.method == "mtp":
+            from sim.cost.mtp import MTPDraft
+
+            self.mtp = MTPDraft(getattr(cost, "gpu", cost), self.k)  # an engine's cost wraps the GPU's
         self.rng = np.random.default_rng([cfg.seed, SPEC_STREAM, replica])
         self.n_steps = 0
         self.n_proposed = 0
@@ -68,6 +75,8 @@ class SpecDecoder:
             return 0.0
         if self.method == "draft":
             return float(self.draft_cost.decode_run_times_s(contexts, self.k).sum())
+        if self.mtp is not None:
+            return self.mtp.time_s(contexts)
         one_step_s = self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n)
         return self.k * self.relative_cost * one_step_s
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import typer
 
 from sim.cli.common import print_json, print_table
 from sim.config import MAX_NUM_SEQS, load_config
 from sim.cost import CostModel
+from sim.dtypes import bytes_per_element
 from sim.errors import InputError
 from sim.hardware import GIB, bundled_profiles, load_hardware
 from sim.memory import plan_memory
@@ -44,6 +47,8 @@ def models(as_json: bool = JsonOpt) -> None:
             "name": name, "layers": m.n_layers, "hidden": m.hidden_size, "heads": m.n_heads,
             "kv_heads": m.n_kv_heads, "params_b": round(m.total_params() / 1e9, 2),
             "active_params_b": round(m.active_params_per_token() / 1e9, 2),
+            "kv_bytes_per_token_bf16": math.ceil(m.kv_elements_per_token() * bytes_per_element("bf16")),
+            "attention": m.attention_label,
         })
     if as_json:
         print_json(rows)
@@ -62,6 +67,8 @@ def memory(
     kv_dtype: str = typer.Option("bf16", "--kv-dtype"),
     max_num_batched_tokens: int = typer.Option(8192, "--max-num-batched-tokens"),
     max_num_seqs: int = typer.Option(256, "--max-num-seqs"),
+    context: int | None = typer.Option(None, "--context", help="also: KV bytes one sequence of this many tokens "
+                                                               "holds per GPU (windowed layers keep their window)"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Weights per GPU, KV bytes per token and KV blocks per replica."""
@@ -75,11 +82,34 @@ def memory(
         cfg.weight_dtype, cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
     )
     data = plan.to_dict()
+    if context is not None:
+        data.update(_sequence_kv(load_model(cfg.model), cfg.tp, cfg.kv_dtype, cfg.block_size, context))
     if as_json:
         print_json(data)
         return
-    rows = [[k, f"{v / GIB:.2f} GiB" if k.endswith("_per_gpu") else v] for k, v in data.items()]
+    rows = [[k, _shown(k, v)] for k, v in data.items() if v is not None]
     print_table(f"Memory plan: {model} on {tp} x {hardware}", ["quantity", "value"], rows)
+
+
+def _sequence_kv(model, tp: int, kv_dtype: str, block_size: int, context: int) -> dict:
+    """KV one sequence of `context` tokens holds per GPU, and the figure if every layer were full attention."""
+    from sim.dtypes import kv_bytes_per_element
+    from sim.model.kv import kv_bytes_per_sequence
+
+    if not 1 <= context <= MAX_TOKENS:
+        raise InputError("--context", None, f"must be a whole number in [1, {MAX_TOKENS}]; got {context}")
+    el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
+    all_full = model.model_copy(update={"layer_attention": None, "window_tokens": None})
+    return {"context_tokens": context,
+            "kv_bytes_per_sequence_per_gpu": kv_bytes_per_sequence(model, context, el, block_size, tp),
+            "kv_bytes_per_sequence_all_full_attention_per_gpu": kv_bytes_per_sequence(all_full, context, el,
+                                                                                       block_size, tp)}
+
+
+def _shown(key: str, value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{group} {v / GIB:.2f} GiB" for group, v in value.items() if v)
+    return f"{value / GIB:.2f} GiB" if key.endswith("_per_gpu") else str(value)
 
 
 def roofline(

@@ -94,7 +94,7 @@ def simulate(
     spec_tokens: int = _opt("speculative decoding: k proposed tokens per step [0: off]", "--spec-tokens"),
     spec_acceptance: str = _opt("acceptance rate in [0,1], or one per position, comma-separated [0.8]",
                                 "--spec-acceptance"),
-    spec_method: str = _opt("heads (MTP/EAGLE-style) | draft (a draft model) [heads]", "--spec-method"),
+    spec_method: str = _opt("heads (EAGLE-style) | draft (a draft model) | mtp [heads]", "--spec-method"),
     spec_draft_model: str = _opt("draft model spec for --spec-method draft", "--spec-draft-model"),
     spec_draft_cost: float = _opt("heads: one proposal's cost / a decode step's [0.05]", "--spec-draft-cost"),
     cpu_cache_gib: float = _opt("radix: host-memory tier for evicted prefix blocks, GiB per replica [0]",

@@ -28,6 +28,9 @@ def extrapolation_reasons(cost: CostModel, max_tokens: int, max_seqs: int) -> li
     shapes.append(("lm_head", m.vocab_size // cost.tp, m.hidden_size, max_seqs))
     if m.moe is not None:
         reasons.append(f"{cost.model.name}: MoE expert GEMMs use the smooth model (no tables for them)")
+    if m.n_layers_of("chunked"):
+        reasons.append(f"{m.name}: chunked-local layers' attention is priced as a {m.window_tokens}-token sliding "
+                       "window (an upper bound: a chunk holds between 1 and W tokens)")
     if not cost.tables:
         reasons.append(f"profile {cost.hw.name}: no measured GEMM tables; the smooth model answers every GEMM")
         return reasons

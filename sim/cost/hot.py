@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.cost.window import decode_run_sums, window_sums, window_sums_scalar
+
 if TYPE_CHECKING:
     from sim.cost.model import CostModel
 
@@ -37,10 +39,27 @@ class HotPath:
         qh_d = cost.q_heads_gpu * model.head_dim
         attn_rate = cost.attn_peak_flops * eff.attention_compute
         self.pair_s = 4.0 * qh_d / attn_rate  # compute seconds per causal query-key pair
+        self.prefill_pair_s = self.pair_s
+        if model.mla is not None:  # absorbed decode vs plain prefill (sim/cost/mla.py)
+            self.pair_s = cost.pair_flops["decode_attention"] / attn_rate
+            self.prefill_pair_s = cost.pair_flops["prefill_attention"] / attn_rate
         self.kv_token_bytes = cost.kv_bytes_per_token_layer_gpu
         self.io_token_bytes = 2.0 * qh_d * cost.act_bytes_el  # q in, output out
         self.kv_bw = cost.bandwidth * cost._paged_eff  # prefill and decode both read paged KV
         self.prefill_ratio, self.decode_ratio = cost.prefill_ratio, cost.decode_ratio  # measured tables or None
+        self.window = cost.window  # sliding / chunked layers (sim/cost/window.py), None without
+        if self.window is not None:
+            self._split_windowed_layers(model)
+
+    def _split_windowed_layers(self, model) -> None:
+        """Attention of an average layer = full share x full attention + windowed share x windowed
+        attention; the blend scales with its inputs, so scaling the per-pair, per-byte and launch
+        terms by a share scales that part's time."""
+        full = model.n_layers_of("full") / model.n_layers
+        terms = ("pair_s", "prefill_pair_s", "kv_token_bytes", "io_token_bytes", "launch_s")
+        self.win_terms = {name: getattr(self, name) * (1.0 - full) for name in terms}
+        for name in terms:
+            setattr(self, name, getattr(self, name) * full)
 
     def _blend(self, t_compute: float, t_memory: float) -> float:
         top = max(t_memory, t_compute)
@@ -48,11 +67,28 @@ class HotPath:
             return top
         return top * ((t_compute / top) ** self.p + (t_memory / top) ** self.p) ** (1.0 / self.p)
 
-    def _attention_s(self, pairs: float, kv_tokens: float, n_tokens: float, bandwidth: float) -> float:
+    def _attention_s(self, pairs: float, kv_tokens: float, n_tokens: float, bandwidth: float,
+                     pair_s: float | None = None) -> float:
         if n_tokens <= 0:
             return 0.0
         t_memory = (kv_tokens * self.kv_token_bytes + n_tokens * self.io_token_bytes) / bandwidth
-        return self._blend(pairs * self.pair_s, t_memory) + self.launch_s
+        return self._blend(pairs * (self.pair_s if pair_s is None else pair_s), t_memory) + self.launch_s
+
+    def _window_s(self, pairs: float, kv_tokens: float, n_tokens: float, prefill: bool) -> float:
+        """The windowed layers' share of a layer's attention (0 without windowed layers)."""
+        if n_tokens <= 0:
+            return 0.0
+        w = self.win_terms
+        t_memory = (kv_tokens * w["kv_token_bytes"] + n_tokens * w["io_token_bytes"]) / self.kv_bw
+        pair_s = w["prefill_pair_s"] if prefill else w["pair_s"]
+        return self._blend(pairs * pair_s, t_memory) + w["launch_s"]
+
+    def _with_window(self, parts: tuple[int, float, int, float], sums, n_prefill_tokens: float):
+        n_tokens, prefill_s, n_decode, decode_s = parts
+        pairs_p, kv_p, pairs_d, kv_d = sums
+        prefill_s += self._window_s(pairs_p, kv_p, n_prefill_tokens, True)
+        decode_s += self._window_s(pairs_d, kv_d, n_decode, False)
+        return n_tokens, prefill_s, n_decode, decode_s
 
     def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
         """Total time of one step of sequences bringing `new_tokens` over `cached_tokens`."""
@@ -96,7 +132,7 @@ class HotPath:
             qp = q[prefill]
             pairs_p = float(np.add.reduce(qp * (c[prefill] + 0.5 * qp)))
             prefill_s = self._attention_s(pairs_p, float(np.add.reduce(kv_tokens[prefill])), float(np.add.reduce(qp)),
-                                          self.kv_bw)
+                                          self.kv_bw, self.prefill_pair_s)
             if self.prefill_ratio is not None:
                 prefill_s *= float(self.prefill_ratio.factor(pairs_p))
             pairs_d = float(np.add.reduce(c[decode])) + 0.5 * n_decode
@@ -104,6 +140,9 @@ class HotPath:
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
         if self.decode_ratio is not None and n_decode:
             decode_s *= float(self.decode_ratio.factor(kv_d))
+        if self.window is not None:
+            sums = window_sums(q, c, self.window)
+            return self._with_window((n_tokens, prefill_s, n_decode, decode_s), sums, float(np.add.reduce(q[q > 1])))
         return n_tokens, prefill_s, n_decode, decode_s
 
     def step_parts_scalar(self, new_tokens: list[int], cached_tokens: list[int]) -> tuple[int, float, int, float]:
@@ -121,12 +160,16 @@ class HotPath:
                 pairs_p += q * (c + 0.5 * q)
                 kv_p += -(-(c + q) // size) * size
                 tokens_p += q
-        prefill_s = self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw) if tokens_p else 0.0
+        prefill_s = (self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw, self.prefill_pair_s)
+                     if tokens_p else 0.0)
         if self.prefill_ratio is not None and tokens_p:
             prefill_s *= float(self.prefill_ratio.factor(pairs_p))
         decode_s = self._attention_s(float(context_d) + 0.5 * n_decode, float(kv_d), n_decode, self.kv_bw)
         if self.decode_ratio is not None and n_decode:
             decode_s *= float(self.decode_ratio.factor(float(kv_d)))
+        if self.window is not None:
+            sums = window_sums_scalar(new_tokens, cached_tokens, self.window)
+            return self._with_window((n_tokens, prefill_s, n_decode, decode_s), sums, float(tokens_p))
         return n_tokens, prefill_s, n_decode, decode_s
 
     def decode_steps_until(self, contexts: np.ndarray | list[int], n_steps: int, start_s: float, horizon_s: float,
@@ -180,6 +223,9 @@ class HotPath:
         attention += self.launch_s
         if self.decode_ratio is not None:  # a measured decode-attention table scales the smooth model
             attention *= self.decode_ratio.factor(kv_tokens)
+        if self.window is not None:
+            pairs_w, kv_w = decode_run_sums(contexts, n_steps, self.window)
+            attention += np.array([self._window_s(p, kv, n, False) for p, kv in zip(pairs_w.tolist(), kv_w.tolist())])
         fixed_s = self.n_layers * self.cost.layer_time_s(n) + self.cost.lm_head_time_s(n) + self.overhead_s
         attention *= self.n_layers
         attention += fixed_s
@@ -208,6 +254,7 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int] | np.ndarray, r
     applies (the caller plans a plain run)."""
     if hot.decode_ratio is not None:
         return None
+    active = sorted(_as_list(contexts)) if hot.window is not None else None  # windowed layers: per sequence
     size, layers, launch_s = hot.block_size, hot.n_layers, hot.launch_s
     kv_token_bytes, kv_bw, pair_s = hot.kv_token_bytes, hot.kv_bw, hot.pair_s
     n = len(contexts)
@@ -241,6 +288,9 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int] | np.ndarray, r
                 attention_s = t_memory + launch_s
             else:
                 attention_s = hot._blend((total + n * (step + 0.5)) * pair_s, t_memory) + launch_s
+            if active is not None:
+                _, _, pairs_w, kv_w = window_sums_scalar([1] * n, [a + step for a in active], hot.window)
+                attention_s += hot._window_s(pairs_w, kv_w, n, False)
             time_s = attention_s * layers + fixed_s
             times.append(time_s)
             taken.append(take)
@@ -255,6 +305,8 @@ def decode_steps_past_finishes(hot: HotPath, contexts: list[int] | np.ndarray, r
             break
         while n and leaving_at[next_leaver] == step:  # their last token was the step before
             c = leaving_contexts[next_leaver]
+            if active is not None:
+                active.remove(c)
             next_leaver += 1
             n -= 1
             total -= c

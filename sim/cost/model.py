@@ -13,16 +13,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.cost.arch import (
+    arch_gemm,
+    arch_gemm_shapes,
+    arch_layer_ops,
+    group_gemm_dtypes,
+    model_main_dtype,
+    needs_arch_ops,
+)
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fits, engine_allreduce, link_time_s
 from sim.cost.hot import HotPath
+from sim.cost.mla import mla_kv_elements_per_token, mla_pair_flops
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
 from sim.cost.tables import gemm_tables
+from sim.cost.window import Window, window_sums
 from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
 from sim.errors import InputError
 from sim.hardware import HardwareProfile
 from sim.model import ModelSpec
+from sim.model.kv import window_kept_blocks
+from sim.model.weights import uniform_dtype
 
 
 @dataclass(frozen=True)
@@ -92,19 +104,35 @@ class CostModel:
         work itself (`sim.engines.overhead.EngineCost`)."""
         model.check_tp(tp)
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
-        self.eff = hw.efficiency.for_weight_dtype(weight_dtype)  # GEMM ceiling of this weight dtype
-        self.weight_bytes_el = bytes_per_element(weight_dtype, "--weight-dtype")
+        # models beyond the uniform dense / Mixtral stack (sim/cost/arch.py): None for those
+        self.group_gemm = group_gemm_dtypes(model, hw, weight_dtype) if needs_arch_ops(model, weight_dtype) else None
+        self.requested_weight_dtype = weight_dtype  # as given (`auto` included), for derived cost models
+        weight_dtype = uniform_dtype(model, weight_dtype) or weight_dtype  # `auto` of a bf16 model: bf16
+        if self.group_gemm is None:
+            self.eff = hw.efficiency.for_weight_dtype(weight_dtype)  # GEMM ceiling of this weight dtype
+            self.weight_bytes_el = bytes_per_element(weight_dtype, "--weight-dtype")
+            # weight-only formats (int4 AWQ/GPTQ) run bf16 math, stretched by their dequantization work
+            self.peak_flops = (hw.peak_flops(peak_key(weight_dtype, "--weight-dtype"))
+                               / dequant_compute_factor(weight_dtype, "--weight-dtype"))
+        else:  # per-group dtypes: the main group's efficiency terms; floors: the least bytes, highest peak
+            weight_dtype = model_main_dtype(model, weight_dtype)
+            self.eff = self.group_gemm["experts" if model.moe is not None else "dense_mlp"].eff
+            self.weight_bytes_el = min(g.bytes_el for g in self.group_gemm.values())
+            self.peak_flops = max(g.peak_flops for g in self.group_gemm.values())
         self.kv_bytes_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
         self.act_bytes_el = bytes_per_element(act_dtype, "--act-dtype")
-        # weight-only formats (int4 AWQ/GPTQ) run bf16 math, stretched by their dequantization work
-        self.peak_flops = (hw.peak_flops(peak_key(weight_dtype, "--weight-dtype"))
-                           / dequant_compute_factor(weight_dtype, "--weight-dtype"))
         self.weight_dtype, self.kv_dtype = weight_dtype, kv_dtype
         self.attn_peak_flops = hw.peak_flops(peak_key(act_dtype, "--act-dtype"))
         self.bandwidth = hw.hbm_bandwidth_bytes_s
         self.q_heads_gpu = model.n_heads // tp
         self.kv_heads_gpu = model.kv_heads_per_gpu(tp)
         self.kv_bytes_per_token_layer_gpu = 2 * self.kv_heads_gpu * model.head_dim * self.kv_bytes_el
+        # attention FLOPs per causal query-key pair on this GPU (MLA: sim/cost/mla.py)
+        self.pair_flops = {"prefill_attention": 4.0 * model.head_dim * self.q_heads_gpu,
+                           "decode_attention": 4.0 * model.head_dim * self.q_heads_gpu}
+        if model.mla is not None:
+            self.kv_bytes_per_token_layer_gpu = mla_kv_elements_per_token(model) * self.kv_bytes_el
+            self.pair_flops = mla_pair_flops(model, self.q_heads_gpu)
         self.time_scale = _checked_scale(time_scale)
         base_overhead_s = self.eff.step_overhead_us * 1e-6 if step_overhead_s is None else step_overhead_s
         self.overhead_s = base_overhead_s * self.time_scale["overhead"]
@@ -117,6 +145,10 @@ class CostModel:
         # measured/smooth ratio tables of this head shape (None: the smooth model alone answers)
         self.prefill_ratio = attn.get(("prefill_attention", *head_key, None))
         self.decode_ratio = attn.get(("decode_attention", *head_key, block_size))
+        self.window = None  # sliding / chunked layers: their attention is bounded by the window
+        if model.is_hybrid_attention:
+            self.window = Window(model.window_tokens, window_kept_blocks(model, block_size) * block_size, block_size)
+            self.full_attention_share = model.n_layers_of("full") / model.n_layers
         self.allreduce_kind = allreduce_kind
         # allreduce_kind "engine": the preset's rule (`allreduce_rule`, a CustomAllreduce) picks per message
         self._engine_allreduce = engine_allreduce(hw, tp, allreduce_rule) if allreduce_kind == "engine" else None
@@ -129,6 +161,8 @@ class CostModel:
     def _gemm_shapes(self) -> list[tuple[str, int, int]]:
         """(name, N, K) per TP shard for the dense projections of one layer."""
         m, t = self.model, self.tp
+        if self.group_gemm is not None:
+            return arch_gemm_shapes(self)
         d = m.head_dim
         mlp_up = (2 if m.mlp == "gated" else 1) * m.intermediate_size // t
         shapes = [
@@ -170,11 +204,13 @@ class CostModel:
         """Per-layer ops whose cost depends only on the step's token count: (name, time, flops, bytes, bound)."""
         tokens = np.asarray(n_tokens, dtype=np.float64)
         ops = []
-        for name, n_out, k_in in self._gemm_shapes():
+        if self.group_gemm is not None:
+            ops = arch_layer_ops(self, tokens)
+        for name, n_out, k_in in ([] if self.group_gemm is not None else self._gemm_shapes()):
             time, flops, bytes_ = self._gemm(tokens, n_out, k_in, name)
             t_c = flops / self.peak_flops
             ops.append((name, time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth)))
-        if self.model.moe is not None:
+        if self.model.moe is not None and self.group_gemm is None:
             ops.append(self._moe_op(tokens))
         ops.append(self._elementwise_op(tokens))
         if self.tp > 1:
@@ -217,31 +253,50 @@ class CostModel:
         return ("elementwise", np.where(tokens > 0, time, 0.0), np.zeros_like(tokens), bytes_,
                 np.full(tokens.shape, "memory"))
 
-    def _attention_ops(self, load: AttentionLoad):
+    def _attention_ops(self, load: AttentionLoad, share: float | None = None, suffix: str = ""):
         """Prefill and decode attention of one layer, vectorized over steps. Both read the paged KV
-        cache, so both stream it at the paged-attention efficiency of the block size."""
+        cache, so both stream it at the paged-attention efficiency of the block size. `share`:
+        the layers' share these ops stand for (hybrid attention: full vs windowed layers)."""
         d, qh = self.model.head_dim, self.q_heads_gpu
+        if share is None and self.window is not None:
+            share = self.full_attention_share
         out = []
         kinds = (
             ("prefill_attention", load.prefill_pairs, load.prefill_kv_tokens, load.prefill_tokens, self._paged_eff),
             ("decode_attention", load.decode_context, load.decode_kv_tokens, load.decode_tokens, self._paged_eff),
         )
         for name, pairs, kv_tokens, n_tokens, e_mem in kinds:
-            flops = 4.0 * d * qh * np.asarray(pairs, dtype=np.float64)
+            flops = self.pair_flops[name] * np.asarray(pairs, dtype=np.float64)
             bytes_ = kv_tokens * self.kv_bytes_per_token_layer_gpu + 2.0 * n_tokens * qh * d * self.act_bytes_el
+            kernels = 1
+            if share is not None:
+                flops, bytes_, kernels = flops * share, bytes_ * share, share
             time, t_c, t_m = op_time_s(
-                flops, bytes_, self.attn_peak_flops, self.eff.attention_compute, self.bandwidth, e_mem, self.eff
-            )
+                flops, bytes_, self.attn_peak_flops, self.eff.attention_compute, self.bandwidth, e_mem, self.eff,
+                kernels)
             ratio = self.prefill_ratio if name == "prefill_attention" else self.decode_ratio
             if ratio is not None:
                 time = time * ratio.factor(np.asarray(pairs, dtype=np.float64) if name == "prefill_attention"
                                            else np.asarray(kv_tokens, dtype=np.float64))
-            out.append((name, np.where(n_tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m)))
+            out.append((name + suffix, np.where(n_tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m)))
         return out
+
+    def _window_ops(self, q: np.ndarray, c: np.ndarray):
+        """The windowed layers' attention (none without them): keys and KV bounded by the window."""
+        if self.window is None:
+            return []
+        pairs_p, kv_p, pairs_d, kv_d = window_sums(q, c, self.window)
+        load = AttentionLoad(np.array([pairs_p]), np.array([kv_p]), np.array([float(q[q > 1].sum())]),
+                             np.array([pairs_d]), np.array([kv_d]), np.array([float((q == 1).sum())]))
+        return self._attention_ops(load, 1.0 - self.full_attention_share, " (windowed layers)")
 
     def _lm_head_op(self, n_sampled: np.ndarray):
         m = self.model
         sampled = np.asarray(n_sampled, dtype=np.float64)
+        if self.group_gemm is not None:  # the LM head in the checkpoint's embedding dtype
+            time, flops, bytes_, bound = arch_gemm(self, sampled, m.vocab_size // self.tp, m.hidden_size, "lm_head",
+                                                   "embedding")
+            return ("lm_head", time, flops, bytes_, bound)
         time, flops, bytes_ = self._gemm(sampled, m.vocab_size // self.tp, m.hidden_size, "lm_head")
         t_c = flops / self.peak_flops
         return ("lm_head", time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth))
@@ -253,7 +308,7 @@ class CostModel:
         c = np.atleast_1d(np.asarray(cached_tokens, dtype=np.int64))
         sampled = len(q) if n_sampled is None else n_sampled
         load = attention_load(q, c, self.block_size)
-        rows = self._layer_ops(np.array([q.sum()])) + self._attention_ops(load)
+        rows = self._layer_ops(np.array([q.sum()])) + self._attention_ops(load) + self._window_ops(q, c)
         ops = [
             OpCost(n, float(t[0]), float(f[0]), float(b[0]), str(bd[0]), True)
             for n, t, f, b, bd in rows

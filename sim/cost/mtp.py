@@ -1,0 +1,60 @@
+"""MTP (next-n prediction) layers as the draft of speculative decoding (`--spec-method mtp`).
+
+DeepSeek-V3's MTP module (its report, arXiv:2412.19437 sec. 2.2; GLM-4.5 ships the same kind):
+RMSNorm of the token embedding and of the last hidden state, a projection of their concatenation
+(2h -> h, `eh_proj`), one decoder layer like the model's last, and the shared LM head. One
+proposal = one decode step of that module over the speculating sequences; k proposals reuse it k
+times (vLLM's MTP proposer does so when num_speculative_tokens exceeds the modules). Its cost is
+priced by the same cost model as the target (`mtp_cost_model`), not as a guessed fraction of a
+target step; acceptance per position stays a parameter (DeepSeek reports 85-90 % for the second
+token, arXiv:2412.19437 sec. 5.4.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.errors import InputError
+from sim.model.spec import ModelSpec
+
+
+def mtp_module_spec(model: ModelSpec) -> ModelSpec:
+    """The MTP module as a one-layer model: the decoder layer kind of the model's last layer."""
+    if not model.mtp_layers:
+        raise InputError("--spec-method", None, f"mtp needs a model with MTP (next-n) layers; {model.name} has none "
+                                                "(use heads or draft)")
+    last = model.n_layers - 1
+    update = {"n_layers": 1, "mtp_layers": 0, "layer_attention": None, "window_tokens": None,
+              "name": f"{model.name} MTP module"}
+    if model.moe is not None:
+        update["moe"] = model.moe.model_copy(update={"dense_layers": [] if model.is_moe_layer(last) else [0]})
+    if model.layer_attention is not None and model.attention_kind(last) != "full":
+        update.update(layer_attention=[model.attention_kind(last)], window_tokens=model.window_tokens)
+    return model.model_copy(update=update)
+
+
+class MTPDraft:
+    """Draft time of k proposals per speculating sequence from the MTP module's own cost."""
+
+    def __init__(self, target_cost, k: int):
+        from sim.cost.model import CostModel
+
+        t = target_cost
+        self.k = k
+        self.module = CostModel(mtp_module_spec(t.model), t.hw, t.tp, _weight_dtype_of(t), t.kv_dtype, t.block_size,
+                                allreduce_kind=t.allreduce_kind, step_overhead_s=0.0)
+        h = t.model.hidden_size
+        self._eh_proj = (h // t.tp, 2 * h)  # column-split 2h -> h projection
+
+    def time_s(self, contexts: np.ndarray) -> float:
+        """k module steps over these sequences (each proposal adds a token to their contexts)."""
+        n = int(contexts.shape[0])
+        if n == 0:
+            return 0.0
+        module_s = float(self.module.decode_run_times_s(contexts, self.k).sum())
+        eh_s = float(self.module._gemm(np.array([float(n)]), *self._eh_proj, "eh_proj")[0][0])
+        return module_s + self.k * eh_s
+
+
+def _weight_dtype_of(cost) -> str:
+    return getattr(cost, "requested_weight_dtype", cost.weight_dtype)
