@@ -38,6 +38,9 @@ class Interconnect(StrictModel):
     gpu_link_latency_us: float = Field(ge=0)
     host_link_gb_s: PositiveFloat
     max_gpus_per_node: PositiveInt
+    # GPUs joined by one NVLink/NVSwitch (or xGMI) fabric: 8 on an HGX board, 72 on a GB200 NVL72
+    # rack. None: one node (max_gpus_per_node). Collectives beyond it cross the scale-out network.
+    scale_up_domain_gpus: PositiveInt | None = None
     # scale-out NIC per GPU (RDMA: InfiniBand/RoCE), per direction; None where no standard system is bundled
     network_gb_s: PositiveFloat | None = None
     network_latency_us: float | None = Field(None, ge=0)
@@ -185,6 +188,11 @@ class HardwareProfile(StrictModel):
     @property
     def gpu_link_bytes_s(self) -> float:
         return self.interconnect.gpu_link_gb_s * 1e9
+
+    @property
+    def scale_up_gpus(self) -> int:
+        """GPUs in one scale-up (NVLink) domain (sim/cost/topology.py)."""
+        return self.interconnect.scale_up_domain_gpus or self.interconnect.max_gpus_per_node
 
     @property
     def host_link_bytes_s(self) -> float:
