@@ -59,3 +59,11 @@ def test_tp_that_does_not_fill_whole_domains_or_lacks_a_nic_is_refused():
     no_nic = _with_interconnect(hw, network_gb_s=None, network_latency_us=None)
     with pytest.raises(InputError, match="network_gb_s"):
         CostModel(model, no_nic, tp=16)
+
+
+def test_an_nvl72_rack_keeps_tp16_inside_its_nvlink_domain():
+    """GB200 NVL72: 4 GPUs per tray but 72 per NVLink domain, so TP16 needs no NIC."""
+    model, rack = load_model("llama-3.1-405b"), load_hardware("gb200-nvl72")
+    assert rack.interconnect.max_gpus_per_node == 4 and rack.scale_up_gpus == 72
+    assert "allreduce_scale_out" not in _ops(CostModel(model, rack, tp=16), 64)
+    assert "allreduce_scale_out" in _ops(CostModel(model, load_hardware("b200"), tp=16), 64)
