@@ -145,6 +145,10 @@ class LinkFit(StrictModel):
     bus_gb_s: PositiveFloat
 
 
+A2A_BACKENDS = ("nccl", "deepep_normal", "deepep_low_latency")  # MoE dispatch/combine kernels (sim/cost/all_to_all.py)
+A2A_PHASES = ("dispatch", "combine")
+
+
 class Collectives(StrictModel):
     """Measured (or derived) collective costs per TP size (sim/cost/collectives.py reads them).
 
@@ -176,6 +180,22 @@ class HardwareProfile(StrictModel):
     collectives: Collectives | None = None
     uncertainty: dict[str, PositiveFloat] | None = None
     sources: dict[str, str] | None = None
+    # MoE all-to-all fits: backend (A2A_BACKENDS) -> {dispatch | combine: {ep: LinkFit}}, the payload
+    # being the bytes one EP rank sends (sim/cost/all_to_all.py); a key of its own so that
+    # `calibrate.defaults --write`, which rewrites `collectives`, leaves it alone.
+    all_to_all: dict[str, dict[str, dict[PositiveInt, LinkFit]]] | None = None
+
+    @field_validator("all_to_all")
+    @classmethod
+    def _known_a2a(cls, table):
+        """Backends and phases infersim prices; at least one EP size each."""
+        for backend, phases in (table or {}).items():
+            if backend not in A2A_BACKENDS:
+                raise ValueError(f"unknown all-to-all backend {backend!r}; allowed: {', '.join(A2A_BACKENDS)}")
+            for phase, fits in phases.items():
+                if phase not in A2A_PHASES or not fits:
+                    raise ValueError(f"{backend}: phases {' | '.join(A2A_PHASES)}, each with one or more EP sizes")
+        return table
 
     @property
     def hbm_bytes(self) -> float:

@@ -8,7 +8,6 @@ from dataclasses import asdict, dataclass
 from sim.dtypes import bytes_per_element, kv_bytes_per_element
 from sim.errors import InputError
 from sim.hardware import GIB, HardwareProfile
-from sim.layout import ReplicaLayout
 from sim.model import ModelSpec
 
 
@@ -29,21 +28,15 @@ class MemoryPlan:
         return asdict(self)
 
 
-def weight_elements_per_gpu(model: ModelSpec, tp: int, layout: ReplicaLayout | None = None) -> int:
+def weight_elements_per_gpu(model: ModelSpec, tp: int) -> int:
     """Weight elements one GPU holds: everything sharded by tp, except KV projections replicate
-    once tp exceeds the KV heads. A `layout` (sim/layout.py) other than plain TP: attention split
-    by its attention TP, the experts over the MoE layer's GPUs (EP and/or TP), the layers of the
-    busiest pipeline stage, and with pp > 1 one vocab table (embedding on the first stage, LM
-    head on the last)."""
-    layout = layout or ReplicaLayout(tp=tp)
-    attn_tp = layout.attention_tp
-    kv_heads = model.kv_heads_per_gpu(attn_tp)
+    once tp exceeds the KV heads."""
+    kv_heads = model.kv_heads_per_gpu(tp)
     d, h = model.head_dim, model.hidden_size
-    attn = h * (model.n_heads // attn_tp + 2 * kv_heads) * d + (model.n_heads // attn_tp) * d * h
+    attn = h * (model.n_heads // tp + 2 * kv_heads) * d + (model.n_heads // tp) * d * h
     router = h * model.n_experts if model.moe else 0
-    mlp = model.n_experts * model.expert_params // layout.moe_group + router
-    vocab = model.embedding_params if layout.pp == 1 else model.vocab_size * model.hidden_size
-    return layout.stage_layers(model.n_layers) * (attn + mlp) + math.ceil(vocab / tp)
+    mlp = model.n_experts * model.expert_params // tp + router
+    return model.n_layers * (attn + mlp) + math.ceil(model.embedding_params / tp)
 
 
 def activation_reserve_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
@@ -70,31 +63,26 @@ def plan_memory(
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 256,
     draft: ModelSpec | None = None,
-    layout: ReplicaLayout | None = None,
+    weight_bytes_per_gpu: int | None = None,
 ) -> MemoryPlan:
     """Blocks per replica = floor((HBM * util - runtime reserve - weights/GPU - activations) /
     (block_size * KV bytes per token per GPU)). Refuses a config whose weights do not fit.
     A speculative-decoding `draft` model (same TP and dtypes) adds its weights to the weights and
     its KV per token to every block (its cache follows the target's block tables).
-    A `layout` (sim/layout.py; None: plain `tp`): each GPU holds its stage's layers and their KV,
-    attention KV heads split by the attention TP; blocks are those of one attention rank."""
+    `weight_bytes_per_gpu` replaces the weights of plain TP (a layout's own, sim/layout_memory.py)."""
     if not 0 < gpu_memory_utilization <= 1:
         raise InputError("--gpu-memory-utilization", None, "must be in (0, 1]")
     if block_size < 1:
         raise InputError("--block-size", None, "must be a positive integer")
     model.check_tp(tp)
-    layout = layout or ReplicaLayout(tp=tp)
-    if draft is not None and layout.pp > 1:
-        raise InputError("--pp", None, "speculative decoding with pipeline stages is not modelled: use pp 1")
-    weight_bytes = math.ceil(weight_elements_per_gpu(model, tp, layout)
-                             * bytes_per_element(weight_dtype, "--weight-dtype"))
+    weight_bytes = math.ceil(weight_elements_per_gpu(model, tp) * bytes_per_element(weight_dtype, "--weight-dtype"))
+    weight_bytes = weight_bytes if weight_bytes_per_gpu is None else weight_bytes_per_gpu
     kv_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
     activations = activation_reserve_bytes(model, tp, max_num_batched_tokens, max_num_seqs, 2)
     runtime = int(hw.memory.runtime_reserve_gib * GIB)
     usable = int(hw.hbm_bytes * gpu_memory_utilization)
     kv_budget = usable - runtime - weight_bytes - activations
-    kv_heads = model.kv_heads_per_gpu(layout.attention_tp)
-    kv_token_gpu = math.ceil(2 * layout.stage_layers(model.n_layers) * kv_heads * model.head_dim * kv_el)
+    kv_token_gpu = math.ceil(2 * model.n_layers * model.kv_heads_per_gpu(tp) * model.head_dim * kv_el)
     if draft is not None:
         draft_el = bytes_per_element(weight_dtype, "--weight-dtype")
         weight_bytes += math.ceil(weight_elements_per_gpu(draft, tp) * draft_el)
@@ -104,7 +92,7 @@ def plan_memory(
         need_gib = (weight_bytes + activations + runtime) / GIB
         raise InputError(
             f"--model {model.name}{'' if draft is None else f' (+ draft {draft.name})'} on --hardware {hw.name} "
-            f"--tp {tp}{f' --pp {layout.pp}' if layout.pp > 1 else ''}", None,
+            f"--tp {tp}", None,
             f"does not fit: weights+activations+runtime need {need_gib:.1f} GiB per GPU of "
             f"{usable / GIB:.1f} GiB usable (raise --tp or --gpu-memory-utilization, or use a smaller dtype)",
         )

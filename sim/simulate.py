@@ -19,7 +19,8 @@ from sim.engines import EngineCost, EngineOverhead, load_engine
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
 from sim.layout_config import simulated_layout
-from sim.memory import MemoryPlan, plan_memory
+from sim.layout_memory import plan_layout_memory
+from sim.memory import MemoryPlan
 from sim.metrics import Recorder, replica_gap_compact_at
 from sim.model import load_model
 from sim.request import RequestTable, Status
@@ -195,8 +196,8 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     engine's own CPU time and CUDA-graph padding around it. `time_scale` scales op classes."""
     hw = load_hardware(hw_name)
     layout = simulated_layout(cfg, model)  # hook: TP x PP (sim/layout.py)
-    memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
-                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg), layout)
+    memory = plan_layout_memory(model, hw, layout, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
+                                cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg))
     preset = None if cfg.engine is None else load_engine(cfg.engine)
     if cost is None:
         cost = replica_cost_model(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size, pp=layout.pp,

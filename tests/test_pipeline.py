@@ -12,6 +12,7 @@ from sim.cost import CostModel
 from sim.cost.pipeline import PipelineCostModel, replica_cost_model
 from sim.errors import InputError
 from sim.hardware import load_hardware
+from sim.layout_memory import plan_layout_memory
 from sim.memory import plan_memory
 from sim.layout import ReplicaLayout
 from sim.model import load_model
@@ -81,13 +82,14 @@ def test_pp_memory_holds_each_stages_layers_and_their_kv(llama405):
     model, hw = llama405
     with pytest.raises(InputError, match="does not fit"):
         plan_memory(model, hw, 8)
-    two = plan_memory(model, hw, 8, layout=ReplicaLayout(tp=8, pp=2))
+    two = plan_layout_memory(model, hw, ReplicaLayout(tp=8, pp=2))
     tp16 = plan_memory(model, hw, 16)
     assert two.kv_bytes_per_token_per_gpu == 63 * 2 * 1 * model.head_dim * 2  # 63 layers, one KV head per GPU
     # TP16 replicates the 8 KV heads (one per GPU over 126 layers): PP2 holds twice the tokens per GPU
     assert tp16.kv_bytes_per_token_per_gpu == 2 * two.kv_bytes_per_token_per_gpu
-    vocab = model.vocab_size * model.hidden_size
-    assert two.weight_bytes_per_gpu < tp16.weight_bytes_per_gpu + 2 * vocab / 8  # about the same share of 405B
+    # the busiest stage holds 63 layers and one vocab table, each TP8-sharded (bf16: 2 bytes)
+    layer = model.attn_params_per_layer + model.expert_params
+    assert two.weight_bytes_per_gpu == 2 * (63 * layer // 8 + -(-model.vocab_size * model.hidden_size // 8))
 
 
 def test_pp_config_names_and_refusals(llama405):
@@ -113,8 +115,8 @@ def test_simulate_runs_a_pipelined_replica_and_refuses_ep_on_a_dense_model():
     assert pp.exit_code == 0, pp.output
     summary = json.loads(pp.output)
     assert summary["n_finished"] == 40
-    assert summary["num_gpu_blocks"] == plan_memory(load_model("llama-3.1-405b"), load_hardware("h100-sxm"), 8,
-                                                    layout=ReplicaLayout(tp=8, pp=2)).num_gpu_blocks
+    assert summary["num_gpu_blocks"] == plan_layout_memory(load_model("llama-3.1-405b"), load_hardware("h100-sxm"),
+                                                           ReplicaLayout(tp=8, pp=2)).num_gpu_blocks
     dense_ep = runner.invoke(app, ["simulate", "-m", "llama-3-8b", "--ep", "2", "--max-requests", "5"])
     assert dense_ep.exit_code == 2
     assert "no experts to shard" in dense_ep.output and "Traceback" not in dense_ep.output

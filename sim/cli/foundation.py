@@ -9,7 +9,7 @@ from sim.config import MAX_NUM_SEQS, load_config
 from sim.cost.pipeline import replica_cost_model
 from sim.errors import InputError
 from sim.hardware import GIB, bundled_profiles, load_hardware
-from sim.memory import plan_memory
+from sim.layout_memory import plan_layout_memory
 from sim.model import bundled_models, load_model
 from sim.schema import MAX_TOKENS
 
@@ -78,9 +78,9 @@ def memory(
     })  # the same checks as simulate
     spec = load_model(cfg.model)
     layout = cfg.layout().check(spec.n_layers, spec.moe is not None, spec.n_experts if spec.moe else None)
-    plan = plan_memory(
-        spec, load_hardware(cfg.hardware), cfg.tp, cfg.block_size, cfg.gpu_memory_utilization,
-        cfg.weight_dtype, cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, layout=layout,
+    plan = plan_layout_memory(
+        spec, load_hardware(cfg.hardware), layout, cfg.block_size, cfg.gpu_memory_utilization,
+        cfg.weight_dtype, cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
     )
     data = plan.to_dict()
     if not layout.is_dense_tp_pp or layout.pp > 1:  # the layout's own numbers (plain TP: unchanged output)
