@@ -67,6 +67,9 @@ def simulated_layout(cfg, model) -> ReplicaLayout:
         raise InputError(flag, None, "expert-parallel and data-parallel-attention layouts are sized (infersim memory) "
                          "but their all-to-all dispatch/combine is not priced yet (it lands with the MoE cost model): "
                          "not simulated")
+    from sim.placement import cluster_placement
+
+    cluster_placement(cfg)  # refuses a --nodes too small for the replicas, before anything runs
     if layout.pp > 1 and (cfg.is_disaggregated or cfg.spec_tokens):
         raise InputError("--pp", None, "pipeline stages with disaggregated prefill/decode or speculative decoding are "
                          "not modelled: use pp 1")

@@ -120,3 +120,21 @@ def test_simulate_runs_a_pipelined_replica_and_refuses_ep_on_a_dense_model():
     dense_ep = runner.invoke(app, ["simulate", "-m", "llama-3-8b", "--ep", "2", "--max-requests", "5"])
     assert dense_ep.exit_code == 2
     assert "no experts to shard" in dense_ep.output and "Traceback" not in dense_ep.output
+
+
+def test_roofline_shows_the_pipeline_and_scale_out_ops_with_their_bound():
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    runner = CliRunner()
+    base = ["roofline", "-m", "llama-3.1-405b", "-H", "h100-sxm", "--batch", "64", "--json"]
+    pp = json.loads(runner.invoke(app, [*base, "--tp", "8", "--pp", "2"]).output)
+    ops = {op["name"]: op for op in pp["prefill"]["ops"]}
+    assert ops["pp_send_recv"]["bound"] == "network" and ops["pp_send_recv"]["time_s"] > 0
+    assert ops["pp_bubble"]["bound"] == "bubble" and ops["pp_bubble"]["time_s"] > 0.3 * pp["prefill"]["time_s"]
+    assert sum(op["time_s"] for op in pp["decode"]["ops"]) + pp["decode"]["overhead_s"] == pytest.approx(
+        pp["decode"]["time_s"])
+    tp16 = json.loads(runner.invoke(app, [*base, "--tp", "16"]).output)
+    scale_out = {op["name"]: op for op in tp16["decode"]["ops"]}["allreduce_scale_out"]
+    assert scale_out["bound"] == "network" and scale_out["time_s"] > 1e-3
