@@ -67,3 +67,10 @@ def test_an_nvl72_rack_keeps_tp16_inside_its_nvlink_domain():
     assert rack.interconnect.max_gpus_per_node == 4 and rack.scale_up_gpus == 72
     assert "allreduce_scale_out" not in _ops(CostModel(model, rack, tp=16), 64)
     assert "allreduce_scale_out" in _ops(CostModel(model, load_hardware("b200"), tp=16), 64)
+
+
+def test_a_group_across_nodes_all_reduces_with_nccl_whatever_the_kind():
+    """One-shot custom all-reduce kernels need one NVLink domain; across nodes NCCL answers."""
+    hw, model = load_hardware("h100-sxm"), load_model("llama-3.1-405b")
+    assert _ops(CostModel(model, hw, tp=16, allreduce_kind="custom"), 8) == _ops(CostModel(model, hw, tp=16), 8)
+    assert _ops(CostModel(model, hw, tp=8, allreduce_kind="custom"), 8) != _ops(CostModel(model, hw, tp=8), 8)

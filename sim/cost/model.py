@@ -119,10 +119,12 @@ class CostModel:
         self.decode_ratio = attn.get(("decode_attention", *head_key, block_size))
         self.allreduce_kind = allreduce_kind
         # a TP group beyond the scale-up domain all-reduces hierarchically (sim/cost/topology.py):
-        # the domain's own all-reduce over its GPUs, then the scale-out ring of the shards
+        # the domain's own NCCL all-reduce over its GPUs (one-shot custom kernels need one NVLink
+        # domain: vLLM disables them for a group that spans nodes), then the scale-out ring
         self._scale_out = tp_scale_out(hw, tp)
         self._allreduce_group = tp if self._scale_out is None else self._scale_out.gpus_per_domain
-        self._allreduce_fits = allreduce_fits(hw, self._allreduce_group, allreduce_kind, nvlink_bridge)
+        kind = allreduce_kind if self._scale_out is None else "nccl"
+        self._allreduce_fits = allreduce_fits(hw, self._allreduce_group, kind, nvlink_bridge)
         self._layer_table_s = np.zeros(0)
         self._lm_table_s = np.zeros(0)
         self._hot = HotPath(self)
