@@ -160,8 +160,9 @@ def apply(path: Path, update: dict, today: str) -> dict:
         eff["paged_attention_memory"] = paged_from_rule(eff["memory"])
     data["efficiency"] = eff
     # fitted end to end elsewhere (issue 11: FP4 GEMM ceiling); this writer keeps it and its source line
+    # as is the MoE all-to-all block (published DeepEP figures, not fitted here) and its source line
     kept_sources = {k: v for k, v in (data.get("sources") or {}).items()
-                    if k == "gemm_compute_max_by_dtype" and k in eff}
+                    if (k == "gemm_compute_max_by_dtype" and k in eff) or (k == "all_to_all" and k in data)}
     for key in ("collectives", "uncertainty", "sources"):
         data.pop(key, None)
         if update.get(key):

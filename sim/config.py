@@ -11,6 +11,7 @@ from sim.budget import MAX_CLUSTER_REPLICAS, MAX_HOST_GIB, MAX_TIME_S
 from sim.engines.apply import fill_from_preset
 from sim.errors import InputError
 from sim.feature_config import FeatureKnobs
+from sim.layout_config import LayoutKnobs
 from sim.schema import MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
 from sim.yamlio import read_mapping, validate
 
@@ -29,7 +30,7 @@ class SLO(StrictModel):
     e2e_s: PositiveFloat | None = None
 
 
-class EngineConfig(FeatureKnobs):
+class EngineConfig(FeatureKnobs, LayoutKnobs):
     """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores).
 
     Ranges: sizes and counts positive; token counts at most MAX_TOKENS; shares in (0, 1]; seed in

@@ -39,6 +39,9 @@ class Interconnect(StrictModel):
     gpu_link_latency_us: float = Field(ge=0)
     host_link_gb_s: PositiveFloat
     max_gpus_per_node: PositiveInt
+    # GPUs joined by one NVLink/NVSwitch (or xGMI) fabric: 8 on an HGX board, 72 on a GB200 NVL72
+    # rack. None: one node (max_gpus_per_node). Collectives beyond it cross the scale-out network.
+    scale_up_domain_gpus: PositiveInt | None = None
     # scale-out NIC per GPU (RDMA: InfiniBand/RoCE), per direction; None where no standard system is bundled
     network_gb_s: PositiveFloat | None = None
     network_latency_us: float | None = Field(None, ge=0)
@@ -155,6 +158,10 @@ class LinkFit(StrictModel):
         return self
 
 
+A2A_BACKENDS = ("nccl", "deepep_normal", "deepep_low_latency")  # MoE dispatch/combine kernels (sim/cost/all_to_all.py)
+A2A_PHASES = ("dispatch", "combine")
+
+
 class Collectives(StrictModel):
     """Measured (or derived) collective costs per TP size (sim/cost/collectives.py reads them).
 
@@ -186,6 +193,22 @@ class HardwareProfile(StrictModel):
     collectives: Collectives | None = None
     uncertainty: dict[str, PositiveFloat] | None = None
     sources: dict[str, str] | None = None
+    # MoE all-to-all fits: backend (A2A_BACKENDS) -> {dispatch | combine: {ep: LinkFit}}, the payload
+    # being the bytes one EP rank sends (sim/cost/all_to_all.py); a key of its own so that
+    # `calibrate.defaults --write`, which rewrites `collectives`, leaves it alone.
+    all_to_all: dict[str, dict[str, dict[PositiveInt, LinkFit]]] | None = None
+
+    @field_validator("all_to_all")
+    @classmethod
+    def _known_a2a(cls, table):
+        """Backends and phases infersim prices; at least one EP size each."""
+        for backend, phases in (table or {}).items():
+            if backend not in A2A_BACKENDS:
+                raise ValueError(f"unknown all-to-all backend {backend!r}; allowed: {', '.join(A2A_BACKENDS)}")
+            for phase, fits in phases.items():
+                if phase not in A2A_PHASES or not fits:
+                    raise ValueError(f"{backend}: phases {' | '.join(A2A_PHASES)}, each with one or more EP sizes")
+        return table
 
     @property
     def hbm_bytes(self) -> float:
@@ -198,6 +221,11 @@ class HardwareProfile(StrictModel):
     @property
     def gpu_link_bytes_s(self) -> float:
         return self.interconnect.gpu_link_gb_s * 1e9
+
+    @property
+    def scale_up_gpus(self) -> int:
+        """GPUs in one scale-up (NVLink) domain (sim/cost/topology.py)."""
+        return self.interconnect.scale_up_domain_gpus or self.interconnect.max_gpus_per_node
 
     @property
     def host_link_bytes_s(self) -> float:

@@ -100,19 +100,22 @@ def plan_memory(
     max_num_seqs: int = 256,
     draft: ModelSpec | None = None,
     mtp: bool = False,
+    weight_bytes_override: int | None = None,
 ) -> MemoryPlan:
     """Blocks per replica = floor((HBM * util - runtime reserve - weights/GPU - activations) /
     (block_size * KV bytes per token per GPU)). Refuses a config whose weights do not fit.
     A speculative-decoding `draft` model (same TP and dtypes) adds its weights to the weights and
     its KV per token to every block (its cache follows the target's block tables). `mtp`: the
     model's MTP layers are loaded (speculative decoding with them): their weights, and their KV
-    per token, join the plan."""
+    per token, join the plan.
+    `weight_bytes_override` replaces the weights of plain TP (a layout's own, sim/layout_memory.py)."""
     if not 0 < gpu_memory_utilization <= 1:
         raise InputError("--gpu-memory-utilization", None, "must be in (0, 1]")
     if block_size < 1:
         raise InputError("--block-size", None, "must be a positive integer")
     model.check_tp(tp)
-    weight_bytes = weight_bytes_per_gpu(model, tp, weight_dtype, with_mtp=mtp)
+    weight_bytes = (weight_bytes_per_gpu(model, tp, weight_dtype, with_mtp=mtp) if weight_bytes_override is None
+                    else weight_bytes_override)
     kv_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
     activations = activation_reserve_bytes(model, tp, max_num_batched_tokens, max_num_seqs, 2)
     runtime = int(hw.memory.runtime_reserve_gib * GIB)

@@ -13,12 +13,15 @@ import simpy
 from sim.attribution import Attribution
 from sim.config import EngineConfig
 from sim.cost import CostModel
+from sim.cost.pipeline import replica_cost_model
 from sim.engine import ArrivalSource, ClosedLoopSource, Replica
 from sim.engines import EngineCost, EngineOverhead, load_engine
 from sim.engines.frontend import shift_to_client
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
-from sim.memory import MemoryPlan, plan_memory
+from sim.layout_config import simulated_layout
+from sim.layout_memory import plan_layout_memory
+from sim.memory import MemoryPlan
 from sim.metrics import Recorder, replica_gap_compact_at
 from sim.model import load_model
 from sim.request import RequestTable, Status
@@ -203,16 +206,18 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     With an engine preset the GPU cost model carries no step constant and `EngineCost` adds the
     engine's own CPU time and CUDA-graph padding around it. `time_scale` scales op classes."""
     hw = load_hardware(hw_name)
-    memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
-                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg),
-                         mtp=bool(cfg.spec_tokens) and cfg.spec_method == "mtp")
+    layout = simulated_layout(cfg, model)  # hook: TP x PP (sim/layout.py)
+    mtp = bool(cfg.spec_tokens) and cfg.spec_method == "mtp"
+    memory = plan_layout_memory(model, hw, layout, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
+                                cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg),
+                                mtp=mtp)
     preset = None if cfg.engine is None else load_engine(cfg.engine)
     if cost is None:
-        cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size,
-                         step_overhead_s=None if preset is None else 0.0,
-                         allreduce_kind=cfg.allreduce_kind or (preset.allreduce_kind if preset else "nccl"),
-                         allreduce_rule=preset.custom_allreduce if preset else None,
-                         time_scale=time_scale)
+        cost = replica_cost_model(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size, pp=layout.pp,
+                                  step_overhead_s=None if preset is None else 0.0,
+                                  allreduce_kind=cfg.allreduce_kind or (preset.allreduce_kind if preset else "nccl"),
+                                  allreduce_rule=preset.custom_allreduce if preset else None,
+                                  time_scale=time_scale)
     if preset is None:
         return memory, cost
     if overhead is None:

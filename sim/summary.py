@@ -16,6 +16,7 @@ from sim.engines.apply import effective_settings
 from sim.errors import InputError
 from sim.feature_summary import feature_summary
 from sim.metrics import weighted_percentiles
+from sim.placement import cluster_placement
 from sim.request import Status
 from sim.simulate import SimResult
 from sim.slo import good_requests
@@ -183,6 +184,7 @@ def summarize(result: SimResult, table: RequestsTable | None = None, percentiles
         "evicted_blocks": result.evicted_blocks,
         "max_model_len": result.max_model_len,
         "engine": effective_settings(cfg),
+        "placement": cluster_placement(cfg),  # hook: nodes and GPUs of each replica (sim/placement.py)
         **feature_summary(result, table),  # hook: sim/feature_summary.py
     }
     summary.update({key[:-2] + "_ms": in_ms(summary[key]) for key in LATENCY_KEYS})

@@ -80,7 +80,7 @@ def assert_summaries_match(left: dict, right: dict):
     assert left.keys() == right.keys()
     for key in left.keys() - {"wall_time_s", *KV_METRICS}:
         a, b = left[key], right[key]
-        if isinstance(a, dict):
+        if isinstance(a, dict) and key != "placement":  # placement: structure, compared exactly
             assert a.keys() == b.keys(), key
             for stat in a:
                 assert a[stat] == pytest.approx(b[stat], rel=1e-9, abs=TIME_ATOL_S), f"{key}.{stat}"

@@ -8,11 +8,11 @@ import typer
 
 from sim.cli.common import print_json, print_table
 from sim.config import MAX_NUM_SEQS, load_config
-from sim.cost import CostModel
+from sim.cost.pipeline import replica_cost_model
 from sim.dtypes import bytes_per_element
 from sim.errors import InputError
 from sim.hardware import GIB, bundled_profiles, load_hardware
-from sim.memory import plan_memory
+from sim.layout_memory import plan_layout_memory
 from sim.model import bundled_models, load_model
 from sim.schema import MAX_TOKENS
 
@@ -69,21 +69,32 @@ def memory(
     max_num_seqs: int = typer.Option(256, "--max-num-seqs"),
     context: int | None = typer.Option(None, "--context", help="also: KV bytes one sequence of this many tokens "
                                                                "holds per GPU (windowed layers keep their window)"),
+    pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", "--pp-size"),
+    dp: int = typer.Option(1, "--dp", "--data-parallel-size"),
+    ep: int = typer.Option(None, "--ep", "--expert-parallel-size", show_default=False),
+    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
+    enable_dp_attention: bool = typer.Option(False, "--enable-dp-attention"),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Weights per GPU, KV bytes per token and KV blocks per replica."""
+    """Weights per GPU, KV bytes per token and KV blocks per replica (per attention rank, with --dp)."""
     cfg = load_config(None, {
         "model": model, "hardware": hardware, "tp": tp, "block_size": block_size,
         "gpu_memory_utilization": gpu_memory_utilization, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype,
-        "max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs,
+        "max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs, "pp": pp, "dp": dp,
+        "ep": ep, "enable_expert_parallel": enable_expert_parallel, "enable_dp_attention": enable_dp_attention,
     })  # the same checks as simulate
-    plan = plan_memory(
-        load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.block_size, cfg.gpu_memory_utilization,
+    spec = load_model(cfg.model)
+    layout = cfg.layout().check(spec.n_layers, spec.moe is not None, spec.n_experts if spec.moe else None)
+    plan = plan_layout_memory(
+        spec, load_hardware(cfg.hardware), layout, cfg.block_size, cfg.gpu_memory_utilization,
         cfg.weight_dtype, cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
     )
     data = plan.to_dict()
     if context is not None:
         data.update(_sequence_kv(load_model(cfg.model), cfg.tp, cfg.kv_dtype, cfg.block_size, context))
+    if not layout.is_dense_tp_pp or layout.pp > 1:  # the layout's own numbers (plain TP: unchanged output)
+        data.update(n_gpus_per_replica=layout.n_gpus, n_kv_ranks=layout.n_kv_ranks,
+                    num_gpu_blocks_per_replica=plan.num_gpu_blocks * layout.n_kv_ranks)
     if as_json:
         print_json(data)
         return
@@ -122,18 +133,20 @@ def roofline(
     block_size: int = typer.Option(16, "--block-size"),
     weight_dtype: str = typer.Option("bf16", "--weight-dtype"),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype"),
+    pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", "--pp-size", help="pipeline stages"),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Per-op roofline of one prefill and one decode step."""
+    """Per-op roofline of one prefill and one decode step (with --pp: the busiest stage's ops over the
+    step's micro-batches, pp_send_recv and pp_bubble; see docs/parallelism.md)."""
     limits = (("--prefill-tokens", prefill_tokens, 1, MAX_TOKENS), ("--batch", batch, 1, MAX_NUM_SEQS),
               ("--context", context, 0, MAX_TOKENS))
     for name, value, low, high in limits:
         if not low <= value <= high:
             raise InputError(name, None, f"must be a whole number in [{low}, {high}]; got {value}")
     cfg = load_config(None, {"model": model, "hardware": hardware, "tp": tp, "block_size": block_size,
-                             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype})  # the same checks as simulate
-    cost = CostModel(load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.weight_dtype, cfg.kv_dtype,
-                     cfg.block_size)
+                             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "pp": pp})  # simulate's checks
+    cost = replica_cost_model(load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.weight_dtype,
+                              cfg.kv_dtype, cfg.block_size, pp=cfg.pp)
     steps = {
         "prefill": cost.breakdown([prefill_tokens], [0], n_sampled=1),
         "decode": cost.breakdown([1] * batch, [context] * batch),

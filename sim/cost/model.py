@@ -28,6 +28,7 @@ from sim.cost.mla import mla_kv_elements_per_token, mla_pair_flops
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
 from sim.cost.tables import gemm_tables
+from sim.cost.topology import scale_out_allreduce_s, tp_scale_out
 from sim.cost.window import Window, window_sums
 from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
 from sim.errors import InputError
@@ -150,9 +151,16 @@ class CostModel:
             self.window = Window(model.window_tokens, window_kept_blocks(model, block_size) * block_size, block_size)
             self.full_attention_share = model.n_layers_of("full") / model.n_layers
         self.allreduce_kind = allreduce_kind
+        # a TP group beyond the scale-up domain all-reduces hierarchically (sim/cost/topology.py):
+        # the domain's own NCCL all-reduce over its GPUs (one-shot custom kernels need one NVLink
+        # domain: vLLM disables them for a group that spans nodes), then the scale-out ring
+        self._scale_out = tp_scale_out(hw, tp)
+        self._allreduce_group = tp if self._scale_out is None else self._scale_out.gpus_per_domain
+        kind = allreduce_kind if self._scale_out is None else "nccl"
         # allreduce_kind "engine": the preset's rule (`allreduce_rule`, a CustomAllreduce) picks per message
-        self._engine_allreduce = engine_allreduce(hw, tp, allreduce_rule) if allreduce_kind == "engine" else None
-        self._allreduce_fits = [] if self._engine_allreduce else allreduce_fits(hw, tp, allreduce_kind, nvlink_bridge)
+        self._engine_allreduce = engine_allreduce(hw, tp, allreduce_rule) if kind == "engine" else None
+        self._allreduce_fits = [] if self._engine_allreduce else allreduce_fits(hw, self._allreduce_group, kind,
+                                                                                nvlink_bridge)
         self._layer_table_s = np.zeros(0)
         self._lm_table_s = np.zeros(0)
         self._hot = HotPath(self)
@@ -198,7 +206,7 @@ class CostModel:
         if self._allreduce_fits:
             return np.minimum.reduce([link_time_s(payload, fit) for fit in self._allreduce_fits])
         latency = self.hw.interconnect.gpu_link_latency_us * 1e-6
-        return allreduce_time_s(payload, self.tp, self.hw.gpu_link_bytes_s, latency, self.eff)
+        return allreduce_time_s(payload, self._allreduce_group, self.hw.gpu_link_bytes_s, latency, self.eff)
 
     def _layer_ops(self, n_tokens: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per-layer ops whose cost depends only on the step's token count: (name, time, flops, bytes, bound)."""
@@ -217,6 +225,11 @@ class CostModel:
             payload = tokens * self.model.hidden_size * self.act_bytes_el
             time = 2 * self._allreduce_s(payload) * self.time_scale["collective"]
             ops.append(("allreduce", time, np.zeros_like(tokens), 2 * payload, np.full(tokens.shape, "network")))
+            if self._scale_out is not None:
+                time = 2 * scale_out_allreduce_s(payload, self._scale_out) * self.time_scale["collective"]
+                shard_bytes = 2 * payload / self._scale_out.gpus_per_domain
+                ops.append(("allreduce_scale_out", time, np.zeros_like(tokens), shard_bytes,
+                            np.full(tokens.shape, "network")))
         return ops
 
     def _moe_op(self, tokens: np.ndarray):

@@ -1,7 +1,8 @@
 """The link that carries KV blocks from a prefill replica to a decode replica.
 
 Bandwidth and latency come from the hardware profiles: NVLink (`gpu_link_gb_s`) when every GPU of
-the cluster fits in one node of the same hardware, else the scale-out NIC (`network_gb_s`, RDMA
+the cluster fits in one scale-up domain of the same hardware (a node; a GB200 NVL72 rack), else the scale-out
+NIC (`network_gb_s`, RDMA
 over InfiniBand/RoCE). `kv_transfer_gb_s` / `kv_transfer_latency_us` override them.
 
 Each prefill GPU sends its own KV shard, in parallel with its TP peers, so a transfer of B bytes
@@ -32,7 +33,7 @@ def resolve_link(prefill_hw: HardwareProfile, decode_hw: HardwareProfile, n_gpus
                  tp_decode: int, override_gb_s: float | None, override_latency_us: float | None) -> KVLink:
     """The KV link of a P/D cluster of `n_gpus` GPUs in all (see the module docstring)."""
     n_parallel = min(tp_prefill, tp_decode)
-    one_node = prefill_hw.name == decode_hw.name and n_gpus <= prefill_hw.interconnect.max_gpus_per_node
+    one_node = prefill_hw.name == decode_hw.name and n_gpus <= prefill_hw.scale_up_gpus
     if one_node:
         gb_s, latency_us, kind = prefill_hw.interconnect.gpu_link_gb_s, prefill_hw.interconnect.gpu_link_latency_us, \
             "nvlink"

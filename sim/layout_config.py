@@ -1,0 +1,76 @@
+"""Config knobs of a replica's parallel layout beyond TP (sim/layout.py), under the engines' names.
+
+YAML keys: `pp` (also `pipeline_parallel_size`, vLLM; `pp_size`, SGLang), `dp` (also
+`data_parallel_size`, vLLM; `dp_size`, SGLang), `ep` (also `expert_parallel_size`; `ep_size`,
+SGLang), `enable_expert_parallel` (vLLM), `enable_dp_attention` (SGLang), `nodes` (the scale-up
+domains the cluster has; None: as many as the replicas need). `EngineConfig` inherits them.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, PositiveInt, model_validator
+
+from sim.errors import InputError
+from sim.layout import ReplicaLayout
+from sim.schema import StrictModel
+
+MAX_PP = 256  # pipeline stages of one replica
+MAX_DP = 1024  # attention data-parallel ranks of one replica
+MAX_NODES = 100_000
+
+ENGINE_KEY_NAMES = {
+    "pipeline_parallel_size": "pp", "pp_size": "pp",
+    "data_parallel_size": "dp", "dp_size": "dp",
+    "expert_parallel_size": "ep", "ep_size": "ep",
+}
+
+
+def engine_names_to_keys(data: dict) -> dict:
+    """`pipeline_parallel_size: 2` -> `pp: 2` (and the other engine spellings); the same knob
+    given twice under two names is refused."""
+    out = dict(data)
+    for engine_key, key in ENGINE_KEY_NAMES.items():
+        if engine_key in out:
+            if key in out and out[key] != out[engine_key]:
+                raise ValueError(f"{engine_key} and {key} name the same knob: give one")
+            out[key] = out.pop(engine_key)
+    return out
+
+
+class LayoutKnobs(StrictModel):
+    pp: PositiveInt = Field(1, le=MAX_PP)
+    dp: PositiveInt = Field(1, le=MAX_DP)
+    ep: PositiveInt | None = None
+    enable_expert_parallel: bool = False
+    enable_dp_attention: bool = False
+    nodes: PositiveInt | None = Field(None, le=MAX_NODES)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_key_names(cls, data):
+        return engine_names_to_keys(data) if isinstance(data, dict) else data
+
+    def layout(self) -> ReplicaLayout:
+        """The replica layout of these knobs and the config's `tp`."""
+        return ReplicaLayout(tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep,  # type: ignore[attr-defined]
+                             enable_dp_attention=self.enable_dp_attention,
+                             enable_expert_parallel=self.enable_expert_parallel)
+
+
+def simulated_layout(cfg, model) -> ReplicaLayout:
+    """The layout a simulation runs with, checked against `model`; refuses in one line what the
+    simulator does not price yet rather than ignore it (EP / DP-attention: their all-to-all lands
+    with the MoE cost model; PP with disaggregation or speculative decoding)."""
+    layout = cfg.layout().check(model.n_layers, model.moe is not None, model.n_experts if model.moe else None)
+    if not layout.is_dense_tp_pp:
+        flag = "--ep" if layout.uses_expert_parallel else "--dp"
+        raise InputError(flag, None, "expert-parallel and data-parallel-attention layouts are sized (infersim memory) "
+                         "but their all-to-all dispatch/combine is not priced yet (it lands with the MoE cost model): "
+                         "not simulated")
+    from sim.placement import cluster_placement
+
+    cluster_placement(cfg)  # refuses a --nodes too small for the replicas, before anything runs
+    if layout.pp > 1 and (cfg.is_disaggregated or cfg.spec_tokens):
+        raise InputError("--pp", None, "pipeline stages with disaggregated prefill/decode or speculative decoding are "
+                         "not modelled: use pp 1")
+    return layout

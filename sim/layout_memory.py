@@ -1,0 +1,56 @@
+"""What one GPU of a laid-out replica holds (sim/layout.py): weights, KV per token, KV blocks.
+
+- **PP**: a GPU holds its stage's layers (the busiest stage, ceil(n_layers / pp)) and their KV;
+  the first stage holds the embedding, the last the LM head, so a stage holds one vocab table.
+- **DP-attention / EP**: attention weights and KV split by the attention TP (each DP rank holds
+  its own requests' KV: the blocks returned are one rank's); the routed experts are spread over
+  the MoE layer's GPUs (tp x dp), whether by expert or tensor parallelism.
+
+Plain TP (pp 1, no EP/DP) is `plan_memory` itself, unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sim.dtypes import bytes_per_element
+from sim.hardware import HardwareProfile
+from sim.layout import ReplicaLayout
+from sim.memory import MemoryPlan, plan_memory, weight_elements_per_gpu
+from sim.model import ModelSpec
+
+
+def stage_model(model: ModelSpec, layout: ReplicaLayout) -> ModelSpec:
+    """The model as one (the busiest) pipeline stage sees it: its layers only."""
+    if layout.pp == 1:
+        return model
+    return model.model_copy(update={"n_layers": layout.stage_layers(model.n_layers)})
+
+
+def layout_weight_elements_per_gpu(model: ModelSpec, layout: ReplicaLayout) -> int:
+    """Weight elements one GPU of the busiest stage holds (module docstring)."""
+    stage, attn_tp = stage_model(model, layout), layout.attention_tp
+    elements = weight_elements_per_gpu(stage, attn_tp)
+    if layout.pp > 1:  # one vocab table per stage, not the model's one or two
+        elements += math.ceil(model.vocab_size * model.hidden_size / attn_tp) - math.ceil(model.embedding_params
+                                                                                         / attn_tp)
+    if model.moe is not None and layout.moe_group != attn_tp:
+        experts = model.n_experts * model.expert_params
+        elements += stage.n_layers * (experts // layout.moe_group - experts // attn_tp)
+    return elements
+
+
+def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLayout, block_size: int = 16,
+                       gpu_memory_utilization: float = 0.9, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                       max_num_batched_tokens: int = 8192, max_num_seqs: int = 256,
+                       draft: ModelSpec | None = None, mtp: bool = False) -> MemoryPlan:
+    """`plan_memory` of one GPU of the busiest stage, attention split by the attention TP;
+    blocks are one attention rank's (a DP-attention replica has `layout.n_kv_ranks` of them)."""
+    if layout.pp == 1 and layout.is_dense_tp_pp:
+        return plan_memory(model, hw, layout.tp, block_size, gpu_memory_utilization, weight_dtype, kv_dtype,
+                           max_num_batched_tokens, max_num_seqs, draft, mtp=mtp)
+    weight_bytes = math.ceil(layout_weight_elements_per_gpu(model, layout)
+                             * bytes_per_element(weight_dtype, "--weight-dtype"))
+    return plan_memory(stage_model(model, layout), hw, layout.attention_tp, block_size, gpu_memory_utilization,
+                       weight_dtype, kv_dtype, max_num_batched_tokens, max_num_seqs, draft,
+                       mtp=mtp, weight_bytes_override=weight_bytes)
