@@ -3,7 +3,8 @@
 Each replica is a SimPy process: schedule -> cost -> timeout -> commit, sleeping on an event
 while it has nothing to do. `horizon` passed to the scheduler is the time of the next arrival that
 could join that replica (the next arrival of all, unless the router decides every replica up front),
-so a decode run never skips past a moment at which a new request could join.
+so a decode run never skips past a moment at which a new request could join. A fleet
+(sim/fleet) also counts its autoscaler's decision times as horizons, and may halt a replica.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from sim.trace import ClosedLoop
 
 
 class Replica:
+    # sim.fleet sets it when the replica fails: its loop ends at its next wake (the step in flight,
+    # if any, is lost uncommitted). Never set without a fleet, so other runs are unchanged.
+    halted = False
+
     def __init__(self, env: simpy.Environment, sched: Scheduler, source: ArrivalSource):
         self.env, self.sched, self.source = env, sched, source
         self._idle: simpy.Event | None = None
@@ -45,8 +50,12 @@ class Replica:
                 self._idle = env.event()
                 yield self._idle
                 self._idle = None
+                if self.halted:
+                    return
                 continue
             yield env.timeout(plan.duration_s)
+            if self.halted:
+                return
             finished = sched.commit(plan, env.now)
             if finished and self.source.reacts_to_completions:
                 yield env.timeout(0)  # let clients send their next request before we schedule
