@@ -155,3 +155,23 @@ def test_bad_day_spec_is_one_clear_error():
     with pytest.raises(InputError, match="speculative decoding"):
         spec = day({"kind": "constant", "rate_rps": 1})
         run_day(spec.model_copy(update={"engine": {**spec.engine, "spec_tokens": 2}}))
+
+
+def test_round_robin_horizons_per_replica_change_nothing(monkeypatch):
+    """Each replica planning up to its own next round-robin arrival gives the run that planning up
+    to every arrival gives (the fleet's other events stay horizons for all)."""
+    import sim.fleet.cluster as cluster
+
+    spec = day({"kind": "diurnal", "peak_rps": 12, "trough_rps": 3, "peak_hour": 0.05}, duration_s=240,
+               router="round_robin", autoscaler={"policy": {"kind": "target", "metric": "running", "target": 6},
+                                                 "interval_s": 10, "cooldown_up_s": 10, "max_replicas": 4},
+               failures={"schedule": [{"at_s": 120}]}, engine={"max_num_seqs": 8}, initial_replicas=3)
+    fast = run_day(spec)
+    monkeypatch.setattr(cluster, "RoundRobinRouter", type("NotRecognised", (), {}))
+    slow = run_day(spec)
+    assert max(fast.timeline["ready"]) >= 2 and fast.n_failures == 1
+    for name in fast.tally.counts:
+        assert np.array_equal(fast.tally.counts[name], slow.tally.counts[name])
+    assert np.array_equal(fast.tally.ttft_hist, slow.tally.ttft_hist)
+    assert np.array_equal(fast.tally.e2e_hist, slow.tally.e2e_hist)
+    assert fast.timeline == slow.timeline

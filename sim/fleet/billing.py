@@ -72,6 +72,7 @@ def summary(result, prices: Prices) -> dict:
         "peak_requests_in_flight": result.peak_in_flight,
         "model": result.cfg.model, "hardware": result.cfg.hardware, "tp": result.cfg.tp, "engine": result.cfg.engine,
         "hours": hours,
+        "minutes": None if result.minute_tally is None else result.minute_tally.hours(),
     }
 
 

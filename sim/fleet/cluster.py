@@ -20,7 +20,7 @@ from sim.engine import Replica
 from sim.hardware import GIB
 from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
-from sim.router import make_router
+from sim.router import RoundRobinRouter, make_router
 from sim.sched.registry import make_scheduler
 
 STARTING, READY, DRAINING, FAILED, STOPPED = "starting", "ready", "draining", "failed", "stopped"
@@ -62,6 +62,8 @@ class Fleet:
         self.replicas: list[FleetReplica] = []  # every one launched, in launch order
         self.by_index: dict[int, FleetReplica] = {}
         self.ready: list[Replica] = []  # routable, in launch order
+        self.ready_position: dict[int, int] = {}  # replica index -> its place in `ready`
+        self.round_robin = self.router if isinstance(self.router, RoundRobinRouter) else None
         self.backlog: deque[int] = deque()
         self.repairs_until_s: list[float] = []  # heap: when failed GPUs come back to the pool
         self.recorders: list[Recorder] = []
@@ -105,7 +107,7 @@ class Fleet:
         sched = make_scheduler(cfg, self.table, blocks, self.cost, recorder, fr.index, self.max_model_len)
         sched.finished_listener = self.source.on_ended
         fr.replica, fr.state, fr.ready_s = Replica(self.env, sched, self.source), READY, self.env.now
-        self.ready.append(fr.replica)
+        self._set_ready([*self.ready, fr.replica])
         for listener in self.failure_listeners:
             listener(fr)
         while self.backlog:
@@ -117,7 +119,7 @@ class Fleet:
             fr.state, fr.stop_s = STOPPED, self.env.now
             return
         fr.state = DRAINING
-        self.ready.remove(fr.replica)
+        self._set_ready([r for r in self.ready if r is not fr.replica])
         sched = fr.replica.sched
         never_started = [row for row in sched.waiting if math.isnan(self.table.scheduled_s[row])]
         if never_started:  # back to the router; preempted ones finish here
@@ -143,8 +145,7 @@ class Fleet:
         heapq.heappush(self.repairs_until_s, self.env.now + self.repair_s)
         if was_starting:
             return
-        if fr.replica in self.ready:
-            self.ready.remove(fr.replica)
+        self._set_ready([r for r in self.ready if r is not fr.replica])
         fr.replica.halted = True
         fr.replica.wake()
         sched = fr.replica.sched
@@ -153,6 +154,8 @@ class Fleet:
         for row in rows:
             if self.on_failure == "retry":
                 self.tally.add("retried", float(self.table.arrival_s[row]))
+                if self.source.minute_tally is not None:
+                    self.source.minute_tally.add("retried", float(self.table.arrival_s[row]))
                 self.table.restart(row)
                 self.dispatch(row)
             else:
@@ -160,6 +163,10 @@ class Fleet:
                 self.source.on_ended(row, lost=True)
 
     # ------------------------------------------------------------------ routing
+    def _set_ready(self, ready: list[Replica]) -> None:
+        self.ready = ready
+        self.ready_position = {replica.sched.replica: i for i, replica in enumerate(ready)}
+
     def dispatch(self, row: int) -> None:
         if not self.ready:
             self.backlog.append(row)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ class DayResult:
     wall_time_s: float
     n_failures: int
     peak_in_flight: int
-    extra: dict = field(default_factory=dict)
+    minute_tally: Tally | None = None
 
 
 def engine_config(spec: DaySpec, where: str = "engine") -> EngineConfig:
@@ -77,6 +77,8 @@ def run_day(spec: DaySpec, base_dir: Path | None = None, progress=None) -> DayRe
     env = simpy.Environment()
     table, tally = SlotTable(max_model_len), Tally(spec.workload.duration_s, spec.slo)
     source = DaySource(env, generator, table, tally)
+    if spec.per_minute:
+        source.minute_tally = Tally(spec.workload.duration_s, spec.slo, 60.0)
     failures = spec.fleet.failures
     repair_s = hw_facts.repair_s if failures.repair_s is None else failures.repair_s
     fleet = Fleet(env, cfg, table, tally, source, memory, cost, max_model_len, cold["total_s"], failures.on_failure,
@@ -96,7 +98,8 @@ def run_day(spec: DaySpec, base_dir: Path | None = None, progress=None) -> DayRe
         env.process(_scheduled_failure(env, fleet, failure))
     env.run()
     return DayResult(spec, cfg, tally, controller.timeline, fleet.replicas, cold, cfg.tp, float(env.now),
-                     time.perf_counter() - wall_start_s, fleet.n_failures, source.peak_in_flight)
+                     time.perf_counter() - wall_start_s, fleet.n_failures, source.peak_in_flight,
+                     source.minute_tally)
 
 
 class Controller:
@@ -126,6 +129,7 @@ class Controller:
                                              self.auto.interval_s))
         for _ in range(min(n, self.auto.max_replicas)):
             self.fleet.launch(self._next_kind(), ready_now=True)
+        self._recent.append((0.0, n))  # the starting count holds for the first scale-in window
 
     def _next_kind(self) -> str:
         n_reserved = len([r for r in self.fleet.live(STARTING, READY, DRAINING) if r.kind == "reserved"])

@@ -18,11 +18,13 @@ class DaySource:
     def __init__(self, env, generator, table, tally):
         self.env, self.generator, self.table, self.tally = env, generator, table, tally
         self.fleet = None  # set by the runner
+        self.minute_tally = None  # a per-minute Tally too, when the spec asks
         self._chunks = generator.chunks()
         self._times: list[float] = []
         self._prompt: list[int] = []
         self._output: list[int] = []
         self._pos = 0
+        self._chunk_end_s = math.inf
         self._events: list[float] = []  # heap of fleet event times
         self._to_release: list[int] = []
         self.n_arrived = 0
@@ -35,7 +37,7 @@ class DaySource:
         self._pos = 0
         for chunk in self._chunks:
             if chunk.arrival_s.shape[0]:
-                self._times = chunk.arrival_s.tolist()
+                self._times, self._chunk_end_s = chunk.arrival_s.tolist(), chunk.end_s
                 self._prompt, self._output = chunk.prompt_tokens.tolist(), chunk.output_tokens.tolist()
                 return
         self._times, self.arrivals_done = [], True
@@ -47,14 +49,32 @@ class DaySource:
         events, now = self._events, self.env.now
         while events and events[0] <= now:
             heapq.heappop(events)
-        arrival = self._times[self._pos] if self._pos < len(self._times) else math.inf
+        arrival = self._next_arrival_for(replica)
         return min(arrival, events[0]) if events else arrival
+
+    def _next_arrival_for(self, replica: int | None) -> float:
+        """The next arrival that could join `replica`. Round robin over a ready set that only fleet
+        events change decides it: arrival pos + d goes to ready[(next + d) % n]; past the loaded
+        chunk, the chunk's end stands in (an earlier horizon only cuts a run sooner)."""
+        times, pos = self._times, self._pos
+        if pos >= len(times):
+            return math.inf
+        fleet = self.fleet
+        if replica is None or fleet.round_robin is None or fleet.backlog:
+            return times[pos]
+        position = fleet.ready_position.get(replica)
+        if position is None:  # draining: no arrival joins it
+            return math.inf
+        ahead = pos + (position - fleet.round_robin._next) % len(fleet.ready)
+        return times[ahead] if ahead < len(times) else self._chunk_end_s
 
     def on_ended(self, row: int, lost: bool = False) -> None:
         """A request ended (finished, rejected, or lost with its replica): tally it, free its row
         at the next arrival (the scheduler that ended it may still be inside its commit)."""
         table = self.table
         self.tally.ended(table, row, lost)
+        if self.minute_tally is not None:
+            self.minute_tally.ended(table, row, lost)
         self._to_release.append(row)
         self.n_open -= 1
         fr = self.fleet.by_index.get(int(table.replica[row]))
@@ -79,6 +99,8 @@ class DaySource:
                 self.n_arrived += 1
                 self.n_open += 1
                 tally.add("arrived", times[i])
+                if self.minute_tally is not None:
+                    self.minute_tally.add("arrived", times[i])
                 fleet.dispatch(row)
             self.peak_in_flight = max(self.peak_in_flight, table.n_in_flight)
             self._load_next_chunk()

@@ -109,7 +109,8 @@ class FleetSpec(StrictModel):
     autoscaler: Autoscaler
     # ready at t = 0; None: the policy's own start (static: its count; predictive: the forecast's)
     initial_replicas: PositiveInt | None = Field(None, le=MAX_FLEET_REPLICAS)
-    router: Literal["least_outstanding", "round_robin", "least_kv", "random"] = "least_outstanding"
+    # round_robin: each replica plans up to its own next arrival (sim.fleet.source), the fastest
+    router: Literal["round_robin", "least_outstanding", "least_kv", "random"] = "round_robin"
     failures: Failures = Failures()
     pricing: Pricing = Pricing()
     facts: dict | None = None  # overrides of sim/fleet/facts.yaml entries (same shape)
@@ -121,6 +122,7 @@ class DaySpec(StrictModel):
     fleet: FleetSpec
     slo: SLO = SLO(ttft_s=2.0)
     attainment_target: float = Field(0.99, gt=0, le=1)  # share of an hour's requests within the SLO
+    per_minute: bool = False  # also tally each minute (summary.json `minutes`): a cold start's dip shows there
 
 
 def load_day_spec(path: Path) -> DaySpec:

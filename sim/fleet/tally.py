@@ -29,8 +29,9 @@ def _bin(value_s: float) -> int:
 
 
 class Tally:
-    def __init__(self, duration_s: float, slo: SLO):
-        self.n_hours = max(int(math.ceil(duration_s / 3600.0)), 1)
+    def __init__(self, duration_s: float, slo: SLO, bucket_s: float = 3600.0):
+        self.bucket_s = bucket_s
+        self.n_hours = max(int(math.ceil(duration_s / bucket_s)), 1)  # buckets (hours unless bucket_s says otherwise)
         self.counts = {name: np.zeros(self.n_hours, dtype=np.int64) for name in COUNTS}
         self.ttft_hist = np.zeros((self.n_hours, HIST_BINS), dtype=np.int64)
         self.e2e_hist = np.zeros((self.n_hours, HIST_BINS), dtype=np.int64)
@@ -40,7 +41,7 @@ class Tally:
         self.e2e_max_s = slo.e2e_s or math.inf
 
     def hour(self, arrival_s: float) -> int:
-        return min(int(arrival_s // 3600.0), self.n_hours - 1)
+        return min(int(arrival_s // self.bucket_s), self.n_hours - 1)
 
     def add(self, name: str, arrival_s: float) -> None:
         self.counts[name][self.hour(arrival_s)] += 1
@@ -66,7 +67,8 @@ class Tally:
         """One row per hour: counts, SLO attainment (good / arrived) and TTFT/E2E p50, p99."""
         rows = []
         for hour in range(self.n_hours):
-            row = {"hour": hour, **{f"n_{name}": int(self.counts[name][hour]) for name in COUNTS}}
+            row = {"hour": hour} if self.bucket_s == 3600.0 else {"start_s": hour * self.bucket_s}
+            row.update({f"n_{name}": int(self.counts[name][hour]) for name in COUNTS})
             arrived = row["n_arrived"]
             row["slo_attainment"] = row["n_good"] / arrived if arrived else None
             for name, hist in (("ttft", self.ttft_hist[hour]), ("e2e", self.e2e_hist[hour])):
