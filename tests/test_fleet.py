@@ -175,3 +175,19 @@ def test_round_robin_horizons_per_replica_change_nothing(monkeypatch):
     assert np.array_equal(fast.tally.ttft_hist, slow.tally.ttft_hist)
     assert np.array_equal(fast.tally.e2e_hist, slow.tally.e2e_hist)
     assert fast.timeline == slow.timeline
+
+
+def test_spot_replicas_are_priced_as_spot_and_interrupted_at_their_rate():
+    facts = load_facts().hardware["h100-sxm"].model_dump()
+    facts.update(spot_interruptions_per_h=30.0, gpu_mtbf_h=1e9)  # a spot replica lives ~2 min on average
+    spec = day({"kind": "constant", "rate_rps": 3}, duration_s=600,
+               autoscaler={"policy": {"kind": "static", "replicas": 2}, "interval_s": 10},
+               pricing={"spot_share": 1.0}, failures={"on_failure": "retry", "repair_s": 0},
+               facts={"hardware": {"h100-sxm": facts}})
+    result = run_day(spec)
+    prices = hardware_facts(load_facts(spec.fleet.facts), result.cfg).price_per_gpu_h
+    s = summary(result, prices)
+    assert all(r.kind == "spot" for r in result.replicas)
+    assert result.n_failures >= 3 and s["n_retried"] > 0 and s["n_lost"] == 0
+    assert s["dollars"]["on_demand"] == 0.0 and s["dollars"]["spot"] == pytest.approx(s["gpu_hours"] * prices.spot)
+    assert s["n_arrived"] == s["n_finished"]

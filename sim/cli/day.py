@@ -60,13 +60,18 @@ def run(spec: SpecArg,
 @day_app.command("plan")
 def plan(spec: SpecArg,
          out: Annotated[Path | None, typer.Option("--out", help="write plan.json and the verifying runs here")] = None,
+         probe_s: Annotated[float, typer.Option(help="seconds of each one-replica capacity probe")] = 300.0,
          as_json: Annotated[bool, typer.Option("--json", help="print plan.json")] = False) -> None:
     """Pick the reserved base, autoscaling parameters and headroom meeting the SLOs all day at least
     cost; verify by replaying the day, with and without a failure at the peak."""
     from sim.fleet.plan import plan_day, write_plan
     from sim.fleet.spec import load_day_spec
 
-    result = plan_day(load_day_spec(spec), spec.parent)
+    from sim.errors import InputError
+
+    if not (probe_s > 0 and probe_s < 86_400):
+        raise InputError("--probe-s", None, f"must be in (0, 86400) seconds; got {probe_s}")
+    result = plan_day(load_day_spec(spec), spec.parent, probe_s)
     if out is not None:
         write_plan(result, out)
     if as_json:

@@ -45,25 +45,32 @@ class DayPlan:
     verified: list[dict] = field(default_factory=list)
     chosen: dict | None = None
     with_failure: list[dict] = field(default_factory=list)
+    failure_proof_headroom: int | None = None  # the least headroom whose replay with a peak failure met the target
 
     def to_dict(self) -> dict:
         return {"capacity_rps_per_replica": self.capacity_rps, "probes": self.probes, "peak_rps": self.peak_rps,
                 "trough_rps": self.trough_rps, "candidates": self.candidates, "verified": self.verified,
-                "chosen": self.chosen, "with_failure_at_peak": self.with_failure}
+                "chosen": self.chosen, "with_failure_at_peak": self.with_failure,
+                "failure_proof_headroom": self.failure_proof_headroom}
 
     def lines(self) -> list[str]:
-        out = [f"one replica serves {self.capacity_rps:.2f} req/s at the SLO; the day runs "
-               f"{self.trough_rps:.1f}-{self.peak_rps:.1f} req/s"]
+        out = [f"one replica serves {self.capacity_rps:.2f} req/s at the SLO; the day's expected rate runs from "
+               f"{self.trough_rps:.2f} to {self.peak_rps:.2f} req/s"]
         for run in self.verified + self.with_failure:
             out.append(f"  {run['name']}: estimated ${run['estimated_dollars_per_day']:,.0f}/day -> replayed "
                        f"${run['dollars_per_day']:,.0f}/day, {run['gpu_hours']:.1f} GPU-h, attainment "
                        f"{run['slo_attainment']:.4f}, worst hour {run['worst_hour_attainment']:.4f}, "
                        f"{run['hours_meeting_target']}/{run['n_hours']} hours at target, lost {run['n_lost']}")
         out.append(f"chosen: {self.chosen['name'] if self.chosen else 'none met the target'}")
+        if self.chosen is not None:
+            proof = self.failure_proof_headroom
+            out.append("with a failure at the peak: " + (f"headroom N+{proof} keeps every hour at the target"
+                                                         if proof is not None else
+                                                         f"no headroom up to N+{MAX_HEADROOM} kept every hour there"))
         return out
 
 
-def _probe_spec(spec: DaySpec, rate_rps: float) -> DaySpec:
+def _probe_spec(spec: DaySpec, rate_rps: float, probe_s: float = PROBE_S) -> DaySpec:
     """One static replica under a steady `rate_rps` of the day's length mix (tenants weighted by
     their share of the day's requests)."""
     generator = DayGenerator(spec.workload)
@@ -72,7 +79,7 @@ def _probe_spec(spec: DaySpec, rate_rps: float) -> DaySpec:
     tenants = [t.model_copy(update={"rate": t.rate.model_validate(
         {"base": {"kind": "constant", "rate_rps": max(rate_rps * share, 1e-6)}})}) for t, share in
         zip(spec.workload.tenants, shares)]
-    workload = spec.workload.model_copy(update={"duration_s": PROBE_S, "tenants": tenants, "chunk_s": PROBE_S})
+    workload = spec.workload.model_copy(update={"duration_s": probe_s, "tenants": tenants, "chunk_s": probe_s})
     fleet = spec.fleet.model_copy(update={
         "autoscaler": spec.fleet.autoscaler.model_validate({"policy": {"kind": "static", "replicas": 1},
                                                             "max_replicas": 1, "interval_s": 60}),
@@ -81,12 +88,13 @@ def _probe_spec(spec: DaySpec, rate_rps: float) -> DaySpec:
     return spec.model_copy(update={"workload": workload, "fleet": fleet})
 
 
-def replica_capacity_rps(spec: DaySpec, base_dir: Path | None = None) -> tuple[float, list[dict]]:
+def replica_capacity_rps(spec: DaySpec, base_dir: Path | None = None,
+                         probe_s: float = PROBE_S) -> tuple[float, list[dict]]:
     """The highest probed steady rate one replica serves at the attainment target (bisection)."""
     probes: list[dict] = []
 
     def meets(rate_rps: float) -> bool:
-        totals = run_day(_probe_spec(spec, rate_rps), base_dir).tally.totals()
+        totals = run_day(_probe_spec(spec, rate_rps, probe_s), base_dir).tally.totals()
         probes.append({"rate_rps": rate_rps, "slo_attainment": totals["slo_attainment"]})
         return (totals["slo_attainment"] or 0.0) >= spec.attainment_target
 
@@ -176,8 +184,8 @@ def _replay(spec: DaySpec, name: str, estimate: float, base_dir) -> dict:
     return {"name": name, "estimated_dollars_per_day": estimate, **{k: summary[k] for k in keys}}
 
 
-def plan_day(spec: DaySpec, base_dir: Path | None = None) -> DayPlan:
-    capacity_rps, probes = replica_capacity_rps(spec, base_dir)
+def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE_S) -> DayPlan:
+    capacity_rps, probes = replica_capacity_rps(spec, base_dir, probe_s)
     ranked, peak_rps, trough_rps = candidates(spec, capacity_rps, base_dir)
     plan = DayPlan(capacity_rps, probes, peak_rps, trough_rps, ranked)
     for candidate in ranked[:MAX_REPLAYS]:
@@ -197,6 +205,7 @@ def plan_day(spec: DaySpec, base_dir: Path | None = None) -> DayPlan:
                       base_dir)
         plan.with_failure.append(run)
         if run["hours_meeting_target"] == run["n_hours"]:
+            plan.failure_proof_headroom = headroom
             break
     return plan
 
