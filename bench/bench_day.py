@@ -127,7 +127,8 @@ def report_diurnal(runs, out: Path) -> None:
                 [[name, s["n_arrived"], round(s["gpu_hours"], 1), round(s["dollars_per_day"]),
                   round(s["dollars"]["reserved"]), round(s["dollars"]["on_demand"]), s["slo_attainment"],
                   s["worst_hour_attainment"], f"{s['hours_meeting_target']}/{s['n_hours']}", s["replicas_ready_max"],
-                  s["replicas_launched"], round(wall, 1), round(s["peak_rss_mib"])] for name, (s, _, wall) in runs.items()])
+                  s["replicas_launched"], round(wall, 1), round(s["peak_rss_mib"])]
+                 for name, (s, _, wall) in runs.items()])
     names = list(runs)
     rows = []
     for hour in range(24):

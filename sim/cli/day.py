@@ -64,10 +64,9 @@ def plan(spec: SpecArg,
          as_json: Annotated[bool, typer.Option("--json", help="print plan.json")] = False) -> None:
     """Pick the reserved base, autoscaling parameters and headroom meeting the SLOs all day at least
     cost; verify by replaying the day, with and without a failure at the peak."""
+    from sim.errors import InputError
     from sim.fleet.plan import plan_day, write_plan
     from sim.fleet.spec import load_day_spec
-
-    from sim.errors import InputError
 
     if not (probe_s > 0 and probe_s < 86_400):
         raise InputError("--probe-s", None, f"must be in (0, 86400) seconds; got {probe_s}")
