@@ -26,13 +26,14 @@ def plot_days(runs: dict[str, tuple[dict, dict]], path: Path, rate: tuple | None
             axes[0].fill_between(t_h, timeline["ready"], np.asarray(timeline["ready"]) + starting, step="post",
                                  alpha=0.25)
         axes[1].step(t_h, timeline["queue_length"], where="post", label=label)
-        hours = summary["hours"]
-        mid_h = np.array([row["hour"] + 0.5 for row in hours])
-        attained = np.array([np.nan if row["slo_attainment"] is None else row["slo_attainment"] for row in hours])
-        axes[2].plot(mid_h, attained * 100.0, marker="o", label=label)
-        gpu_h = np.cumsum([row["gpu_hours"] for row in hours])
-        axes[3].plot(np.arange(1, len(hours) + 1), gpu_h, marker=".",
-                     label=f"{label}: {summary['gpu_hours']:.0f} GPU-h, ${summary['dollars_per_day']:,.0f}/day")
+        rows, width_h = (summary["minutes"], 1 / 60) if summary.get("minutes") else (summary["hours"], 1.0)
+        start_h = np.array([row["start_s"] / 3600 if "start_s" in row else row["hour"] for row in rows])
+        attained = np.array([np.nan if row["slo_attainment"] is None else row["slo_attainment"] for row in rows])
+        axes[2].plot(start_h + width_h / 2, attained * 100.0, marker="o" if len(rows) <= 48 else None, label=label)
+        alive = np.asarray(timeline["ready"]) + starting + np.asarray(timeline["draining"])
+        gpu_h = np.concatenate([[0.0], np.cumsum(alive[:-1] * np.diff(t_h))]) * summary["tp"]
+        axes[3].plot(t_h, gpu_h, label=f"{label}: {summary['gpu_hours']:.1f} GPU-h billed, "
+                                        f"${summary['dollars_per_day']:,.0f}/day")
     if rate is not None:
         twin = axes[0].twinx()
         twin.plot(np.asarray(rate[0]) / 3600.0, rate[1], color="grey", linestyle=":", label="offered rate")
@@ -43,8 +44,9 @@ def plot_days(runs: dict[str, tuple[dict, dict]], path: Path, rate: tuple | None
                     label=f"target {first['attainment_target'] * 100:g} %")
     axes[0].set_ylabel("replicas ready\n(shaded: starting)")
     axes[1].set_ylabel("queue (requests)")
-    axes[2].set_ylabel(f"SLO attainment %\n{_slo_text(first['slo'])}")
-    axes[3].set_ylabel("GPU-hours so far")
+    per = "minute" if first.get("minutes") else "hour"
+    axes[2].set_ylabel(f"SLO attainment % per {per}\n{_slo_text(first['slo'])}")
+    axes[3].set_ylabel("GPU-hours so far\n(sampled at decisions)")
     axes[3].set_xlabel("hour of the day")
     for ax in axes:
         ax.grid(alpha=0.3)
