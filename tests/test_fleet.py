@@ -108,6 +108,8 @@ def test_static_day_ends_every_request_is_deterministic_and_bills_exactly():
     a.pop("wall_time_s"), b.pop("wall_time_s")
     assert a == b
     assert a["n_arrived"] == a["n_finished"] > 1000 and a["n_lost"] == a["n_rejected"] == 0
+    # rows are reused: the table never outgrew its first 4096 rows, nor held more than a few dozen at once
+    assert a["request_table_rows"] == 4096 and a["peak_requests_in_flight"] < 100
     assert a["gpu_hours"] == pytest.approx(2 * 300 / 3600)
     assert a["dollars"]["reserved"] == pytest.approx(2 * 300 / 3600 * prices.reserved)
     assert a["dollars"]["on_demand"] == 0.0 and a["slo_attainment"] > 0.99
@@ -191,3 +193,20 @@ def test_spot_replicas_are_priced_as_spot_and_interrupted_at_their_rate():
     assert result.n_failures >= 3 and s["n_retried"] > 0 and s["n_lost"] == 0
     assert s["dollars"]["on_demand"] == 0.0 and s["dollars"]["spot"] == pytest.approx(s["gpu_hours"] * prices.spot)
     assert s["n_arrived"] == s["n_finished"]
+
+
+def test_a_bundled_hour_long_trace_tiles_its_shape_over_the_day():
+    from sim.fleet.profile import trace_shape_series
+    from sim.workload.load import load_trace
+
+    profile = validate(RateProfile, {"base": {"kind": "trace_shape", "trace": "splitwise_conv", "window_s": 60,
+                                              "mean_rps": 5.0}}, "test")
+    series = trace_shape_series(profile.base)
+    arrival_s = load_trace("splitwise_conv").arrival_s
+    counts = np.bincount(((arrival_s - arrival_s.min()) // 60).astype(int))
+    assert series.shape == counts.shape and series.mean() == pytest.approx(5.0)
+    assert np.allclose(series / series.sum(), counts / counts.sum())  # the trace's own shape
+    rates = Rates(profile, series)
+    period_s = 60.0 * series.shape[0]
+    t = np.array([30.0, 630.0])
+    assert np.array_equal(rates.rate_rps(t), rates.rate_rps(t + 5 * period_s))  # tiled

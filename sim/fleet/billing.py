@@ -69,7 +69,7 @@ def summary(result, prices: Prices) -> dict:
         "cold_start_s": result.cold_start,
         "replicas_launched": len(result.replicas), "failures": result.n_failures,
         "replicas_ready_max": int(max(timeline["ready"])) if timeline["ready"] else 0,
-        "peak_requests_in_flight": result.peak_in_flight,
+        "peak_requests_in_flight": result.peak_in_flight, "request_table_rows": result.table_rows,
         "model": result.cfg.model, "hardware": result.cfg.hardware, "tp": result.cfg.tp, "engine": result.cfg.engine,
         "hours": hours,
         "minutes": None if result.minute_tally is None else result.minute_tally.hours(),

@@ -45,7 +45,8 @@ class DayResult:
     sim_end_s: float
     wall_time_s: float
     n_failures: int
-    peak_in_flight: int
+    peak_in_flight: int  # the most requests in the slot table at once (arrived, not yet tallied)
+    table_rows: int  # the slot table's size at the end: what per-request memory the day needed
     minute_tally: Tally | None = None
 
 
@@ -98,8 +99,8 @@ def run_day(spec: DaySpec, base_dir: Path | None = None, progress=None) -> DayRe
         env.process(_scheduled_failure(env, fleet, failure))
     env.run()
     return DayResult(spec, cfg, tally, controller.timeline, fleet.replicas, cold, cfg.tp, float(env.now),
-                     time.perf_counter() - wall_start_s, fleet.n_failures, source.peak_in_flight,
-                     source.minute_tally)
+                     time.perf_counter() - wall_start_s, fleet.n_failures, table.peak_in_flight,
+                     table.n_requests, source.minute_tally)
 
 
 class Controller:

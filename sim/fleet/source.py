@@ -30,7 +30,6 @@ class DaySource:
         self.n_arrived = 0
         self.n_open = 0  # arrived and not yet ended
         self.arrivals_done = False
-        self.peak_in_flight = 0
         self._load_next_chunk()
 
     def _load_next_chunk(self) -> None:
@@ -102,5 +101,4 @@ class DaySource:
                 if self.minute_tally is not None:
                     self.minute_tally.add("arrived", times[i])
                 fleet.dispatch(row)
-            self.peak_in_flight = max(self.peak_in_flight, table.n_in_flight)
             self._load_next_chunk()

@@ -24,7 +24,8 @@ class SlotTable:
         self.max_model_len = max_model_len
         self.children: dict[int, list[int]] = {}
         self.reject_reason: dict[int, str] = {}
-        self.n_requests = 0
+        self.n_requests = 0  # rows (the pool's size)
+        self.peak_in_flight = 0  # the most rows ever taken at once
         self._free: list[int] = []
         self._grow(capacity)
 
@@ -57,6 +58,7 @@ class SlotTable:
         if not self._free:
             self._grow(2 * self.n_requests)
         row = self._free.pop()
+        self.peak_in_flight = max(self.peak_in_flight, self.n_requests - len(self._free))
         self.arrival_s[row] = arrival_s
         self.prompt_tokens[row] = prompt_tokens
         self.output_tokens[row] = max(min(output_tokens, self.max_model_len - prompt_tokens), 1)
