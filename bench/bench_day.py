@@ -2,12 +2,12 @@
 
   python bench/bench_day.py [--only diurnal,cold_start,failure,big] [--workers 2] [--out runs/bench_day]
 
-- diurnal: 24 h, Llama-3.1-8B / H100 SXM, ShareGPT lengths, 24 -> 4 req/s (6x): a static fleet
+- diurnal: 24 h, Llama-3.1-8B / H100 SXM, ShareGPT lengths, 16 -> 2.67 req/s (6x): a static fleet
   sized for the peak (one replica's capacity at the SLO measured first) vs target tracking vs
   predictive autoscaling: GPU-hours, $ per day, SLO attainment per hour; day_compare.png.
-- cold_start: 40 min, 4 req/s stepping to 20 req/s at 20:00: per-minute attainment while replicas
+- cold_start: 40 min, 3 req/s stepping to 16 req/s at 20:00: per-minute attainment while replicas
   start, reactive vs predictive; cold_start.png.
-- failure: 90 min at the peak rate (24 req/s), a replica fails at 30:00 (repair 1 h): N+0 vs N+1,
+- failure: 60 min at the peak rate (16 req/s), a replica fails at 20:00 (repair 1 h): N+0 vs N+1,
   retried or lost.
 - big: a day of >= 10^7 requests (`--big-peak-rps`), peak RSS and wall time of one process; run
   alone (`--only big`), it takes long.
@@ -46,6 +46,8 @@ def reactive(capacity_rps: float) -> dict:
 def predictive(capacity_rps: float) -> dict:
     return {"kind": "predictive", "rate_per_replica_rps": round(UTILISATION * capacity_rps, 3), "reactive": BACKSTOP}
 FAILURE_DURATION_S, FAILURE_AT_S = 3600.0, 1200.0
+PEAK_RPS, TROUGH_RPS = 16.0, 2.67  # the day spec's diurnal curve
+STEP_FROM_RPS, STEP_TO_RPS = 3.0, 16.0
 
 
 def with_changes(spec: DaySpec, workload: dict | None = None, rate: dict | None = None, fleet: dict | None = None,
@@ -83,7 +85,7 @@ def autoscaler(policy: dict, **extra) -> dict:
 
 
 def diurnal_jobs(spec: DaySpec, capacity_rps: float) -> list[tuple[str, DaySpec]]:
-    peak_n = math.ceil(24.0 / capacity_rps)
+    peak_n = math.ceil(PEAK_RPS / capacity_rps)
     return [
         (f"static {peak_n} (peak)", with_changes(spec, fleet={"autoscaler": autoscaler(
             {"kind": "static", "replicas": peak_n}, min_replicas=peak_n, max_replicas=peak_n),
@@ -96,7 +98,8 @@ def diurnal_jobs(spec: DaySpec, capacity_rps: float) -> list[tuple[str, DaySpec]
 
 
 def cold_start_jobs(spec: DaySpec, capacity_rps: float) -> list[tuple[str, DaySpec]]:
-    rate = {"base": {"kind": "constant", "rate_rps": 4.0}, "steps": [{"at_s": 1200.0, "rate_rps": 20.0}]}
+    rate = {"base": {"kind": "constant", "rate_rps": STEP_FROM_RPS},
+            "steps": [{"at_s": 1200.0, "rate_rps": STEP_TO_RPS}]}
     jobs = []
     for name, policy in (("reactive", reactive(capacity_rps)), ("predictive", predictive(capacity_rps))):
         jobs.append((name, with_changes(spec, workload={"duration_s": 2400.0}, rate=rate, per_minute=True,
@@ -105,8 +108,8 @@ def cold_start_jobs(spec: DaySpec, capacity_rps: float) -> list[tuple[str, DaySp
 
 
 def failure_jobs(spec: DaySpec, capacity_rps: float) -> list[tuple[str, DaySpec]]:
-    peak_n = math.ceil(24.0 / capacity_rps)
-    rate = {"base": {"kind": "diurnal", "peak_rps": 24.0, "trough_rps": 4.0, "peak_hour": 0.5}}
+    peak_n = math.ceil(PEAK_RPS / capacity_rps)
+    rate = {"base": {"kind": "diurnal", "peak_rps": PEAK_RPS, "trough_rps": TROUGH_RPS, "peak_hour": 0.5}}
     jobs = []
     for headroom, on_failure in ((0, "retry"), (1, "retry"), (0, "lost")):
         n = peak_n + headroom
@@ -132,7 +135,7 @@ def print_table(title: str, header: list[str], rows: list[list]) -> None:
 
 
 def report_diurnal(runs, out: Path) -> None:
-    print_table("24 h diurnal day (24 -> 4 req/s), Llama-3.1-8B / H100 SXM, vLLM, SLO TTFT <= 2 s, TPOT <= 0.1 s",
+    print_table("24 h diurnal day (16 -> 2.67 req/s), Llama-3.1-8B / H100 SXM, vLLM, SLO TTFT <= 2 s, TPOT <= 0.1 s",
                 ["fleet", "requests", "GPU-hours", "$ per day", "reserved $", "on-demand $", "attainment",
                  "worst hour", "hours >= 99 %", "max replicas", "launched", "wall s", "peak RSS MiB"],
                 [[name, s["n_arrived"], round(s["gpu_hours"], 1), round(s["dollars_per_day"]),
@@ -162,7 +165,7 @@ def report_cold_start(runs, out: Path) -> None:
             row = runs[name][0]["minutes"][minute]
             cells += [row["n_arrived"], row["slo_attainment"]]
         rows.append(cells)
-    print_table("cold start: 4 -> 20 req/s at 20:00, per-minute SLO attainment",
+    print_table(f"cold start: {STEP_FROM_RPS:g} -> {STEP_TO_RPS:g} req/s at 20:00, per-minute SLO attainment",
                 ["minute"] + [f"{n}: {col}" for n in names for col in ("requests", "attained")], rows)
     summary_rows = []
     for name, (s, timeline, _) in runs.items():
@@ -175,7 +178,8 @@ def report_cold_start(runs, out: Path) -> None:
     print_table("cold start: the dip", ["policy", "cold start s", "first launch at s", "worst minute",
                                         "minutes below 99 %", "requests missing the SLO after the step"],
                 summary_rows)
-    _plot(runs, out / "cold_start.png", "a step from 4 to 20 req/s at 20:00: replicas start after a cold start")
+    _plot(runs, out / "cold_start.png",
+          f"a step from {STEP_FROM_RPS:g} to {STEP_TO_RPS:g} req/s at 20:00: replicas start after a cold start")
 
 
 def _window(minutes: list[dict], start_s: float, end_s: float):
@@ -193,7 +197,7 @@ def report_failure(runs) -> None:
                      _window(minutes, FAILURE_AT_S + 600, FAILURE_DURATION_S), fmt(s["ttft_p99_s"], 2),
                      round(s["dollars_per_day"])])
     print_table(f"a replica fails at the peak ({FAILURE_AT_S / 60:g}:00 of a {FAILURE_DURATION_S / 60:g} min peak "
-                "at ~24 req/s; repair 1 h, so no replacement within the run)",
+                f"at ~{PEAK_RPS:g} req/s; repair 1 h, so no replacement within the run)",
                 ["fleet", "requests", "retried", "lost", "attainment", "before", "10 min after", "rest",
                  "TTFT p99 s", "$ per day"], rows)
 
