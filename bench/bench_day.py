@@ -21,7 +21,7 @@ import math
 import resource
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,9 +74,27 @@ def _run(args: tuple[str, DaySpec]) -> tuple[str, dict, dict, float]:
     return name, summary, result.timeline, time.perf_counter() - start_s
 
 
-def run_all(jobs: list[tuple[str, DaySpec]], workers: int) -> dict[str, tuple[dict, dict, float]]:
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return {name: (summary, timeline, wall_s) for name, summary, timeline, wall_s in pool.map(_run, jobs)}
+def run_all(jobs: list[tuple[str, DaySpec]], workers: int, out: Path) -> dict[str, tuple[dict, dict, float]]:
+    """Run the jobs `workers` at a time; each result is saved (out/results/NAME.json) as it ends,
+    and jobs already saved there are not run again (`--report-only` reads them back)."""
+    saved = out / "results"
+    saved.mkdir(parents=True, exist_ok=True)
+    todo = [job for job in jobs if not _result_path(saved, job[0]).is_file()]
+    with ProcessPoolExecutor(max_workers=max(min(workers, len(todo)), 1)) as pool:
+        for future in as_completed([pool.submit(_run, job) for job in todo]):
+            name, summary, timeline, wall_s = future.result()
+            _result_path(saved, name).write_text(json.dumps(json_safe([summary, timeline, wall_s])))
+    return load_results(saved, [name for name, _ in jobs])
+
+
+def _result_path(saved: Path, name: str) -> Path:
+    return saved / (name.replace("|", "__").replace(" ", "_").replace("/", "_").replace("(", "").replace(")", "")
+                    .replace(",", "") + ".json")
+
+
+def load_results(saved: Path, names: list[str]) -> dict[str, tuple[dict, dict, float]]:
+    return {name: tuple(json.loads(_result_path(saved, name).read_text())) for name in names
+            if _result_path(saved, name).is_file()}
 
 
 def autoscaler(policy: dict, **extra) -> dict:
@@ -212,11 +230,13 @@ def _plot(runs, path: Path, title: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="diurnal,cold_start,failure")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="jobs at a time (each saved as it ends)")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench_day")
     parser.add_argument("--big-peak-rps", type=float, default=180.0)
     parser.add_argument("--big-hours", type=float, default=24.0)
     parser.add_argument("--quick", action="store_true", help="a 30 min 'day' instead of 24 h (a smoke test)")
+    parser.add_argument("--report-only", action="store_true", help="print the tables from the saved results")
+    parser.add_argument("--capacity-rps", type=float, help="one replica's capacity (skip measuring it)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = args.only.split(",")
@@ -225,7 +245,7 @@ def main() -> None:
         return big_day(spec, args.big_peak_rps, args.big_hours)
     from sim.fleet.plan import replica_capacity_rps
 
-    capacity_rps, _ = replica_capacity_rps(spec, DAY_SPEC.parent)
+    capacity_rps = args.capacity_rps or replica_capacity_rps(spec, DAY_SPEC.parent)[0]
     print(f"one replica's capacity at the SLO (300 s static probes, bisected): {capacity_rps:.3f} req/s")
     if args.quick:
         global FAILURE_DURATION_S, FAILURE_AT_S
@@ -233,10 +253,15 @@ def main() -> None:
         FAILURE_DURATION_S, FAILURE_AT_S = 900.0, 300.0
     jobs = {"diurnal": diurnal_jobs, "cold_start": cold_start_jobs, "failure": failure_jobs}
     all_jobs = [(f"{group}|{name}", job) for group in only for name, job in jobs[group](spec, capacity_rps)]
-    runs = run_all(all_jobs, args.workers)
-    (args.out / "runs.json").write_text(json.dumps(json_safe(runs)))  # the raw results, before any report
+    if args.report_only:
+        runs = load_results(args.out / "results", [name for name, _ in all_jobs])
+    else:
+        runs = run_all(all_jobs, args.workers, args.out)
     for group in only:
         group_runs = {key.split("|", 1)[1]: value for key, value in runs.items() if key.startswith(group + "|")}
+        if len(group_runs) < sum(name.startswith(group + "|") for name, _ in all_jobs):
+            print(f"\n{group}: {len(group_runs)} of its runs saved so far; not reported")
+            continue
         {"diurnal": lambda r: report_diurnal(r, args.out), "cold_start": lambda r: report_cold_start(r, args.out),
          "failure": report_failure}[group](group_runs)
 
