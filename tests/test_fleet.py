@@ -151,6 +151,17 @@ def test_a_failed_replica_loses_or_retries_its_requests_and_gets_no_more(on_fail
     assert len(result.replicas) == 3 and result.replicas[2].launch_s >= 150
 
 
+def test_a_node_failure_takes_several_replicas_and_the_pool_waits_for_repair():
+    spec = day({"kind": "constant", "rate_rps": 6}, autoscaler={
+        "policy": {"kind": "static", "replicas": 3}, "interval_s": 10, "max_replicas": 3},
+        failures={"schedule": [{"at_s": 100, "count": 2}], "repair_s": 150})
+    result = run_day(spec)
+    assert result.n_failures == 2 and sorted(r.stop_s for r in result.replicas if r.state == "failed") == [100, 100]
+    replacements = [r for r in result.replicas if r.launch_s > 0]
+    assert len(replacements) == 2 and all(r.launch_s >= 250 for r in replacements)  # only once repaired
+    assert result.tally.totals()["n_lost"] == 0
+
+
 def test_bad_day_spec_is_one_clear_error():
     with pytest.raises(InputError, match="trough_rps must be <= peak_rps"):
         day({"kind": "diurnal", "peak_rps": 1, "trough_rps": 2})

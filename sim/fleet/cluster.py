@@ -181,9 +181,6 @@ class Fleet:
                 "running": sum(len(s.running) for s in scheds),
                 "kv_usage": float(np.mean(kv)) if kv else 0.0}
 
-    def busiest_ready(self) -> FleetReplica | None:
-        ready = self.live(READY)
-        return max(ready, key=lambda r: (r.replica.sched.n_outstanding(), -r.index)) if ready else None
 
 
 def exponential_s(rng: np.random.Generator, rate_per_h: float) -> float:

@@ -197,9 +197,11 @@ class Controller:
 def _scheduled_failure(env, fleet: Fleet, failure):
     yield env.timeout(failure.at_s - env.now)
     ready = fleet.live(READY)
-    victim = fleet.busiest_ready() if failure.replica is None else (
-        ready[failure.replica] if failure.replica < len(ready) else None)
-    if victim is not None:
+    if failure.replica is None:
+        victims = sorted(ready, key=lambda r: (-r.replica.sched.n_outstanding(), r.index))[: failure.count]
+    else:
+        victims = ready[failure.replica: failure.replica + failure.count]
+    for victim in victims:
         fleet.fail(victim)
 
 

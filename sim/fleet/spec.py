@@ -77,11 +77,12 @@ class Autoscaler(StrictModel):
 
 
 class ScheduledFailure(StrictModel):
-    """Replica failure at `at_s`: the ready replica with the most requests (or index `replica`
-    among the ready ones, in launch order)."""
+    """Failure at `at_s` of `count` ready replicas (a node of 8 GPUs holds 8 / tp of them): the
+    ones with the most requests, or from index `replica` on among the ready ones (launch order)."""
 
     at_s: NonNegativeFloat
     replica: NonNegativeInt | None = None
+    count: PositiveInt = Field(1, le=MAX_FLEET_REPLICAS)
 
 
 class Failures(StrictModel):
