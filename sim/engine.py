@@ -3,7 +3,8 @@
 Each replica is a SimPy process: schedule -> cost -> timeout -> commit, sleeping on an event
 while it has nothing to do. `horizon` passed to the scheduler is the time of the next arrival that
 could join that replica (the next arrival of all, unless the router decides every replica up front),
-so a decode run never skips past a moment at which a new request could join.
+so a decode run never skips past a moment at which a new request could join. A fleet
+(sim/fleet) also counts its autoscaler's decision times as horizons, and may halt a replica.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ class Replica:
     n+1 is formed when step n is launched, so a request arriving while step n runs cannot join
     step n+1; it waits in `_pending` and joins step n+2. An idle replica takes an arrival at once."""
 
+    # sim.fleet sets it when the replica fails: its loop ends at its next wake (the step in flight,
+    # if any, is lost uncommitted). Never set without a fleet, so other runs are unchanged.
+    halted = False
+
     def __init__(self, env: simpy.Environment, sched: Scheduler, source: ArrivalSource,
                  async_scheduling: bool = False):
         self.env, self.sched, self.source = env, sched, source
@@ -40,6 +45,13 @@ class Replica:
             return
         self.sched.add(rid, self.env.now)
         self.wake()
+
+    def take_pending(self) -> list[int]:
+        """The arrivals held back for the next step (async scheduling), handed over and forgotten
+        (sim.fleet: a failing or draining replica passes them back to the router)."""
+        rows = [rid for rid, _ in self._pending]
+        self._pending = []
+        return rows
 
     def _admit_pending(self, everyone: bool) -> None:
         """Hand the scheduler the held-back arrivals that the step about to be planned could see:
@@ -80,11 +92,15 @@ class Replica:
                 self._idle = env.event()
                 yield self._idle
                 self._idle = None
+                if self.halted:
+                    return
                 continue
             start_s = env.now
             self._in_flight = True
             yield env.timeout(plan.duration_s)
             self._in_flight = False
+            if self.halted:
+                return
             self._last_step_start_s = start_s + plan.duration_s - float(plan.step_times_s[-1])
             finished = sched.commit(plan, env.now)
             if finished and self.source.reacts_to_completions:

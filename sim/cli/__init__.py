@@ -12,6 +12,7 @@ import typer
 from sim.cli import calibrate_engine, disagg, engines, foundation, plan, simulate, sweep, validate
 from sim.cli.calibrate import calibrate_app
 from sim.cli.common import new_app
+from sim.cli.day import day_app
 from sim.cli.slo_flags import EXTRA_ARGS
 from sim.cli.workload import workload_app
 
@@ -45,6 +46,7 @@ app.command()(disagg.disagg)
 calibrate_app.command("engine")(calibrate_engine.engine)
 app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
 app.add_typer(calibrate_app, name="calibrate", help="Time kernels, fit the cost model, report residuals.")
+app.add_typer(day_app, name="day", help="A day in production: autoscaling, cold starts, failures, $ per day.")
 
 
 def main() -> None:

@@ -33,8 +33,10 @@ def _type(prop: dict) -> str:
     if kind == "array":
         inner = prop.get("prefixItems") or [prop.get("items", {})]
         return "list of " + ", ".join(_type(p) for p in inner)
-    if kind == "object" and "additionalProperties" in prop:
+    if kind == "object" and isinstance(prop.get("additionalProperties"), dict):
         return "mapping to " + _type(prop["additionalProperties"])
+    if kind == "object":
+        return "mapping"
     return kind
 
 
@@ -73,4 +75,21 @@ def markdown() -> str:
     lines += _table("WorkloadSpec", schema, set(schema.get("required", [])))
     for name, model in sorted(schema.get("$defs", {}).items()):
         lines += _table(name, model, set(model.get("required", [])))
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(lines + _day_section()).rstrip() + "\n"
+
+
+def _day_section() -> list[str]:
+    """The day spec (`infersim day run`, sim/fleet/spec.py): its own models, after the workload's."""
+    from sim.fleet.spec import DaySpec
+
+    schema = DaySpec.model_json_schema()
+    lines = ["## Day spec", "",
+             "Generated from `sim/fleet/spec.py`, `sim/fleet/daygen.py` and `sim/fleet/profile.py`: the YAML that",
+             "`infersim day run` and `infersim day plan` read (docs/day.md). Example:",
+             "`workloads/days/diurnal_llama8b_h100.yaml`. Models the workload spec also uses are listed above.", ""]
+    lines += _table("DaySpec", schema, set(schema.get("required", [])))
+    workload_models = set(json_schema().get("$defs", {}))
+    for name, model in sorted(schema.get("$defs", {}).items()):
+        if name not in workload_models:
+            lines += _table(name, model, set(model.get("required", [])))
+    return lines

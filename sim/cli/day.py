@@ -1,0 +1,80 @@
+"""`infersim day ...`: replay a day through an autoscaled fleet (`run`), or plan one (`plan`).
+
+Machinery is imported inside each command (the CLI starts without it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sim.cli.common import new_app, print_json, print_table
+
+day_app = new_app(help="A day in production: diurnal traffic, autoscaling, cold starts, failures, $ per day.")
+
+SpecArg = Annotated[Path, typer.Argument(help="a day spec YAML (docs/day.md; keys in workloads/SCHEMA.md)")]
+
+
+def _hour_rows(summary: dict) -> list[list]:
+    from sim.fleet.billing import fmt
+
+    return [[row["hour"], row["n_arrived"], fmt(row["slo_attainment"]), fmt(row["ttft_p99_s"]),
+             fmt(row["replicas_ready_mean"], 1), fmt(row["gpu_hours"], 2), fmt(row["dollars"], 2)]
+            for row in summary["hours"]]
+
+
+@day_app.command("run")
+def run(spec: SpecArg,
+        out: Annotated[Path, typer.Option("--out", help="run folder: summary.json, hours.csv, timeline.csv, "
+                                                         "replicas.csv, day.png")],
+        seed: Annotated[int | None, typer.Option(help="the workload's seed (overrides the spec's)")] = None,
+        plot: Annotated[bool, typer.Option(help="write day.png")] = True,
+        as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False) -> None:
+    """Replay the day: per hour, requests, SLO attainment, TTFT p99, replicas, GPU-hours and $."""
+    from sim.fleet.day import run_day
+    from sim.fleet.daygen import DayGenerator
+    from sim.fleet.output import write_day
+    from sim.fleet.spec import load_day_spec
+
+    day = load_day_spec(spec)
+    if seed is not None:
+        from sim.errors import InputError
+
+        if seed < 0:
+            raise InputError("--seed", None, f"must be >= 0; got {seed}")
+        day = day.model_copy(update={"workload": day.workload.model_copy(update={"seed": seed})})
+    result = run_day(day, spec.parent)
+    summary = write_day(result, out, plot, DayGenerator(day.workload, spec.parent) if plot else None)
+    if as_json:
+        print_json(summary)
+        return
+    print_table("hours", ["hour", "requests", "SLO attained", "TTFT p99 s", "replicas", "GPU-h", "$"],
+                _hour_rows(summary))
+    typer.echo(f"{summary['n_arrived']:,} requests, attainment {summary['slo_attainment']:.4f}, "
+               f"{summary['hours_meeting_target']}/{summary['n_hours']} hours at the target, "
+               f"{summary['gpu_hours']:.1f} GPU-hours, ${summary['dollars_per_day']:,.0f} per day; "
+               f"cold start {summary['cold_start_s']['total_s']:.0f} s; wrote {out}")
+
+
+@day_app.command("plan")
+def plan(spec: SpecArg,
+         out: Annotated[Path | None, typer.Option("--out", help="write plan.json and the verifying runs here")] = None,
+         probe_s: Annotated[float, typer.Option(help="seconds of each one-replica capacity probe")] = 300.0,
+         as_json: Annotated[bool, typer.Option("--json", help="print plan.json")] = False) -> None:
+    """Pick the reserved base, autoscaling parameters and headroom meeting the SLOs all day at least
+    cost; verify by replaying the day, with and without a failure at the peak."""
+    from sim.errors import InputError
+    from sim.fleet.plan import plan_day, write_plan
+    from sim.fleet.spec import load_day_spec
+
+    if not (probe_s > 0 and probe_s < 86_400):
+        raise InputError("--probe-s", None, f"must be in (0, 86400) seconds; got {probe_s}")
+    result = plan_day(load_day_spec(spec), spec.parent, probe_s)
+    if out is not None:
+        write_plan(result, out)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for line in result.lines():
+        typer.echo(line)

@@ -1,0 +1,132 @@
+"""A day spec (`kind: day` workload plus the fleet that serves it): pydantic models, loading.
+
+```yaml
+workload: {kind: day, duration_s: 86400, seed: 0, tenants: [{rate: {base: {kind: diurnal, ...}}, lengths: ...}]}
+engine: {model: llama-3.1-8b, hardware: h100-sxm, engine: vllm}      # EngineConfig keys
+fleet: {autoscaler: {policy: {kind: target, metric: queue_length, target: 4}}, failures: {...}, pricing: {...}}
+slo: {ttft_s: 2.0, tpot_s: 0.1}
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+
+from sim.config import SLO
+from sim.fleet.daygen import DayWorkload
+from sim.schema import StrictModel
+
+MAX_FLEET_REPLICAS = 10_000
+METRICS = ("queue_length", "kv_usage", "running", "request_rate")
+
+
+class StaticPolicy(StrictModel):
+    """A fixed count: the autoscaler only replaces failed replicas (as the pool allows)."""
+
+    kind: Literal["static"]
+    replicas: PositiveInt = Field(le=MAX_FLEET_REPLICAS)
+
+
+class TargetTracking(StrictModel):
+    """Keep `metric` per ready replica near `target`: at a decision, when the per-replica value is
+    above target x scale_up_above or below target x scale_down_below, the wanted count is
+    ceil(current x value / target). Metrics: queue_length (waiting requests), running (requests in
+    the batch), kv_usage (share of KV blocks used, target in (0, 1]), request_rate (arrivals/s over
+    the last interval)."""
+
+    kind: Literal["target"]
+    metric: Literal["queue_length", "kv_usage", "running", "request_rate"]
+    target: PositiveFloat
+    scale_up_above: float = Field(1.1, ge=1.0)
+    scale_down_below: float = Field(0.7, gt=0, le=1.0)
+
+
+class Predictive(StrictModel):
+    """Scale ahead of the rate forecast: wanted = ceil(max forecast rate over the next
+    lead_s + interval_s x (1 + margin) / rate_per_replica_rps); with `reactive`, the larger of
+    that and the target-tracking count. The forecast is the spec's own expected rate (a perfect
+    forecast of the mean, not of its noise); lead_s None: the cold start."""
+
+    kind: Literal["predictive"]
+    rate_per_replica_rps: PositiveFloat
+    lead_s: NonNegativeFloat | None = None
+    margin: float = Field(0.1, ge=0, le=10)
+    reactive: TargetTracking | None = None
+
+
+Policy = Annotated[StaticPolicy | TargetTracking | Predictive, Field(discriminator="kind")]
+
+
+class Autoscaler(StrictModel):
+    policy: Policy
+    interval_s: PositiveFloat = 30.0
+    cooldown_up_s: NonNegativeFloat = 60.0
+    cooldown_down_s: NonNegativeFloat = 300.0  # scale in only to the largest count wanted over this window
+    min_replicas: PositiveInt = Field(1, le=MAX_FLEET_REPLICAS)
+    max_replicas: PositiveInt = Field(64, le=MAX_FLEET_REPLICAS)
+    headroom: NonNegativeInt = Field(0, le=MAX_FLEET_REPLICAS)  # N + k: k replicas above what the policy wants
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autoscaler:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError("min_replicas must be <= max_replicas")
+        return self
+
+
+class ScheduledFailure(StrictModel):
+    """Failure at `at_s` of `count` ready replicas (a node of 8 GPUs holds 8 / tp of them): the
+    ones with the most requests, or from index `replica` on among the ready ones (launch order)."""
+
+    at_s: NonNegativeFloat
+    replica: NonNegativeInt | None = None
+    count: PositiveInt = Field(1, le=MAX_FLEET_REPLICAS)
+
+
+class Failures(StrictModel):
+    """Failures from the profile's per-GPU MTBF (`mtbf: true`; a replica of g GPUs fails at g /
+    MTBF) and/or a schedule. A failed replica's running and queued requests are retried on
+    another replica (from scratch, keeping their arrival time) or lost. Its GPUs stay out of the
+    pool (`max_replicas`) for `repair_s` (None: the profile's facts)."""
+
+    mtbf: bool = False
+    schedule: list[ScheduledFailure] = []
+    on_failure: Literal["retry", "lost"] = "retry"
+    repair_s: NonNegativeFloat | None = None
+
+
+class Pricing(StrictModel):
+    """`reserved_replicas` are paid all day at the reserved price (and never scaled below); the
+    rest are on-demand, except a `spot_share` of launches beyond the reserved base, which run on
+    spot at the spot price and are interrupted at the profile's spot rate (as failures)."""
+
+    reserved_replicas: NonNegativeInt = Field(0, le=MAX_FLEET_REPLICAS)
+    spot_share: float = Field(0.0, ge=0, le=1)
+
+
+class FleetSpec(StrictModel):
+    autoscaler: Autoscaler
+    # ready at t = 0; None: the policy's own start (static: its count; predictive: the forecast's)
+    initial_replicas: PositiveInt | None = Field(None, le=MAX_FLEET_REPLICAS)
+    # round_robin: each replica plans up to its own next arrival (sim.fleet.source), the fastest
+    router: Literal["round_robin", "least_outstanding", "least_kv", "random"] = "round_robin"
+    failures: Failures = Failures()
+    pricing: Pricing = Pricing()
+    facts: dict | None = None  # overrides of sim/fleet/facts.yaml entries (same shape)
+
+
+class DaySpec(StrictModel):
+    workload: DayWorkload
+    engine: dict = Field(default_factory=dict)  # sim.config.EngineConfig keys
+    fleet: FleetSpec
+    slo: SLO = SLO(ttft_s=2.0)
+    attainment_target: float = Field(0.99, gt=0, le=1)  # share of an hour's requests within the SLO
+    per_minute: bool = False  # also tally each minute (summary.json `minutes`): a cold start's dip shows there
+
+
+def load_day_spec(path: Path) -> DaySpec:
+    from sim.yamlio import read_mapping, validate
+
+    return validate(DaySpec, read_mapping(path), path)
