@@ -1,9 +1,11 @@
 """End-to-end validation of the engine presets against the bundled measured results (minutes of CPU).
 
-Prints, per source, the median |error| on the cases the presets' overhead terms were fitted on
-(split=fit) and on the held-out ones (split=score), the same overall, and every case the simulator
-cannot express with its reason. Targets (issue 11): median |error| <= 10 % overall and <= 15 % per
-source, judged on the score half.
+Prints, per source (case file) and per metric where a source has several, the median |error| on
+the cases the presets' terms were fitted on (split=fit) and on the held-out ones (split=score), the
+same overall, whether the simulated server kept up with each load stage of the real serving runs,
+and every case the simulator cannot express with its reason. Targets, on the score half: <= 8 %
+per source and <= 10 % overall; on the real vLLM V1 serving runs, mean E2E and per-token time
+<= 6 % and mean TTFT <= 15 % (P99 TTFT is reported, not targeted), and no false saturation.
 
     python bench/bench_validate.py [--max-sim-requests 3000] [--cases FILE ...]
 """
@@ -20,6 +22,7 @@ from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, predict
 
 # per-metric targets on the score half (issue 29: real serving runs); other rows: 8 % per source, 10 % overall
 TARGETS = {"mean_e2e_latency_ms": 0.06, "mean_tpot_ms": 0.06, "mean_ttft_ms": 0.15}
+SERVING_RUNS = "vllm_v1_serving_h100"
 
 
 def _pct(value) -> str:
@@ -37,10 +40,11 @@ def main() -> None:
     print(f"{'source':<72} {'cases':>5} {'n/a':>4} {'fit':>7} {'score':>7} {'all':>7}  target (score half)")
     for row in summary_rows(preds):
         metric = row["source"].split(" [")[-1].rstrip("]") if " [" in row["source"] else None
-        target = TARGETS.get(metric, 0.08 if row["source"] != "all" else 0.10)
+        serving_runs = row["source"].startswith(SERVING_RUNS)
+        target = (TARGETS.get(metric) if serving_runs else None) or (0.08 if row["source"] != "all" else 0.10)
         score = row["median_abs_error_score"]
         verdict = "-" if score is None else ("met" if score <= target else f"MISSED by {score - target:.1%}")
-        if metric is not None and metric not in TARGETS:
+        if metric is not None and (metric not in TARGETS or not serving_runs):
             target, verdict = None, "reported (no target)"
         print(f"{row['source'][:72]:<72} {row['n_cases']:>5} {row['n_cannot_express']:>4} "
               f"{_pct(row['median_abs_error_fit'])} {_pct(score)} {_pct(row['median_abs_error'])}  "
