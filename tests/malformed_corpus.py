@@ -397,6 +397,15 @@ CASES = [
     case("alias-bomb-plan-config", "plan -w {d}/t.csv --target-qps 1 --slo ttft_p99=1 -c {d}/c.yaml", "aliases", t__csv=TRACE, c__yaml=alias_bomb("replica_hardware")),
     case("alias-small-config", f"{SIM} -c {{d}}/c.yaml", "aliases", t__csv=TRACE, c__yaml="x: &n 8\nmax_num_seqs: *n\n"),
     case("alias-bomb-disagg-config", "disagg -t {d}/t.csv -c {d}/c.yaml", "aliases", t__csv=TRACE, c__yaml=alias_bomb("replica_hardware")),
+    # ---- keys and columns given twice: refused, never "the last one wins" ----
+    case("repeated-key-config", f"{SIM} -c {{d}}/c.yaml", "key 'max_num_seqs' given twice, line 2", t__csv=TRACE, c__yaml="max_num_seqs: 8\nmax_num_seqs: 16\n"),
+    case("repeated-key-preset", f"{SIM} --engine {{d}}/e.yaml", "given twice", t__csv=TRACE, e__yaml=preset() + "name: again\n"),
+    case("repeated-key-nested-preset", f"{SIM} --engine {{d}}/e.yaml", "key 'per_step_us' given twice", t__csv=TRACE, e__yaml=preset().replace("  per_step_us:", "  per_step_us: 1.0\n  per_step_us:", 1)),
+    case("repeated-key-model", f"{MEM} -m {{d}}/m.yaml", "given twice", m__yaml=model() + "n_layers: 2\n"),
+    case("repeated-key-profile", f"{MEM} -H {{d}}/p.yaml", "given twice", p__yaml=profile() + "name: other\n"),
+    case("repeated-key-spec", "workload describe {d}/s.yaml", "key 'n_requests' given twice", s__yaml=spec(GOOD_SYNTH + "  n_requests: 8\n")),
+    case("repeated-column-trace-csv", "workload describe {d}/t.csv", "prompt_tokens: column given twice", t__csv="arrival_s,prompt_tokens,prompt_tokens,output_tokens\n0,10,12,5\n"),
+    case("repeated-column-trace-in-simulate", "simulate -t {d}/t.csv -o {d}/out", "column given twice", t__csv="arrival_s,prompt_tokens,output_tokens,output_tokens\n0,10,5,6\n"),
     # ---- --out D never loses a user's file ----
     case("out-dot-files-only", f"{SIM} -o {{d}}/proj", "not from a run (.env, .git)", t__csv=TRACE, **{"proj/.git/HEAD": "ref: refs/heads/main\n", "proj/.env": "TOKEN=1\n"}),
     case("out-run-gained-hidden-folder", f"{SIM} -o {{d}}/run", ".ipynb_checkpoints", t__csv=TRACE, **{"run/summary.json": "{}", "run/.ipynb_checkpoints/a.ipynb": "{}"}),
