@@ -106,6 +106,8 @@ def plan(
     trace = load_workload(workload, workload_format, seed=base.seed)
     if isinstance(trace, ClosedLoop):
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
+    if uncertainty is not None:
+        check_replays(uncertainty, len(trace))  # sim.budget: draws x the requests each replays
     settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs)
 
     def run_search() -> dict:
