@@ -57,7 +57,8 @@ def check_replays(n: int, n_requests: int | None = None) -> None:
     if not 2 <= n <= MAX_REPLAYS:
         raise InputError("--uncertainty", None, f"from 2 to {MAX_REPLAYS:,} replays, or leave it out (got {n})")
     if n_requests is not None:
-        require(n * n_requests, MAX_REQUEST_RUNS, "simulated requests", "--uncertainty x requests", "--uncertainty")
+        require(n * n_requests, MAX_REQUEST_RUNS, "simulated requests", f"{n:,} draws x {n_requests:,} requests",
+                "--uncertainty")
 
 
 def prediction_intervals(cfg: EngineConfig, workload: Trace | ClosedLoop, n: int,

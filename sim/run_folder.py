@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sim.errors import InputError
-from sim.output import with_normal_mode
+from sim.output import with_normal_mode, write_text
 
 _PARTIAL, _OLD = "partial", "old"
 MARKER = ".infersim-run"  # in-place folders: present exactly when the folder holds one whole run
@@ -229,8 +229,6 @@ def _publish_in_place(staging: Path, out_dir: Path, owned: set[str]) -> None:
         os.replace(source, out_dir / name)
     for name in owned - set(new_names) - {MARKER}:
         (out_dir / name).unlink(missing_ok=True)
-    from sim.output import write_text
-
     write_text(out_dir / MARKER, json.dumps({"files": new_names}) + "\n")
     shutil.rmtree(staging, ignore_errors=True)
 

@@ -15,8 +15,9 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses aliases (`*name`): a 300-byte file of nested aliases (a
-    "billion laughs" bomb) expands to billions of nodes for whatever walks the result."""
+    """yaml.SafeLoader that refuses aliases (`*name`: a 300-byte file of nested aliases, a
+    "billion laughs" bomb, expands to billions of nodes for whatever walks the result) and keys
+    given twice in one mapping."""
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
@@ -25,9 +26,24 @@ class _NoAliasLoader(yaml.SafeLoader):
                                                           "write the value out", None)
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node, deep=False):
+        """A key given twice is refused (PyYAML would silently keep the last)."""
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} given twice, line {key_node.start_mark.line + 1}; give "
+                                    "each key once", None)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
 
 def load_yaml(text: str):
-    """yaml.safe_load without aliases (see `_NoAliasLoader`): every user YAML is read through it."""
+    """yaml.safe_load without aliases or repeated keys (`_NoAliasLoader`): every user YAML is read through it."""
     loader = _NoAliasLoader(text)
     try:
         return loader.get_single_data()

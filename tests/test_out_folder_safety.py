@@ -223,3 +223,30 @@ def test_a_signal_leaves_the_folder_as_it_was(tmp_path, trace, signum, code, ext
     assert done.returncode == code, done.stderr
     assert done.stderr.strip() == f"error: interrupted; {out} left as it was"
     assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["run", "t.csv"]
+
+
+def test_a_folder_that_cannot_be_renamed_falls_back_to_the_in_place_publish(tmp_path, trace, monkeypatch):
+    """A bind mount is not always recognised as a mount point: the exchange fails with EBUSY and
+    the staged files are copied in, one atomic rename each, under the completion marker."""
+    out = tmp_path / "volume"
+    assert simulate("-t", str(trace), "-o", str(out), "--record-steps").exit_code == 0
+
+    def busy(a, b):
+        raise OSError(16, "Device or resource busy", str(b))
+
+    monkeypatch.setattr(sim.run_folder, "_exchange", busy)
+    assert simulate("-t", str(trace), "-o", str(out), "--seed", "6").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "requests.parquet", "summary.json"]
+    assert json.loads((out / "summary.json").read_text())["seed"] == 6
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_killed_in_place_run_is_cleaned_up_by_the_next(tmp_path, trace, as_mount_point):
+    out = tmp_path / "volume"
+    out.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = out / f".infersim-partial-{int(dead.stdout)}-abc"
+    stale.mkdir()
+    (stale / "summary.json").write_text("{half")
+    assert simulate("-t", str(trace), "-o", str(out)).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "requests.parquet", "summary.json"]

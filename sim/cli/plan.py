@@ -148,6 +148,8 @@ def plan(
         raise InputError("--emit", emit, f"one of {', '.join(EMITS)}, with --out DIR (it writes DIR/k8s.yaml)")
     if max_verified < 1:
         raise InputError("--max-verified", None, f"must be at least 1; got {max_verified}")
+    if uncertainty is not None:
+        check_replays(uncertainty, len(trace))  # sim.budget: draws x the requests each replays
     settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs,
                               max_verified=max_verified)
 

@@ -115,6 +115,9 @@ def load_csv(
     header = read_header(path)
     if not header:
         raise InputError(where, None, "empty file; expected a CSV header and data rows")
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise InputError(where, repeated[0], "column given twice; give each column once")
     times, prompts, outputs = (
         ChunkedColumn(np.float64),
         ChunkedColumn(np.int64),
