@@ -27,8 +27,8 @@ def count_plans(monkeypatch) -> list[int]:
     counts: list[int] = []
     original = engine.Replica.__init__
 
-    def counting_init(self, env, sched, source):
-        original(self, env, sched, source)
+    def counting_init(self, env, sched, source, **kwargs):
+        original(self, env, sched, source, **kwargs)
         counts.append(0)
         commit = sched.commit
 

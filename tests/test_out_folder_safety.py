@@ -81,7 +81,7 @@ def test_empty_folder_and_earlier_run_are_replaced(tmp_path, trace):
     out.mkdir()
     assert simulate("-t", str(trace), "-o", str(out)).exit_code == 0
     assert simulate("-t", str(trace), "-o", str(out), "--record-steps").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["requests.parquet", "steps.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["bench_serve.json", "requests.parquet", "steps.parquet", "summary.json"]
 
 
 @pytest.fixture
@@ -94,9 +94,9 @@ def test_in_place_publish_renames_each_file_and_marks_the_folder(tmp_path, trace
     out = tmp_path / "volume"
     out.mkdir()
     assert simulate("-t", str(trace), "-o", str(out), "--record-steps").exit_code == 0
-    assert json.loads((out / MARKER).read_text()) == {"files": ["requests.parquet", "steps.parquet", "summary.json"]}
+    assert json.loads((out / MARKER).read_text()) == {"files": ["bench_serve.json", "requests.parquet", "steps.parquet", "summary.json"]}
     assert simulate("-t", str(trace), "-o", str(out), "--seed", "5").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "requests.parquet", "summary.json"]  # old steps gone
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]  # old steps gone
     assert json.loads((out / "summary.json").read_text())["seed"] == 5
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing staged beside it
 
@@ -130,7 +130,7 @@ def test_a_real_tmpfs_mount_point(tmp_path, trace):
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     names, summary = done.stdout.split("{", 1)
-    assert names.split() == [MARKER, "requests.parquet", "summary.json"]
+    assert names.split() == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]
     assert json.loads("{" + summary)["seed"] == 4
 
 
@@ -175,7 +175,7 @@ def test_files_get_normal_permissions(tmp_path, trace):
     finally:
         os.umask(old)
     modes = {p.name: p.stat().st_mode & 0o777 for p in [*tmp_path.rglob("*")] if p.name != "t.csv"}
-    assert modes == {"run": 0o755, "requests.parquet": 0o644, "summary.json": 0o644, "r.csv": 0o644,
+    assert modes == {"run": 0o755, "bench_serve.json": 0o644, "requests.parquet": 0o644, "summary.json": 0o644, "r.csv": 0o644,
                      "s.jsonl": 0o644}
 
 
@@ -236,7 +236,7 @@ def test_a_folder_that_cannot_be_renamed_falls_back_to_the_in_place_publish(tmp_
 
     monkeypatch.setattr(sim.run_folder, "_exchange", busy)
     assert simulate("-t", str(trace), "-o", str(out), "--seed", "6").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "requests.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]
     assert json.loads((out / "summary.json").read_text())["seed"] == 6
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -249,4 +249,4 @@ def test_a_killed_in_place_run_is_cleaned_up_by_the_next(tmp_path, trace, as_mou
     stale.mkdir()
     (stale / "summary.json").write_text("{half")
     assert simulate("-t", str(trace), "-o", str(out)).exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "requests.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]

@@ -53,7 +53,7 @@ def test_trust_section_and_its_lines(priced):
 def test_validation_coverage_counts_the_bundled_cases():
     """vLLM's perf CI has Llama-3.1-8B on H200 at TP1 (sim/validate/cases/vllm_perf_ci.csv)."""
     covered = validation_coverage(EngineConfig(model="llama-3.1-8b", hardware="h200", tp=1))
-    assert covered["n_cases_same_tp"] >= 1 and "vllm" in covered["engines"]
+    assert covered["n_cases_same_tp"] >= 1 and any(e.startswith("vllm@") for e in covered["engines"])  # versioned
     assert validation_coverage(EngineConfig(model="mistral-7b", hardware="a100-80g-sxm"))["n_cases"] == 0
 
 

@@ -53,7 +53,15 @@ class DayResult:
 def engine_config(spec: DaySpec, where: str = "engine") -> EngineConfig:
     from sim.yamlio import validate
 
-    cfg = validate(EngineConfig, spec.engine, where)
+    data = dict(spec.engine)
+    if data.get("engine") and "policy" not in data:
+        from sim.engines.preset import load_engine
+
+        if load_engine(str(data["engine"])).scheduling.policy == "radix":
+            # a day's generated requests carry no prefix ids, so the engine's prefix cache (vLLM V1's is on
+            # by default) finds no hits: the same schedule as chunked prefill, which a day replays
+            data["policy"] = "chunked"
+    cfg = validate(EngineConfig, data, where)
     refused = [(cfg.is_disaggregated, "disaggregated prefill/decode"), (cfg.reads_prefix_ids(), "radix / prefix ids"),
                (bool(cfg.spec_tokens), "speculative decoding"), (cfg.record_steps, "record_steps"),
                (cfg.replica_hardware is not None, "replica_hardware")]

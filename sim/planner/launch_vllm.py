@@ -43,6 +43,7 @@ def vllm_args(cfg: EngineConfig, model_id: str | None = None, replicas: int = 1)
     args += _memory(cfg, missing)
     args += _engine_behaviour(cfg, missing)
     args += _speculation(cfg, missing)
+    args += _layout(cfg, missing)
     if replicas > 1:
         missing.append(f"router {cfg.router} across {replicas} replicas: `vllm serve` runs one replica; put "
                        f"{ROUTER_HINT[cfg.router]} in front")
@@ -54,9 +55,9 @@ def vllm_args(cfg: EngineConfig, model_id: str | None = None, replicas: int = 1)
 WRITTEN = ("model", "tp", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size",
            "gpu_memory_utilization", "policy", "radix_chunked", "chunk_size", "kv_dtype", "weight_dtype",
            "cpu_cache_gib", "num_gpu_blocks_override", "enforce_eager", "allreduce_kind", "seed", "spec_tokens",
-           "spec_method", "spec_draft_model")
+           "spec_method", "spec_draft_model", "pp", "dp", "ep", "enable_expert_parallel")
 LISTED_WHEN_SET = ("router", "radix_ordering", "watermark", "batching_window_s", "preemption_mode", "swap_space",
-                   "num_scheduler_steps", "spec_acceptance", "spec_draft_cost")
+                   "num_scheduler_steps", "spec_acceptance", "spec_draft_cost", "enable_dp_attention")
 NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the servers, not of one server
     "engine": "the assumed engine names the command itself", "hardware": "where it runs",
     "replicas": "how many commands (the launch's `replicas`)", "replica_hardware": "plan sizes one kind",
@@ -64,8 +65,24 @@ NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the
     "prefill_replicas": "plan sizes aggregated replicas", "decode_replicas": "plan sizes aggregated replicas",
     "prefill": "disaggregated groups: not planned here", "decode": "disaggregated groups: not planned here",
     "kv_transfer_gb_s": "disaggregated only", "kv_transfer_latency_us": "disaggregated only",
-    "decode_router": "disaggregated only",
+    "decode_router": "disaggregated only", "nodes": "the cluster's size (placement), not a server flag",
 }
+
+
+def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:
+    """Pipeline stages, data-parallel ranks and expert parallelism under vLLM's names; SGLang's
+    DP attention inside one TP group has no vLLM spelling (vLLM's DP ranks are whole TP groups)."""
+    args: list[str] = []
+    if cfg.pp > 1:
+        args += ["--pipeline-parallel-size", str(cfg.pp)]
+    if cfg.dp > 1:
+        args += ["--data-parallel-size", str(cfg.dp)]
+    if cfg.enable_expert_parallel or cfg.ep is not None:
+        args += ["--enable-expert-parallel"]
+    if cfg.enable_dp_attention:
+        missing.append(f"DP attention inside a TP group of {cfg.tp} (SGLang --enable-dp-attention): vLLM's "
+                       "--data-parallel-size ranks are whole TP groups")
+    return args
 
 
 def _scheduling(cfg: EngineConfig, missing: list[str]) -> list[str]:
