@@ -86,3 +86,10 @@ def test_every_published_fixture_is_read_without_refusal():
         result = runner.invoke(app, ["memory", "--model", str(config), "--hardware", "b200", "--tp", tp,
                                      "--weight-dtype", "auto", "--json"])
         assert result.exit_code == 0, (config, result.output)
+
+
+def test_calibrate_run_refuses_an_mla_model_instead_of_timing_gqa_shapes(tmp_path):
+    out = tmp_path / "cal.yaml"
+    result = runner.invoke(app, ["calibrate", "run", "--device", "cpu", "--model", "deepseek-v3", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "multi-head latent attention is not calibrated" in result.stderr and not list(tmp_path.iterdir())

@@ -126,6 +126,10 @@ def run_command(
     from sim.model import load_model
 
     specs = [load_model(name) for name in (model or ["llama-3-8b"])]
+    for spec in specs:  # the kernels time GQA projections: MLA's are other shapes (docs/models.md)
+        if spec.mla is not None:
+            raise InputError("--model", spec.name, "multi-head latent attention is not calibrated yet (the kernels "
+                                                   "time GQA projection and attention shapes); pick a GQA model")
     from sim.cli.common import StageProgress
 
     with StageProgress(enabled=not as_json) as progress:
