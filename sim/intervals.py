@@ -55,7 +55,8 @@ def perturbed_cost_scales(cfg: EngineConfig, n: int) -> list[dict[str, float]]:
 def check_replays(n: int, n_requests: int | None = None) -> None:
     """InputError unless `n` replays (of `n_requests` requests each) fit sim.budget."""
     if not 2 <= n <= MAX_REPLAYS:
-        raise InputError("--uncertainty", None, f"from 2 to {MAX_REPLAYS:,} replays, or leave it out (got {n})")
+        raise InputError("--uncertainty", None,
+                         f"at least 2 and at most {MAX_REPLAYS:,} replays, or leave it out (got {n})")
     if n_requests is not None:
         require(n * n_requests, MAX_REQUEST_RUNS, "simulated requests", f"{n:,} draws x {n_requests:,} requests",
                 "--uncertainty")
