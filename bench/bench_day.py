@@ -232,7 +232,7 @@ def main() -> None:
     parser.add_argument("--only", default="diurnal,cold_start,failure")
     parser.add_argument("--workers", type=int, default=2, help="jobs at a time (each saved as it ends)")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench_day")
-    parser.add_argument("--big-peak-rps", type=float, default=180.0)
+    parser.add_argument("--big-peak-rps", type=float, default=200.0)
     parser.add_argument("--big-hours", type=float, default=24.0)
     parser.add_argument("--quick", action="store_true", help="a 30 min 'day' instead of 24 h (a smoke test)")
     parser.add_argument("--report-only", action="store_true", help="print the tables from the saved results")
