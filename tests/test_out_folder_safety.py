@@ -26,6 +26,9 @@ from sim.run_folder import MARKER
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = "arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n0.5,200,20\n1.0,50,5\n"
 
+RUN_NAMES = ["bench_serve.json", "requests.parquet", "summary.json"]  # what a run folder holds, sorted
+RUN_NAMES_WITH_STEPS = ["bench_serve.json", "requests.parquet", "steps.parquet", "summary.json"]
+
 
 def simulate(*argv: str):
     return CliRunner().invoke(app, ["simulate", "--json", *argv])
@@ -81,7 +84,7 @@ def test_empty_folder_and_earlier_run_are_replaced(tmp_path, trace):
     out.mkdir()
     assert simulate("-t", str(trace), "-o", str(out)).exit_code == 0
     assert simulate("-t", str(trace), "-o", str(out), "--record-steps").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["bench_serve.json", "requests.parquet", "steps.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == RUN_NAMES_WITH_STEPS
 
 
 @pytest.fixture
@@ -94,9 +97,9 @@ def test_in_place_publish_renames_each_file_and_marks_the_folder(tmp_path, trace
     out = tmp_path / "volume"
     out.mkdir()
     assert simulate("-t", str(trace), "-o", str(out), "--record-steps").exit_code == 0
-    assert json.loads((out / MARKER).read_text()) == {"files": ["bench_serve.json", "requests.parquet", "steps.parquet", "summary.json"]}
+    assert json.loads((out / MARKER).read_text()) == {"files": RUN_NAMES_WITH_STEPS}
     assert simulate("-t", str(trace), "-o", str(out), "--seed", "5").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]  # old steps gone
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, *RUN_NAMES]  # old steps gone
     assert json.loads((out / "summary.json").read_text())["seed"] == 5
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing staged beside it
 
@@ -130,7 +133,7 @@ def test_a_real_tmpfs_mount_point(tmp_path, trace):
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     names, summary = done.stdout.split("{", 1)
-    assert names.split() == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]
+    assert names.split() == [MARKER, *RUN_NAMES]
     assert json.loads("{" + summary)["seed"] == 4
 
 
@@ -175,8 +178,8 @@ def test_files_get_normal_permissions(tmp_path, trace):
     finally:
         os.umask(old)
     modes = {p.name: p.stat().st_mode & 0o777 for p in [*tmp_path.rglob("*")] if p.name != "t.csv"}
-    assert modes == {"run": 0o755, "bench_serve.json": 0o644, "requests.parquet": 0o644, "summary.json": 0o644, "r.csv": 0o644,
-                     "s.jsonl": 0o644}
+    assert modes == {"run": 0o755, "bench_serve.json": 0o644, "requests.parquet": 0o644, "summary.json": 0o644,
+                     "r.csv": 0o644, "s.jsonl": 0o644}
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -236,7 +239,7 @@ def test_a_folder_that_cannot_be_renamed_falls_back_to_the_in_place_publish(tmp_
 
     monkeypatch.setattr(sim.run_folder, "_exchange", busy)
     assert simulate("-t", str(trace), "-o", str(out), "--seed", "6").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, *RUN_NAMES]
     assert json.loads((out / "summary.json").read_text())["seed"] == 6
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -249,4 +252,4 @@ def test_a_killed_in_place_run_is_cleaned_up_by_the_next(tmp_path, trace, as_mou
     stale.mkdir()
     (stale / "summary.json").write_text("{half")
     assert simulate("-t", str(trace), "-o", str(out)).exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "bench_serve.json", "requests.parquet", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, *RUN_NAMES]

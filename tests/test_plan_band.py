@@ -105,4 +105,4 @@ def test_fewer_than_two_draws_is_one_line_exit_2(n):
     args = ["plan", "--workload", "splitwise_conv", "--model", "llama-3-8b", "--slo", "ttft_p99=1s", "--target-qps",
             "5",
             "--uncertainty", n]
-    assert_one_line_error(CliRunner().invoke(app, args), "--uncertainty", "from 2 to")
+    assert_one_line_error(CliRunner().invoke(app, args), "--uncertainty", "at least 2")

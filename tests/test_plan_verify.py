@@ -175,7 +175,8 @@ def test_verify_search_finds_the_fewest_passing_replicas(monkeypatch, threshold,
 
 
 @pytest.mark.parametrize(("engine", "start", "flags"), [
-    ("vllm", "vllm serve meta-llama/Meta-Llama-3-70B --tensor-parallel-size 4", ("--max-num-seqs 1024",)),  # V1 on >= 70 GiB
+    # vLLM V1's default on >= 70 GiB GPUs
+    ("vllm", "vllm serve meta-llama/Meta-Llama-3-70B --tensor-parallel-size 4", ("--max-num-seqs 1024",)),
     ("sglang", "python -m sglang.launch_server --model-path meta-llama/Meta-Llama-3-70B --tp-size 4",
      ("--max-running-requests", "--page-size")),
     ("trtllm", "trtllm-serve meta-llama/Meta-Llama-3-70B --tp_size 4", ("--max_batch_size", "--max_num_tokens")),
