@@ -32,6 +32,7 @@ from pathlib import Path
 
 from sim.errors import InputError
 from sim.output import with_normal_mode, write_text
+from sim.signal_mask import signals_blocked
 
 _PARTIAL, _OLD = "partial", "old"
 MARKER = ".infersim-run"  # in-place folders: present exactly when the folder holds one whole run
@@ -173,18 +174,9 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
+def _signals_held():
     """SIGINT/SIGTERM arriving meanwhile are delivered when the block ends (main thread only)."""
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return signals_blocked(_HELD_SIGNALS)
 
 
 def _publish(tmp: Path, out_dir: Path, owned: set[str]) -> None:

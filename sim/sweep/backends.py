@@ -5,7 +5,6 @@ so a crash anywhere loses only the points still in flight."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import InputError
+from sim.signal_mask import signals_blocked
 from sim.sweep.grid import SweepPoint
 from sim.sweep.point import run_point
 from sim.sweep.ray_connect import check_reachable, quiet_stderr
@@ -122,20 +122,11 @@ class LocalBackend:
             raise
 
 
-@contextlib.contextmanager
 def _sigint_blocked():
     """SIGINT held back in this thread for the block (delivered when it ends). The pool spawns its
     workers inside `submit`, and a spawned process inherits the signal mask: a Ctrl-C at any
     moment of a worker's start-up stays pending there, never a traceback; the parent handles it."""
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return signals_blocked({signal.SIGINT})
 
 
 def _exit_with_parent(parent_pid: int) -> None:
