@@ -6,7 +6,7 @@ SGLang), `enable_expert_parallel` (vLLM), `enable_dp_attention` (SGLang), `nodes
 domains the cluster has; None: as many as the replicas need); the MoE all-to-all: `moe_a2a_backend`
 (`nccl` | `deepep`, SGLang's `--moe-a2a-backend`), `deepep_mode` (`auto` | `normal` | `low_latency`,
 SGLang's `--deepep-mode`), `moe_load_imbalance` (max / mean tokens per EP GPU; None: the model's,
-1.0). `EngineConfig` inherits them (sim/cost/expert_parallel.py).
+1.0), `enable_two_batch_overlap` (SGLang's). `EngineConfig` inherits them (sim/cost/expert_parallel.py).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class LayoutKnobs(StrictModel):
     moe_a2a_backend: Literal["nccl", "deepep"] = "nccl"
     deepep_mode: Literal["auto", "normal", "low_latency"] = "auto"
     moe_load_imbalance: float | None = Field(None, ge=1.0, le=64.0)
+    enable_two_batch_overlap: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -97,4 +98,4 @@ def expert_parallelism_of(cfg, model, layout: ReplicaLayout):
     from sim.cost.expert_parallel import ExpertParallelism
 
     imbalance = cfg.moe_load_imbalance if cfg.moe_load_imbalance is not None else model.moe.load_imbalance
-    return ExpertParallelism.of(layout, cfg.moe_a2a_backend, cfg.deepep_mode, imbalance)
+    return ExpertParallelism.of(layout, cfg.moe_a2a_backend, cfg.deepep_mode, imbalance, cfg.enable_two_batch_overlap)

@@ -79,6 +79,8 @@ def simulate(
     moe_a2a_backend: str = _opt("EP all-to-all: nccl | deepep [nccl]", "--moe-a2a-backend"),
     deepep_mode: str = _opt("deepep kernels: auto | normal | low_latency [auto]", "--deepep-mode"),
     moe_load_imbalance: float = _opt("EP: max / mean tokens per GPU [the model's, 1.0]", "--moe-load-imbalance"),
+    enable_two_batch_overlap: bool = typer.Option(None, "--enable-two-batch-overlap", show_default=False,
+                                                  help="EP: all-to-alls hidden behind the other micro-batch"),
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),

@@ -32,9 +32,15 @@ prefill on 4 x 8 H100 (EP32, blog 2025-05-05 "large-scale EP"): 50,302 tok/s per
 default expert placement vs 59,337 with simulated perfect EPLB, a 1.18x slower step (a whole-step
 figure: the experts' share of it was stretched more). docs/parallelism.md.
 
+**Two-batch overlap** (`enable_two_batch_overlap`, SGLang's `--enable-two-batch-overlap`, after
+DeepSeek's profile-data design): the step's batch runs as two micro-batches, one's dispatch and
+combine hidden behind the other's compute; priced as the all-to-all time beyond the MoE layer's
+token-dependent compute (GEMMs, elementwise; attention not counted as cover). The halved GEMM
+sizes are not re-priced.
+
 Not modelled (refused where a knob would name them): EP over part of the MoE group (experts also
-tensor-split), redundant experts' extra weights, two-batch overlap of communication and compute,
-ranks running unequal batches (their lockstep waits).
+tensor-split), redundant experts' extra weights, ranks running unequal batches (their lockstep
+waits).
 """
 
 from __future__ import annotations
@@ -67,10 +73,11 @@ class ExpertParallelism:
     backend: str = "nccl"  # MOE_A2A_BACKENDS
     deepep_mode: str = "auto"  # DEEPEP_MODES
     load_imbalance: float = 1.0  # max / mean tokens per EP GPU
+    two_batch_overlap: bool = False  # SGLang --enable-two-batch-overlap
 
     @classmethod
     def of(cls, layout: ReplicaLayout, backend: str = "nccl", deepep_mode: str = "auto",
-           load_imbalance: float = 1.0) -> ExpertParallelism:
+           load_imbalance: float = 1.0, two_batch_overlap: bool = False) -> ExpertParallelism:
         if backend not in MOE_A2A_BACKENDS:
             raise InputError("--moe-a2a-backend", backend, " | ".join(MOE_A2A_BACKENDS))
         if deepep_mode not in DEEPEP_MODES:
@@ -82,7 +89,8 @@ class ExpertParallelism:
         if ep != layout.moe_group:
             raise InputError("--ep", None, f"{ep}: expert parallelism over part of the MoE layer's {layout.moe_group} GPUs "
                              "(experts also tensor-split) is not simulated: give --ep equal to tp x dp")
-        return cls(ep, layout.moe_group, layout.n_kv_ranks, backend, deepep_mode, float(load_imbalance))
+        return cls(ep, layout.moe_group, layout.n_kv_ranks, backend, deepep_mode, float(load_imbalance),
+                   bool(two_batch_overlap))
 
     def a2a_kernels(self) -> tuple[str, ...]:
         """The all-to-all backends (sim.hardware.A2A_BACKENDS) steps may use."""
@@ -123,9 +131,10 @@ class ExpertParallelCostModel(CostModel):
         ops = [op for op in super()._layer_ops(tokens) if op[0] != "moe_mlp"]
         moe_tokens = tokens * self.expert_parallel.token_ranks
         ops.append(_scaled(self._routed_ep(moe_tokens), share))
-        for phase in ("dispatch", "combine"):
-            ops.append(_scaled(self._a2a(moe_tokens, phase), share))
-        return ops
+        a2a = [_scaled(self._a2a(moe_tokens, phase), share) for phase in ("dispatch", "combine")]
+        if self.expert_parallel.two_batch_overlap:
+            a2a = _overlapped(a2a, sum(op[1] for op in ops))
+        return ops + a2a
 
     def _routed_ep(self, moe_tokens: np.ndarray):
         """The routed experts one GPU holds, for the busiest GPU's share of the MoE tokens."""
@@ -161,6 +170,15 @@ class ExpertParallelCostModel(CostModel):
             time = np.where(per_gpu <= DEEPEP_LL_MAX_TOKENS_PER_RANK, time, normal)
         time = time * self.time_scale["collective"]
         return f"moe_{phase}", time, np.zeros_like(payload), payload, np.full(payload.shape, "network")
+
+
+def _overlapped(a2a: list[tuple], compute_s: np.ndarray) -> list[tuple]:
+    """Two-batch overlap: the all-to-alls run while the other micro-batch computes, so only the
+    part longer than the layer's token-dependent compute shows (attention, priced elsewhere, is
+    not counted as cover: the conservative side); each phase keeps its share of what shows."""
+    total_s = a2a[0][1] + a2a[1][1]
+    exposed = np.where(total_s > 0, np.maximum(total_s - compute_s, 0.0) / np.where(total_s > 0, total_s, 1.0), 0.0)
+    return [(name, time * exposed, flops, bytes_, bound) for name, time, flops, bytes_, bound in a2a]
 
 
 def _scaled(op: tuple, share: float) -> tuple:
