@@ -61,6 +61,9 @@ MOE_A2A_BACKENDS = ("nccl", "deepep")  # config names (SGLang's --moe-a2a-backen
 DEEPEP_MODES = ("auto", "normal", "low_latency")  # SGLang's --deepep-mode
 DEEPEP_LL_MAX_TOKENS_PER_RANK = 128  # SGLang's SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default
 FP8_DISPATCH_SCALE_CHANNELS = 128  # DeepEP FP8 dispatch: one fp32 scale per 128 channels
+# the profile's ceiling of expert-parallel grouped GEMMs (`efficiency.gemm_compute_max_by_op`), where it
+# has one of its own (fitted on EP runs), else the `experts` one
+EP_EXPERTS_OP = "experts_ep"
 
 
 @dataclass(frozen=True)
@@ -147,8 +150,8 @@ class ExpertParallelCostModel(CostModel):
         flops = 2.0 * pairs * elems
         act_bytes = pairs * (2 * m.hidden_size + 3 * m.expert_intermediate_size) * self.act_bytes_el
         bytes_ = touched * elems * self._experts_bytes_el + act_bytes
-        e_c = gemm_compute_efficiency(np.maximum(pairs / np.maximum(touched, 1e-300), 1.0), self._experts_eff,
-                                      op="experts")
+        op = EP_EXPERTS_OP if EP_EXPERTS_OP in (self._experts_eff.gemm_compute_max_by_op or {}) else "experts"
+        e_c = gemm_compute_efficiency(np.maximum(pairs / np.maximum(touched, 1e-300), 1.0), self._experts_eff, op=op)
         time, t_c, t_m = op_time_s(flops, bytes_, self._experts_peak, e_c, self.bandwidth, self._experts_eff.memory,
                                    self._experts_eff, 3)
         time = np.where(moe_tokens > 0, time, 0.0) * self.time_scale["gemm"]
