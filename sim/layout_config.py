@@ -82,6 +82,7 @@ def simulated_layout(cfg, model) -> ReplicaLayout:
         if cfg.is_disaggregated or cfg.spec_tokens:
             raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with disaggregated "
                              "prefill/decode or speculative decoding are not simulated")
+    _refuse_unused_moe_knobs(cfg, layout)
     from sim.placement import cluster_placement
 
     cluster_placement(cfg)  # refuses a --nodes too small for the replicas, before anything runs
@@ -99,3 +100,17 @@ def expert_parallelism_of(cfg, model, layout: ReplicaLayout):
 
     imbalance = cfg.moe_load_imbalance if cfg.moe_load_imbalance is not None else model.moe.load_imbalance
     return ExpertParallelism.of(layout, cfg.moe_a2a_backend, cfg.deepep_mode, imbalance, cfg.enable_two_batch_overlap)
+
+
+def _refuse_unused_moe_knobs(cfg, layout: ReplicaLayout) -> None:
+    """The all-to-all knobs change nothing without expert parallelism (deepep_mode without deepep):
+    refused rather than ignored."""
+    given = [flag for flag, is_set in (("--moe-a2a-backend", cfg.moe_a2a_backend != "nccl"),
+                                       ("--deepep-mode", cfg.deepep_mode != "auto"),
+                                       ("--moe-load-imbalance", cfg.moe_load_imbalance is not None),
+                                       ("--enable-two-batch-overlap", cfg.enable_two_batch_overlap)) if is_set]
+    if given and not layout.uses_expert_parallel:
+        raise InputError(given[0], None, "prices the expert-parallel all-to-all: needs --ep (or "
+                         "--enable-expert-parallel) on a MoE model")
+    if cfg.deepep_mode != "auto" and cfg.moe_a2a_backend != "deepep":
+        raise InputError("--deepep-mode", None, "selects DeepEP kernels: needs --moe-a2a-backend deepep")

@@ -151,3 +151,15 @@ def test_two_batch_overlap_hides_the_all_to_all_behind_compute():
     assert comm_b == pytest.approx(max(comm_a - compute, 0.0), rel=1e-9, abs=1e-15)
     assert comm_a > 0 and comm_b < comm_a
     assert tbo.breakdown([4096], [0]).time_s < plain.breakdown([4096], [0]).time_s
+
+
+def test_all_to_all_knobs_without_expert_parallelism_are_refused():
+    for knobs, flag in (({"moe_a2a_backend": "deepep"}, "--moe-a2a-backend"),
+                        ({"moe_load_imbalance": 1.2}, "--moe-load-imbalance"),
+                        ({"enable_two_batch_overlap": True}, "--enable-two-batch-overlap")):
+        cfg = EngineConfig(model="deepseek-v3", hardware="h200", tp=8, **knobs)
+        with pytest.raises(InputError, match=flag):
+            simulated_layout(cfg, DSV3)
+    cfg = EngineConfig(model="deepseek-v3", hardware="h200", tp=8, ep=8, deepep_mode="normal")
+    with pytest.raises(InputError, match="needs --moe-a2a-backend deepep"):
+        simulated_layout(cfg, DSV3)
