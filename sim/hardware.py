@@ -123,7 +123,8 @@ class Efficiency(StrictModel):
     @classmethod
     def _per_op_ceilings(cls, table: dict[str, float] | None) -> dict[str, float] | None:
         """Keys are GEMM op classes; values efficiencies in (0, 1]."""
-        allowed = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "experts")  # experts: MoE grouped GEMM
+        # experts: MoE grouped GEMM; experts_ep: the same under expert parallelism (sim/cost/expert_parallel.py)
+        allowed = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "experts", "experts_ep")
         for op, value in (table or {}).items():
             if op not in allowed:
                 raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(allowed)}")

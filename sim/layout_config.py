@@ -3,10 +3,15 @@
 YAML keys: `pp` (also `pipeline_parallel_size`, vLLM; `pp_size`, SGLang), `dp` (also
 `data_parallel_size`, vLLM; `dp_size`, SGLang), `ep` (also `expert_parallel_size`; `ep_size`,
 SGLang), `enable_expert_parallel` (vLLM), `enable_dp_attention` (SGLang), `nodes` (the scale-up
-domains the cluster has; None: as many as the replicas need). `EngineConfig` inherits them.
+domains the cluster has; None: as many as the replicas need); the MoE all-to-all: `moe_a2a_backend`
+(`nccl` | `deepep`, SGLang's `--moe-a2a-backend`), `deepep_mode` (`auto` | `normal` | `low_latency`,
+SGLang's `--deepep-mode`), `moe_load_imbalance` (max / mean tokens per EP GPU; None: the model's,
+1.0), `enable_two_batch_overlap` (SGLang's). `EngineConfig` inherits them (sim/cost/expert_parallel.py).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
@@ -44,6 +49,10 @@ class LayoutKnobs(StrictModel):
     enable_expert_parallel: bool = False
     enable_dp_attention: bool = False
     nodes: PositiveInt | None = Field(None, le=MAX_NODES)
+    moe_a2a_backend: Literal["nccl", "deepep"] = "nccl"
+    deepep_mode: Literal["auto", "normal", "low_latency"] = "auto"
+    moe_load_imbalance: float | None = Field(None, ge=1.0, le=64.0)
+    enable_two_batch_overlap: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -59,14 +68,21 @@ class LayoutKnobs(StrictModel):
 
 def simulated_layout(cfg, model) -> ReplicaLayout:
     """The layout a simulation runs with, checked against `model`; refuses in one line what the
-    simulator does not price yet rather than ignore it (EP / DP-attention: their all-to-all lands
-    with the MoE cost model; PP with disaggregation or speculative decoding)."""
+    simulator does not price (PP together with EP / DP-attention, disaggregation or speculative
+    decoding; EP / DP-attention with disaggregation or speculative decoding)."""
     layout = cfg.layout().check(model.n_layers, model.moe is not None, model.n_experts if model.moe else None)
     if not layout.is_dense_tp_pp:
         flag = "--ep" if layout.uses_expert_parallel else "--dp"
-        raise InputError(flag, None, "expert-parallel and data-parallel-attention layouts are sized (infersim memory) "
-                         "but their all-to-all dispatch/combine is not priced yet (it lands with the MoE cost model): "
-                         "not simulated")
+        if not layout.uses_expert_parallel:
+            raise InputError(flag, None, "data-parallel attention without expert parallelism (MoE layers tensor-split "
+                             "over the ranks) is not simulated: give --ep equal to the MoE layer's GPUs")
+        if layout.pp > 1:
+            raise InputError("--pp", None, "pipeline stages with expert-parallel or data-parallel-attention layouts are "
+                             "not simulated: use pp 1")
+        if cfg.is_disaggregated or cfg.spec_tokens:
+            raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with disaggregated "
+                             "prefill/decode or speculative decoding are not simulated")
+    _refuse_unused_moe_knobs(cfg, layout)
     from sim.placement import cluster_placement
 
     cluster_placement(cfg)  # refuses a --nodes too small for the replicas, before anything runs
@@ -74,3 +90,27 @@ def simulated_layout(cfg, model) -> ReplicaLayout:
         raise InputError("--pp", None, "pipeline stages with disaggregated prefill/decode or speculative decoding are "
                          "not modelled: use pp 1")
     return layout
+
+
+def expert_parallelism_of(cfg, model, layout: ReplicaLayout):
+    """The MoE all-to-all facts of a simulated EP layout (sim.cost.expert_parallel), None without EP."""
+    if not layout.uses_expert_parallel:
+        return None
+    from sim.cost.expert_parallel import ExpertParallelism
+
+    imbalance = cfg.moe_load_imbalance if cfg.moe_load_imbalance is not None else model.moe.load_imbalance
+    return ExpertParallelism.of(layout, cfg.moe_a2a_backend, cfg.deepep_mode, imbalance, cfg.enable_two_batch_overlap)
+
+
+def _refuse_unused_moe_knobs(cfg, layout: ReplicaLayout) -> None:
+    """The all-to-all knobs change nothing without expert parallelism (deepep_mode without deepep):
+    refused rather than ignored."""
+    given = [flag for flag, is_set in (("--moe-a2a-backend", cfg.moe_a2a_backend != "nccl"),
+                                       ("--deepep-mode", cfg.deepep_mode != "auto"),
+                                       ("--moe-load-imbalance", cfg.moe_load_imbalance is not None),
+                                       ("--enable-two-batch-overlap", cfg.enable_two_batch_overlap)) if is_set]
+    if given and not layout.uses_expert_parallel:
+        raise InputError(given[0], None, "prices the expert-parallel all-to-all: needs --ep (or "
+                         "--enable-expert-parallel) on a MoE model")
+    if cfg.deepep_mode != "auto" and cfg.moe_a2a_backend != "deepep":
+        raise InputError("--deepep-mode", None, "selects DeepEP kernels: needs --moe-a2a-backend deepep")

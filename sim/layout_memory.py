@@ -18,6 +18,8 @@ from sim.hardware import HardwareProfile
 from sim.layout import ReplicaLayout
 from sim.memory import MemoryPlan, plan_memory, weight_elements_per_gpu
 from sim.model import ModelSpec
+from sim.model.params import weight_elements_by_group
+from sim.model.weights import CHECKPOINT_DEFAULT, group_dtypes, uniform_dtype
 
 
 def stage_model(model: ModelSpec, layout: ReplicaLayout) -> ModelSpec:
@@ -49,8 +51,25 @@ def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLay
     if layout.pp == 1 and layout.is_dense_tp_pp:
         return plan_memory(model, hw, layout.tp, block_size, gpu_memory_utilization, weight_dtype, kv_dtype,
                            max_num_batched_tokens, max_num_seqs, draft, mtp=mtp)
-    weight_bytes = math.ceil(layout_weight_elements_per_gpu(model, layout)
-                             * bytes_per_element(weight_dtype, "--weight-dtype"))
+    if layout.pp == 1 and uniform_dtype(model, weight_dtype) is None:  # per-group dtypes (an fp8 checkpoint)
+        weight_bytes = _grouped_weight_bytes(model, layout, weight_dtype, mtp)
+    else:
+        weight_bytes = math.ceil(layout_weight_elements_per_gpu(model, layout)
+                                 * bytes_per_element(weight_dtype, "--weight-dtype"))
     return plan_memory(stage_model(model, layout), hw, layout.attention_tp, block_size, gpu_memory_utilization,
                        weight_dtype, kv_dtype, max_num_batched_tokens, max_num_seqs, draft,
                        mtp=mtp, weight_bytes_override=weight_bytes)
+
+
+def _grouped_weight_bytes(model: ModelSpec, layout: ReplicaLayout, weight_dtype: str, mtp: bool) -> int:
+    """Weight bytes per GPU of a one-stage layout with per-group dtypes: every group split by the
+    attention TP, the routed experts spread over the MoE layer's GPUs; each group in its dtype."""
+    elements = weight_elements_by_group(model, layout.attention_tp, with_mtp=mtp)
+    if model.moe is not None:
+        elements["experts"] = weight_elements_by_group(model, layout.moe_group, with_mtp=mtp)["experts"]
+    dtypes = group_dtypes(model, weight_dtype) or {}
+    total = sum(math.ceil(n * bytes_per_element(dtypes.get(g, weight_dtype), "--weight-dtype"))
+                for g, n in elements.items())
+    if model.extra_weight_params:
+        total += math.ceil(model.extra_weight_params * bytes_per_element(CHECKPOINT_DEFAULT))
+    return total

@@ -37,6 +37,8 @@ def why_not_split(cfg: EngineConfig, workload: Trace | ClosedLoop) -> str | None
         return "disaggregated prefill and decode replicas hand KV to each other"
     if cfg.replicas == 1:
         return ONE_REPLICA
+    if cfg.dp > 1:
+        return "data-parallel-attention ranks are schedulers of their own (sim.simulate._schedulers_of)"
     if isinstance(workload, ClosedLoop):
         return "closed-loop clients send each request to whichever replica the router picks then"
     if cfg.router not in SPLITTABLE_ROUTERS:

@@ -19,7 +19,7 @@ from sim.engines import EngineCost, EngineOverhead, load_engine
 from sim.engines.frontend import shift_to_client
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
-from sim.layout_config import simulated_layout
+from sim.layout_config import expert_parallelism_of, simulated_layout
 from sim.layout_memory import plan_layout_memory
 from sim.memory import MemoryPlan
 from sim.metrics import Recorder, replica_gap_compact_at
@@ -182,7 +182,7 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
     `only_replica`), each with its own recorder; `parts(cfg, model, hw_name, cost)` gives a profile's
     memory plan and cost model."""
     replicas, memories, blocks_per_replica = [], {}, []
-    chosen = list(enumerate(cfg.hardware_of_replicas()))
+    chosen = _schedulers_of(cfg, model)
     for index, hw_name in chosen if only_replica is None else [chosen[only_replica]]:
         if hw_name not in memories:
             memories[hw_name] = parts(cfg, model, hw_name, cost)
@@ -197,6 +197,16 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
         replicas.append(Replica(env, sched, source, async_scheduling=bool(engine and engine.async_scheduling)))
         blocks_per_replica.append(n_blocks)
     return replicas, next(iter(memories.values()))[0], blocks_per_replica
+
+
+def _schedulers_of(cfg: EngineConfig, model) -> list[tuple[int, str]]:
+    """(index, profile) of each scheduler of an aggregated cluster: one per replica, or with
+    data-parallel attention one per attention rank (replica r's ranks are r*d .. r*d + d-1), each
+    with its own requests, KV blocks and batch (sim/cost/expert_parallel.py prices its MoE layers
+    on the d ranks' tokens); the router deals requests over all of them."""
+    ranks = cfg.layout().n_kv_ranks if model.moe is not None else 1
+    per_replica = cfg.hardware_of_replicas()
+    return list(enumerate(hw for hw in per_replica for _ in range(ranks)))
 
 
 def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | None,
@@ -214,6 +224,7 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     preset = None if cfg.engine is None else load_engine(cfg.engine)
     if cost is None:
         cost = replica_cost_model(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size, pp=layout.pp,
+                                  layout=layout, expert_parallel=expert_parallelism_of(cfg, model, layout),
                                   step_overhead_s=None if preset is None else 0.0,
                                   allreduce_kind=cfg.allreduce_kind or (preset.allreduce_kind if preset else "nccl"),
                                   allreduce_rule=preset.custom_allreduce if preset else None,

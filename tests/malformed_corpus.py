@@ -169,6 +169,8 @@ CASES = [
     case("flag-simulate-ep-on-dense", f"{SIM} --ep 2", "no experts to shard", t__csv=TRACE),
     case("flag-simulate-dp-attention-on-dense", f"{SIM} --tp 2 --dp 2 --enable-dp-attention", "no experts to shard", t__csv=TRACE),
     case("flag-simulate-nodes-too-few", f"{SIM} --replicas 9 --nodes 1", "need 2 nodes", t__csv=TRACE),
+    case("flag-simulate-moe-a2a-backend", f"{SIM} --moe-a2a-backend pplx", "--moe-a2a-backend", t__csv=TRACE),
+    case("flag-simulate-moe-load-imbalance", f"{SIM} --moe-load-imbalance 0.5", "--moe-load-imbalance", t__csv=TRACE),
     case("config-pp-given-twice", f"{SIM} -c {{d}}/c.yaml", "same knob", c__yaml="pp: 2\npipeline_parallel_size: 4\n", t__csv=TRACE),
     case("profile-tp-across-nodes-without-nic", "roofline -m llama-3-70b --tp 16 -H {d}/p.yaml", "network_gb_s", p__yaml=profile(interconnect__network_gb_s=..., interconnect__network_latency_us=...)),
     case("profile-unknown-a2a-backend", f"{MEM} -H {{d}}/p.yaml", "all-to-all backend", p__yaml=profile(all_to_all={"mpi": {"dispatch": {8: {"latency_us": 1, "bus_gb_s": 10}}}})),

@@ -98,7 +98,10 @@ def test_engine_key_names_and_simulate_refuses_what_it_does_not_price():
     runner = CliRunner()
     moe_ep = runner.invoke(app, ["simulate", "-m", "mixtral-8x7b", "--tp", "4", "--dp", "2",
                                  "--enable-expert-parallel", "--max-requests", "5"])
-    assert moe_ep.exit_code == 2 and "not priced yet" in moe_ep.output
+    assert moe_ep.exit_code == 0, moe_ep.output  # priced since the EP cost (sim/cost/expert_parallel.py)
+    dp_only = runner.invoke(app, ["simulate", "-m", "mixtral-8x7b", "--tp", "8", "--dp", "8",
+                                  "--enable-dp-attention", "--max-requests", "5"])
+    assert dp_only.exit_code == 2 and "without expert parallelism" in dp_only.output
     sized = runner.invoke(app, ["memory", "-m", "mixtral-8x7b", "-H", "h200", "--tp", "8", "--dp", "8",
                                 "--enable-dp-attention", "--json"])
     assert sized.exit_code == 0, sized.output

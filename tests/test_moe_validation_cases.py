@@ -1,5 +1,5 @@
-"""The MoE validation rows (TensorRT-LLM perf-overview MoE tables): one-GPU runs are simulated,
-runs that used expert parallelism with data-parallel attention are `cannot express: <why>`."""
+"""The MoE validation rows (TensorRT-LLM perf-overview MoE tables): one-GPU runs and the multi-GPU
+runs with expert parallelism and data-parallel attention (`enable_attention_dp: true`, `--ep`)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,19 @@ def moe_cases():
     return load_cases([path])
 
 
-def test_at_least_15_expressible_moe_rows_split_fit_and_score():
+def test_every_moe_row_is_expressible_and_split_fit_and_score():
     cases = moe_cases()
-    expressible = [c for c in cases if cannot_express(c) is None]
-    assert len(expressible) >= 15 and all(c.tp == 1 for c in expressible)
-    assert {c.split for c in expressible} == {"fit", "score"}
-    assert sum(c.split == "score" for c in expressible) >= len(expressible) / 2
-    assert {c.model for c in expressible} == {"Qwen3-30B-A3B", "Llama-4-Scout"}
+    assert all(cannot_express(c) is None for c in cases)
+    assert {c.split for c in cases} == {"fit", "score"}
+    assert sum(c.split == "score" for c in cases) >= len(cases) / 2
+    multi = [c for c in cases if c.tp > 1]
+    assert len(multi) >= 6 and {c.model for c in multi} >= {"Qwen3-235B-A22B", "Llama-4-Maverick"}
 
 
-def test_multi_gpu_moe_rows_say_why_they_cannot_be_expressed():
-    blocked = [c for c in moe_cases() if c.tp > 1]
-    assert blocked and all("expert parallelism" in cannot_express(c) for c in blocked)
-    prediction = predict(blocked[0])
-    assert prediction.predicted is None and "data-parallel attention" in prediction.reason
-    assert "enable_attention_dp" not in case_config(blocked[0]).model_dump()  # never passed on as a knob
+def test_attention_dp_rows_run_as_dp_attention_with_expert_parallelism():
+    row = next(c for c in moe_cases() if c.tp == 8 and c.gpu == "H200")
+    cfg = case_config(row)
+    assert (cfg.tp, cfg.dp, cfg.ep, cfg.enable_dp_attention, cfg.moe_a2a_backend) == (8, 8, 8, True, "nccl")
+    assert "enable_attention_dp" not in cfg.model_dump()  # translated, never passed on as a knob
+    prediction = predict(row, max_sim_requests=400)
+    assert prediction.predicted is not None and prediction.predicted > 0

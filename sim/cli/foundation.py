@@ -12,6 +12,7 @@ from sim.cost.pipeline import replica_cost_model
 from sim.dtypes import bytes_per_element
 from sim.errors import InputError
 from sim.hardware import GIB, bundled_profiles, load_hardware
+from sim.layout_config import expert_parallelism_of, simulated_layout
 from sim.layout_memory import plan_layout_memory
 from sim.model import bundled_models, load_model
 from sim.schema import MAX_TOKENS
@@ -134,19 +135,32 @@ def roofline(
     weight_dtype: str = typer.Option("bf16", "--weight-dtype"),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype"),
     pp: int = typer.Option(1, "--pp", "--pipeline-parallel-size", "--pp-size", help="pipeline stages"),
+    dp: int = typer.Option(1, "--dp", "--data-parallel-size", help="attention data-parallel ranks (MoE)"),
+    ep: int = typer.Option(None, "--ep", "--expert-parallel-size", show_default=False),
+    enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
+    enable_dp_attention: bool = typer.Option(False, "--enable-dp-attention"),
+    moe_a2a_backend: str = typer.Option("nccl", "--moe-a2a-backend", help="nccl | deepep"),
+    deepep_mode: str = typer.Option("auto", "--deepep-mode", help="auto | normal | low_latency"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Per-op roofline of one prefill and one decode step (with --pp: the busiest stage's ops over the
-    step's micro-batches, pp_send_recv and pp_bubble; see docs/parallelism.md)."""
+    step's micro-batches, pp_send_recv and pp_bubble; with --ep / --dp: one attention rank's step, its
+    MoE layers on all ranks' tokens with moe_dispatch / moe_combine; see docs/parallelism.md)."""
     limits = (("--prefill-tokens", prefill_tokens, 1, MAX_TOKENS), ("--batch", batch, 1, MAX_NUM_SEQS),
               ("--context", context, 0, MAX_TOKENS))
     for name, value, low, high in limits:
         if not low <= value <= high:
             raise InputError(name, None, f"must be a whole number in [{low}, {high}]; got {value}")
     cfg = load_config(None, {"model": model, "hardware": hardware, "tp": tp, "block_size": block_size,
-                             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "pp": pp})  # simulate's checks
-    cost = replica_cost_model(load_model(cfg.model), load_hardware(cfg.hardware), cfg.tp, cfg.weight_dtype,
-                              cfg.kv_dtype, cfg.block_size, pp=cfg.pp)
+                             "weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "pp": pp, "dp": dp, "ep": ep,
+                             "enable_expert_parallel": enable_expert_parallel,
+                             "enable_dp_attention": enable_dp_attention, "moe_a2a_backend": moe_a2a_backend,
+                             "deepep_mode": deepep_mode})  # simulate's checks
+    spec = load_model(cfg.model)
+    layout = simulated_layout(cfg, spec)
+    cost = replica_cost_model(spec, load_hardware(cfg.hardware), cfg.tp, cfg.weight_dtype, cfg.kv_dtype,
+                              cfg.block_size, pp=cfg.pp, layout=layout,
+                              expert_parallel=expert_parallelism_of(cfg, spec, layout))
     steps = {
         "prefill": cost.breakdown([prefill_tokens], [0], n_sampled=1),
         "decode": cost.breakdown([1] * batch, [context] * batch),

@@ -49,9 +49,15 @@ PP_TENSORS_PER_TOKEN = 2  # hidden_states and residual per token (vLLM Intermedi
 
 
 def replica_cost_model(model: ModelSpec, hw: HardwareProfile, tp: int = 1, *args, pp: int = 1,
-                       **kwargs) -> CostModel:
+                       layout: ReplicaLayout | None = None, expert_parallel=None, **kwargs) -> CostModel:
     """The cost model of a replica of `pp` stages of `tp` GPUs: `CostModel` itself when pp is 1
-    (the dense single-stage paths, unchanged), else `PipelineCostModel`."""
+    (the dense single-stage paths, unchanged), else `PipelineCostModel`; with `expert_parallel`
+    (sim.cost.expert_parallel.ExpertParallelism of `layout`) one attention rank's
+    `ExpertParallelCostModel`."""
+    if expert_parallel is not None:
+        from sim.cost.expert_parallel import ExpertParallelCostModel
+
+        return ExpertParallelCostModel(model, hw, layout, *args, expert_parallel=expert_parallel, **kwargs)
     if pp == 1:
         return CostModel(model, hw, tp, *args, **kwargs)
     return PipelineCostModel(model, hw, tp, *args, pp=pp, **kwargs)

@@ -57,7 +57,11 @@ def case_config(case: Case, engine: str | None = None) -> EngineConfig:
         longest = int(staged.prompt_quantiles[-1][1]) + staged.output_tokens
     if longest:
         data["max_model_len"] = max(longest + 1, 2048)
-    data.update({key: value for key, value in case.engine_args.items() if key not in UNMODELLED_ARGS})
+    data.update({key: value for key, value in case.engine_args.items()
+                 if key not in UNMODELLED_ARGS and key not in ENGINE_LAYOUT_ARGS})
+    for key, layout_of in ENGINE_LAYOUT_ARGS.items():
+        if key in case.engine_args:
+            data.update(layout_of(case, case.engine_args[key]))
     return validate(EngineConfig, data, f"{case.file}: case {case.case_id}" if case.file else where)
 
 
@@ -73,10 +77,21 @@ def cannot_express(case: Case) -> str | None:
 
 # engine settings of a measured run the simulator cannot reproduce yet: the row is kept, and
 # reported as `cannot express: <why>`
-UNMODELLED_ARGS = {
-    "enable_attention_dp": "the run used expert parallelism with data-parallel attention (TensorRT-LLM --ep, "
-                           "enable_attention_dp); infersim models tensor parallelism only until the EP/DP layout lands",
-}
+UNMODELLED_ARGS: dict[str, str] = {}
+
+
+def _trtllm_attention_dp(case: Case, value: str) -> dict:
+    """TensorRT-LLM `enable_attention_dp: true` with `--tp T --ep T` (the perf-overview MoE recipe):
+    every GPU an attention rank with its own requests and KV, the MoE layers expert-parallel over
+    all T, i.e. SGLang's `--tp T --dp T --enable-dp-attention --ep T`. TensorRT-LLM's own MoE
+    communication kernels are priced as the `nccl` all-to-all (sim/cost/expert_parallel.py)."""
+    if str(value).lower() not in ("true", "1"):
+        return {}
+    return {"dp": case.tp, "enable_dp_attention": True, "ep": case.tp, "moe_a2a_backend": "nccl"}
+
+
+# engine layout settings under another engine's name -> infersim's layout keys
+ENGINE_LAYOUT_ARGS = {"enable_attention_dp": _trtllm_attention_dp}
 
 
 def case_workload(case: Case, n_requests: int) -> Trace | ClosedLoop:
