@@ -77,7 +77,8 @@ def simulated_layout(cfg, model) -> ReplicaLayout:
             raise InputError(flag, None, "data-parallel attention without expert parallelism (MoE layers tensor-split "
                              "over the ranks) is not simulated: give --ep equal to the MoE layer's GPUs")
         if layout.pp > 1:
-            raise InputError("--pp", None, "pipeline stages with expert-parallel or data-parallel-attention layouts are "
+            raise InputError("--pp", None,
+                             "pipeline stages with expert-parallel or data-parallel-attention layouts are "
                              "not simulated: use pp 1")
         if cfg.is_disaggregated or cfg.spec_tokens:
             raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with disaggregated "

@@ -90,7 +90,8 @@ class ExpertParallelism:
                              f"max / mean tokens per EP GPU: a number >= 1 (got {load_imbalance})")
         ep = layout.expert_parallel_size
         if ep != layout.moe_group:
-            raise InputError("--ep", None, f"{ep}: expert parallelism over part of the MoE layer's {layout.moe_group} GPUs "
+            raise InputError("--ep", None,
+                             f"{ep}: expert parallelism over part of the MoE layer's {layout.moe_group} GPUs "
                              "(experts also tensor-split) is not simulated: give --ep equal to tp x dp")
         return cls(ep, layout.moe_group, layout.n_kv_ranks, backend, deepep_mode, float(load_imbalance),
                    bool(two_batch_overlap))
@@ -112,7 +113,8 @@ class ExpertParallelCostModel(CostModel):
         if model.moe is None:
             raise InputError("--ep", None, "expert parallelism needs a MoE model")
         if model.n_experts % expert_parallel.ep:
-            raise InputError("--ep", None, f"{expert_parallel.ep} must divide the model's {model.n_experts} routed experts")
+            raise InputError("--ep", None,
+                             f"{expert_parallel.ep} must divide the model's {model.n_experts} routed experts")
         super().__init__(model, hw, layout.attention_tp, *args, **kwargs)
         self.layout, self.expert_parallel = layout, expert_parallel
         for kernel in expert_parallel.a2a_kernels():  # refuse a missing DeepEP fit now, not mid-run

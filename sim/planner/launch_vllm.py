@@ -57,7 +57,8 @@ WRITTEN = ("model", "tp", "max_model_len", "max_num_seqs", "max_num_batched_toke
            "cpu_cache_gib", "num_gpu_blocks_override", "enforce_eager", "allreduce_kind", "seed", "spec_tokens",
            "spec_method", "spec_draft_model", "pp", "dp", "ep", "enable_expert_parallel")
 LISTED_WHEN_SET = ("router", "radix_ordering", "watermark", "batching_window_s", "preemption_mode", "swap_space",
-                   "num_scheduler_steps", "spec_acceptance", "spec_draft_cost", "enable_dp_attention")
+                   "num_scheduler_steps", "spec_acceptance", "spec_draft_cost", "enable_dp_attention",
+                   "moe_a2a_backend", "deepep_mode", "moe_load_imbalance", "enable_two_batch_overlap")
 NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the servers, not of one server
     "engine": "the assumed engine names the command itself", "hardware": "where it runs",
     "replicas": "how many commands (the launch's `replicas`)", "replica_hardware": "plan sizes one kind",
@@ -82,6 +83,13 @@ def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:
     if cfg.enable_dp_attention:
         missing.append(f"DP attention inside a TP group of {cfg.tp} (SGLang --enable-dp-attention): vLLM's "
                        "--data-parallel-size ranks are whole TP groups")
+    if cfg.moe_a2a_backend != "nccl":
+        missing.append(f"MoE all-to-all backend {cfg.moe_a2a_backend} ({cfg.deepep_mode}): set vLLM's "
+                       "VLLM_ALL2ALL_BACKEND to match (an environment variable, not a flag)")
+    if cfg.moe_load_imbalance is not None:
+        missing.append(f"expert load imbalance {cfg.moe_load_imbalance:g} (a property of the traffic, not a flag)")
+    if cfg.enable_two_batch_overlap:
+        missing.append("two-batch overlap (SGLang --enable-two-batch-overlap): no vLLM flag")
     return args
 
 
