@@ -118,3 +118,16 @@ def base_fields(cfg: HFConfig, *, qkv_bias_default: bool = False) -> dict:
 
 def moe_top_k(cfg: HFConfig, key: str = "num_experts_per_tok", default: int | None = None) -> int:
     return cfg.int(key, default)
+
+
+def shared_expert_moe(cfg: HFConfig, n_layers: int) -> dict:
+    """The MoE block of DeepSeek-style configs (DeepSeek-V2/V3, Kimi-K2, GLM-4.5): `n_routed_experts`
+    of width `moe_intermediate_size`, top `num_experts_per_tok`, `n_shared_experts` always on, the
+    first `first_k_dense_replace` layers dense."""
+    first_dense = cfg.int("first_k_dense_replace", 0, minimum=0)
+    return {
+        "n_experts": cfg.int("n_routed_experts"), "experts_per_token": cfg.int("num_experts_per_tok"),
+        "expert_intermediate_size": cfg.int("moe_intermediate_size"),
+        "n_shared_experts": cfg.int("n_shared_experts", 0, minimum=0),
+        "dense_layers": list(range(min(first_dense, n_layers))),
+    }

@@ -6,7 +6,7 @@ uses it); `ep_size` is a training-time layout (refused unless 1)."""
 
 from __future__ import annotations
 
-from sim.model.hf.common import HFConfig, base_fields
+from sim.model.hf.common import HFConfig, base_fields, shared_expert_moe
 from sim.model.hf.quant import weight_dtypes
 
 MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
@@ -27,13 +27,7 @@ def read(cfg: HFConfig, model_type: str) -> dict:
     cfg.expect("moe_layer_freq", 1, "every layer past first_k_dense_replace is MoE")
     cfg.expect("ep_size", 1, "a training-time expert layout")
     if cfg.opt_int("n_routed_experts"):
-        first_dense = cfg.int("first_k_dense_replace", 0, minimum=0)
-        spec["moe"] = {
-            "n_experts": cfg.data["n_routed_experts"], "experts_per_token": cfg.int("num_experts_per_tok"),
-            "expert_intermediate_size": cfg.int("moe_intermediate_size"),
-            "n_shared_experts": cfg.int("n_shared_experts", 0, minimum=0),
-            "dense_layers": list(range(min(first_dense, n))),
-        }
+        spec["moe"] = shared_expert_moe(cfg, n)
     spec["mtp_layers"] = cfg.int("num_nextn_predict_layers", 0, minimum=0)
     spec["weight_dtypes"] = weight_dtypes(cfg)
     return spec

@@ -5,7 +5,7 @@ layers dense (`intermediate_size`), the rest `n_routed_experts` experts of width
 
 from __future__ import annotations
 
-from sim.model.hf.common import HFConfig, base_fields
+from sim.model.hf.common import HFConfig, base_fields, shared_expert_moe
 from sim.model.hf.quant import weight_dtypes
 
 MODEL_TYPES = ("glm4_moe",)
@@ -15,13 +15,7 @@ def read(cfg: HFConfig, model_type: str) -> dict:
     spec = base_fields(cfg)
     n = spec["n_layers"]
     spec["intermediate_size"] = cfg.int("intermediate_size")
-    first_dense = cfg.int("first_k_dense_replace", 0, minimum=0)
-    spec["moe"] = {
-        "n_experts": cfg.int("n_routed_experts"), "experts_per_token": cfg.int("num_experts_per_tok"),
-        "expert_intermediate_size": cfg.int("moe_intermediate_size"),
-        "n_shared_experts": cfg.int("n_shared_experts", 0, minimum=0),
-        "dense_layers": list(range(min(first_dense, n))),
-    }
+    spec["moe"] = shared_expert_moe(cfg, n)
     spec["mtp_layers"] = cfg.int("num_nextn_predict_layers", 0, minimum=0)
     spec["weight_dtypes"] = weight_dtypes(cfg)
     return spec
