@@ -101,7 +101,8 @@ class Replica:
             self._in_flight = False
             if self.halted:
                 return
-            self._last_step_start_s = start_s + plan.duration_s - float(plan.step_times_s[-1])
+            if self.async_scheduling:  # only the held-back arrivals read it
+                self._last_step_start_s = start_s + plan.duration_s - float(plan.step_times_s[-1])
             finished = sched.commit(plan, env.now)
             if finished and self.source.reacts_to_completions:
                 yield env.timeout(0)  # let clients send their next request before we schedule
