@@ -74,6 +74,28 @@ def test_mla_caches_the_latent_and_absorbs_weights_in_decode(deepseek):
     assert prefill.flops == pytest.approx(16 * (2 * 192 + 2 * 128) * 512 * 256)
 
 
+def test_mla_prefill_re_expands_the_cached_latents_of_prefill_sequences(deepseek):
+    # vLLM's MLA prefill up-projects every prefill sequence's cached latents (kv_b) each step
+    step = ops_of(deepseek.breakdown([100, 300, 1], [16000, 2000, 9000], n_sampled=3))
+    ctx = step["kv_b_proj_context"]
+    assert ctx.flops == pytest.approx(2 * (16000 + 2000) * 512 * 16 * (128 + 128))  # decodes re-expand nothing
+    # a short suffix over a long cached prefix: the re-expansion outweighs the attention itself
+    one = ops_of(deepseek.breakdown([100], [16000], n_sampled=1))
+    assert one["kv_b_proj_context"].time_s > one["prefill_attention"].time_s
+    assert "kv_b_proj_context" not in ops_of(deepseek.breakdown([512], [0], n_sampled=1))
+    assert "kv_b_proj_context" not in ops_of(deepseek.breakdown([1] * 8, [4096] * 8))
+
+
+@pytest.mark.parametrize("n_seqs", [5, 40])  # 40: above SCALAR_MAX_SEQS, the array path
+def test_mla_hot_path_equals_its_scalar_twin_and_the_breakdown(deepseek, n_seqs):
+    rng = np.random.default_rng(n_seqs)
+    q = rng.choice([1, 1, 7, 64, 300], size=n_seqs)
+    c = rng.integers(0, 20000, size=n_seqs)
+    hot = deepseek._hot
+    assert hot.step_parts(q, c) == hot.step_parts_scalar(q.tolist(), c.tolist())  # bit for bit
+    assert deepseek.step_time_s(q, c, n_seqs) == pytest.approx(deepseek.breakdown(q, c, n_seqs).time_s, rel=1e-9)
+
+
 def test_explicit_fp8_equals_the_checkpoint_dtypes_for_deepseek(deepseek):
     fp8 = CostModel(deepseek.model, deepseek.hw, 8, weight_dtype="fp8")
     new, cached = np.array([1, 1, 300]), np.array([100, 5000, 0])
