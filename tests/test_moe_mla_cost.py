@@ -33,6 +33,20 @@ def deepseek():
     return CostModel(load_model("deepseek-v3"), load_hardware("h200"), 8, weight_dtype="auto")
 
 
+def test_uniform_routing_bounds_the_experts_a_skewed_router_touches():
+    """Why load imbalance enters no term under TP (sim/cost/moe.py): a skewed router (Zipf expert
+    popularity) touches fewer distinct experts than the uniform formula, so it reads fewer weights
+    and, with compute time affine in each expert's tokens, computes no longer."""
+    rng = np.random.default_rng(1)
+    n, k = 128, 8
+    popularity = 1.0 / np.arange(1, n + 1) ** 0.8
+    popularity /= popularity.sum()
+    for tokens in (4, 32, 256):
+        touched = [len(set(np.concatenate([rng.choice(n, k, replace=False, p=popularity) for _ in range(tokens)])))
+                   for _ in range(200)]
+        assert np.mean(touched) < experts_touched(tokens, n, k)
+
+
 def test_small_moe_decode_is_memory_bound_on_the_active_experts(deepseek):
     m = deepseek.model
     moe = ops_of(deepseek.breakdown([1], [1000]))["moe_mlp"]
