@@ -15,8 +15,8 @@ from sim.simulate import simulate
 from sim.summary import requests_frame
 
 
-def _companions(kind, window, block, cached, capacity=100):
-    w = WindowCompanions(kind, window, block, capacity)
+def _companions(kind, window, block, cached, reserve=100):
+    w = WindowCompanions(kind, window, block, reserve)
     w.hold(0, list(cached))
     return w
 
@@ -44,7 +44,7 @@ def test_chunked_hit_needs_only_the_blocks_of_its_last_chunk():
 
 
 def test_freed_window_blocks_go_oldest_first_and_forgotten_blocks_serve_no_hit():
-    w = WindowCompanions("sliding", 5, 2, capacity_blocks=4)
+    w = WindowCompanions("sliding", 5, 2, reserve_blocks=4)
     path = [0, 1, 2, 3, 4, 5]
     w.prompt_computed(7, path, 12)  # window keeps blocks from (12 - 4) // 2 = 4: 0..3 freed
     assert [w.is_cached(b) for b in path] == [False, False, True, True, True, True]  # 0, 1 dropped
@@ -56,26 +56,29 @@ def test_freed_window_blocks_go_oldest_first_and_forgotten_blocks_serve_no_hit()
 
 
 # A: 64 full prompt blocks, then B shares A's first 32 blocks, then C repeats B.
-def _abc(model_name: str, max_num_seqs: int) -> list[int]:
+def _abc(model_name: str, max_num_seqs: int, n_blocks: int) -> list[int]:
     a = list(range(1, 65))
     b = a[:32] + list(range(100, 132))
     rows = [(0.0, 64 * 16 + 1, 1), (10.0, 64 * 16 + 1, 1), (20.0, 64 * 16 + 1, 1)]
     trace = make_trace(rows, [a, b, b], hash_block_tokens=16)
     cost = ConstantCost()
     cost.model = load_model(model_name)
-    cfg = EngineConfig(policy="radix", num_gpu_blocks_override=1000, max_model_len=4096, watermark=0.0,
+    cfg = EngineConfig(policy="radix", num_gpu_blocks_override=n_blocks, max_model_len=4096, watermark=0.0,
                        max_num_seqs=max_num_seqs)
     return requests_frame(simulate(cfg, trace, cost=cost))["cached_tokens"].tolist()
 
 
 def test_gpt_oss_hits_where_its_sliding_layers_still_hold_the_window():
-    # gpt-oss: W = 128, B = 16: a hit needs the 8 blocks before its end
-    assert _abc("gpt-oss-20b", max_num_seqs=256) == [0, 32 * 16, 64 * 16]  # the reserve keeps A's freed blocks
-    # one sequence's reserve (9 blocks): only the window at the end of the last prompt survives, so
-    # B's branch point (block 32 of A) cannot be served, C's repeat of B can
-    assert _abc("gpt-oss-20b", max_num_seqs=1) == [0, 0, 64 * 16]
+    # gpt-oss: W = 128, B = 16: a hit needs the 8 blocks before its end. A's prompt computed, its
+    # window blocks before block 56 are freed, the rest when A leaves; they stay cached in the
+    # windowed reserve (max_num_seqs x 9 blocks) or in the pool's free blocks
+    assert _abc("gpt-oss-20b", max_num_seqs=256, n_blocks=80) == [0, 32 * 16, 64 * 16]  # the reserve keeps them
+    assert _abc("gpt-oss-20b", max_num_seqs=1, n_blocks=1000) == [0, 32 * 16, 64 * 16]  # free pool memory does
+    # a 9-block reserve and a nearly full pool (A's 64 cached blocks of 80): only the newest 25 of A's
+    # window blocks survive, so B's branch point (block 32 of A) cannot be served; C's repeat of B can
+    assert _abc("gpt-oss-20b", max_num_seqs=1, n_blocks=80) == [0, 0, 64 * 16]
 
 
 @pytest.mark.parametrize("max_num_seqs", [1, 256])
 def test_full_attention_models_are_unaffected(max_num_seqs):
-    assert _abc("qwen3-8b", max_num_seqs) == [0, 32 * 16, 64 * 16]
+    assert _abc("qwen3-8b", max_num_seqs, n_blocks=80) == [0, 32 * 16, 64 * 16]

@@ -17,13 +17,18 @@ cached until the block pool reuses them; a finished sequence frees its window's 
 
 Here the full-attention blocks live in the block pool and radix tree; a windowed layer block is
 a "companion" of the full-attention block at the same position, named by that block's id. The
-windowed layers live in their own bounded reserve (sim/memory.py): companions held by running
-sequences plus freed-but-cached companions fit in `capacity_blocks`; the oldest freed one is
-dropped first (vLLM's free queue is FIFO). Simplifications, stated: a sequence's companions are
-placed when its prompt is computed (the prompt's companions outside the final window freed then,
-oldest position first) and the rest freed when it leaves; vLLM frees them one by one as the
-window passes. vLLM's freed blocks also compete with free full-attention blocks in one pool;
-here they compete only within the reserve, so a hybrid model's hits are not overstated.
+windowed layers have their own reserve (sim/memory.py, `reserve_blocks` companions): running
+sequences hold their window there, and freed-but-cached companions fill its idle part. Beyond it,
+freed companions stay cached in the pool's FREE memory (`pool_blocks_per_companion` pool blocks
+each: the windowed layers' bytes per block over the pooled layers'), as vLLM's one pool keeps
+them, and are the first cache to go when the pool uses that memory, oldest first: vLLM's free
+queue is FIFO, and a window block leaves the window, hence is freed, before the full-attention
+blocks of its sequence (freed when it ends). The pool is not charged for them (free memory it can
+take back at once); they are dropped as soon as its free blocks no longer cover them (checked
+whenever companions change and before every hit). Simplification, stated: a sequence's companions
+are placed when its prompt is computed (the prompt's companions outside the final window freed
+then, oldest position first) and the rest freed when it leaves; vLLM frees them one by one as the
+window passes.
 """
 
 from __future__ import annotations
@@ -35,11 +40,15 @@ from collections import OrderedDict
 class WindowCompanions:
     """Which windowed-layer blocks are cached, keyed by the full-attention block at their position."""
 
-    def __init__(self, kind: str, window_tokens: int, block_size: int, capacity_blocks: int):
+    def __init__(self, kind: str, window_tokens: int, block_size: int, reserve_blocks: int, pool=None,
+                 pool_blocks_per_companion: float = 0.0):
+        """`pool`: the BlockManager whose free blocks freed companions may borrow (None: they fit
+        in the reserve or are dropped)."""
         if kind not in ("sliding", "chunked"):
             raise ValueError(f"windowed attention kind {kind!r}")
         self.kind, self.window_tokens, self.block_size = kind, window_tokens, block_size
-        self.capacity_blocks = capacity_blocks
+        self.reserve_blocks = reserve_blocks
+        self.pool, self.ratio = pool, pool_blocks_per_companion
         self.n_needed = math.ceil((window_tokens - 1) / block_size)  # sliding: blocks a hit needs
         self._ref: dict[int, int] = {}  # held companion -> holders
         self._free: OrderedDict[int, None] = OrderedDict()  # cached, unheld, oldest first
@@ -52,9 +61,11 @@ class WindowCompanions:
     # ------------------------------------------------------------------ the hit rule
     def hit_blocks(self, path_blocks: list[int], n_bound: int) -> int:
         """Blocks of the longest prefix (at most `n_bound` of `path_blocks`, the full-attention
-        group's cached blocks) the windowed layers can also serve. Read-only."""
+        group's cached blocks) the windowed layers can also serve. Mutates only to drop the
+        freed companions the pool's free memory no longer covers."""
         if n_bound <= 0:
             return 0
+        self._trim()  # the pool may have taken back the free memory companions sat in
         if self.kind == "chunked":
             chunk = self.window_tokens
             start = (n_bound * self.block_size) // chunk * chunk // self.block_size
@@ -133,6 +144,14 @@ class WindowCompanions:
         self._trim()
 
     def _trim(self) -> None:
-        while self._free and len(self._ref) + len(self._free) > self.capacity_blocks:
+        """Drop the oldest freed companions that neither the reserve's idle part nor the pool's
+        free blocks cover."""
+        while self._free and not self._covered():
             self._free.popitem(last=False)
             self.n_dropped += 1
+
+    def _covered(self) -> bool:
+        borrowed = len(self._free) - max(0, self.reserve_blocks - len(self._ref))
+        if borrowed <= 0:
+            return True
+        return self.pool is not None and self.ratio > 0 and borrowed * self.ratio <= self.pool.n_free

@@ -18,7 +18,7 @@ import numpy as np
 from sim.kv.keys import block_keys
 from sim.kv.radix import RadixCache
 from sim.kv.window_cache import WindowCompanions
-from sim.model.kv import window_blocks_per_seq, window_layers
+from sim.model.kv import pooled_layers, window_blocks_per_seq, window_layers
 from sim.sched.chunked import ChunkedScheduler
 from sim.sched.continuous import ContinuousScheduler
 from sim.sched.host_loads import make_host_loads
@@ -155,8 +155,9 @@ def _window_companions(sched) -> WindowCompanions | None:
     if len(kinds) != 1:
         raise ValueError(f"{model.name}: one windowed attention kind is modelled, got {sorted(kinds)}")
     block_size = sched.blocks.block_size
-    capacity = min(sched.cfg.max_num_seqs * window_blocks_per_seq(model, block_size), sched.blocks.n_blocks)
-    return WindowCompanions(kinds.pop(), model.window_tokens, block_size, capacity)
+    reserve = min(sched.cfg.max_num_seqs * window_blocks_per_seq(model, block_size), sched.blocks.n_blocks)
+    ratio = window_layers(model) / pooled_layers(model)  # windowed bytes per block / pooled bytes per block
+    return WindowCompanions(kinds.pop(), model.window_tokens, block_size, reserve, sched.blocks, ratio)
 
 
 class RadixChunkedScheduler(RadixMixin, ChunkedScheduler):
