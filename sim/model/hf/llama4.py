@@ -1,8 +1,8 @@
 """Llama-4 (Scout, Maverick): a `text_config` decoder plus a vision tower.
 
 Text: GQA; layers that use RoPE (`no_rope_layers[i] == 1`; transformers' default when absent or
-empty: all but every `no_rope_layer_interval`-th, 4) attend within their `attention_chunk_size` chunk (vLLM's ChunkedLocalAttention), the NoPE
-layers over the whole context. MoE layers (`moe_layers`, default every
+empty: all but every `no_rope_layer_interval`-th, 4) attend within their `attention_chunk_size`
+chunk (vLLM's ChunkedLocalAttention), the NoPE layers over the whole context. MoE layers (`moe_layers`, default every
 `interleave_moe_layer_step`-th from step - 1) hold `num_local_experts` routed experts of width
 `intermediate_size` (top `num_experts_per_tok`) and one shared expert of the same width; the
 other layers a dense MLP of width `intermediate_size_mlp`.
