@@ -119,6 +119,8 @@ CASES = [
     case("model-negative-layers", f"{MEM} -m {{d}}/m.yaml", "n_layers", m__yaml=model(n_layers=-1)),
     case("model-bool-hidden", f"{MEM} -m {{d}}/m.yaml", "true/false", m__yaml=model(hidden_size=True)),
     case("model-moe-topk-over-experts", f"{MEM} -m {{d}}/m.yaml", "experts_per_token", m__yaml=model(moe={"n_experts": 8, "experts_per_token": 9})),
+    case("model-sliding-and-chunked-layers", f"{MEM} -m {{d}}/m.yaml", "mixing sliding and chunked",
+         m__yaml=model(layer_attention=["full", "sliding", "chunked"] + ["full"] * 29, window_tokens=4096)),
     case("model-unknown-key", f"{MEM} -m {{d}}/m.yaml", "unknown field", m__yaml=model(n_expertz=3)),
     case("model-fractional-head-dim", f"{MEM} -m {{d}}/m.yaml", "head_dim", m__yaml=model(head_dim=1.5)),
     case("model-not-a-mapping", f"{MEM} -m {{d}}/m.yaml", "mapping", m__yaml="- a\n- b\n"),

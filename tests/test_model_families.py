@@ -103,6 +103,15 @@ def test_llama4_chunked_local_layers_moe_interleave_and_vision_tower():
     assert scout.total_params() + scout.extra_weight_params == pytest.approx(109e9, rel=1e-2)  # Meta: 109 B
 
 
+def test_llama4_scout_fp8_dynamic_resave_reads_as_the_instruct_spec_with_fp8_mlps():
+    """RedHatAI's re-save (fixture README) writes `no_rope_layers: []` (transformers' default layers) and
+    ignores the vision tower and attention in its compressed-tensors config."""
+    fp8, bf16 = hf("llama-4-scout-fp8-dynamic"), load_model("llama-4-scout")
+    assert fp8.layer_attention == bf16.layer_attention and fp8.moe == bf16.moe
+    assert fp8.extra_weight_params == bf16.extra_weight_params
+    assert fp8.weight_dtypes["experts"] == "fp8" and fp8.weight_dtypes["attention"] == "bf16"
+
+
 def test_glm45_air_first_dense_layer_shared_expert_and_mtp():
     m = hf("glm-4.5-air")
     assert m.moe.dense_layers == [0] and m.moe.n_shared_experts == 1 and m.mtp_layers == 1 and m.qkv_bias

@@ -33,6 +33,22 @@ def deepseek():
     return CostModel(load_model("deepseek-v3"), load_hardware("h200"), 8, weight_dtype="auto")
 
 
+def test_uniform_routing_bounds_the_experts_a_skewed_router_touches():
+    """Why load imbalance enters no term under TP (sim/cost/moe.py): a skewed router (Zipf expert
+    popularity) touches fewer distinct experts than the uniform formula, so it reads fewer weights
+    and, with compute time affine in each expert's tokens, computes no longer."""
+    rng = np.random.default_rng(1)
+    n, k = 128, 8
+    popularity = 1.0 / np.arange(1, n + 1) ** 0.8
+    popularity /= popularity.sum()
+    for tokens in (4, 32, 256):
+        # top-k without replacement by the Gumbel trick: 100 steps of `tokens` tokens each
+        keys = np.log(popularity) + rng.gumbel(size=(100, tokens, n))
+        chosen = np.argpartition(-keys, k, axis=-1)[..., :k].reshape(100, -1)
+        touched = [np.unique(step).size for step in chosen]
+        assert np.mean(touched) < experts_touched(tokens, n, k)
+
+
 def test_small_moe_decode_is_memory_bound_on_the_active_experts(deepseek):
     m = deepseek.model
     moe = ops_of(deepseek.breakdown([1], [1000]))["moe_mlp"]
@@ -72,6 +88,28 @@ def test_mla_caches_the_latent_and_absorbs_weights_in_decode(deepseek):
     assert decode.flops == pytest.approx(16 * (2 * 576 + 2 * 512) * (4096 + 0.5))
     prefill = ops_of(deepseek.breakdown([512], [0], n_sampled=1))["prefill_attention"]
     assert prefill.flops == pytest.approx(16 * (2 * 192 + 2 * 128) * 512 * 256)
+
+
+def test_mla_prefill_re_expands_the_cached_latents_of_prefill_sequences(deepseek):
+    # vLLM's MLA prefill up-projects every prefill sequence's cached latents (kv_b) each step
+    step = ops_of(deepseek.breakdown([100, 300, 1], [16000, 2000, 9000], n_sampled=3))
+    ctx = step["kv_b_proj_context"]
+    assert ctx.flops == pytest.approx(2 * (16000 + 2000) * 512 * 16 * (128 + 128))  # decodes re-expand nothing
+    # a short suffix over a long cached prefix: the re-expansion outweighs the attention itself
+    one = ops_of(deepseek.breakdown([100], [16000], n_sampled=1))
+    assert one["kv_b_proj_context"].time_s > one["prefill_attention"].time_s
+    assert "kv_b_proj_context" not in ops_of(deepseek.breakdown([512], [0], n_sampled=1))
+    assert "kv_b_proj_context" not in ops_of(deepseek.breakdown([1] * 8, [4096] * 8))
+
+
+@pytest.mark.parametrize("n_seqs", [5, 40])  # 40: above SCALAR_MAX_SEQS, the array path
+def test_mla_hot_path_equals_its_scalar_twin_and_the_breakdown(deepseek, n_seqs):
+    rng = np.random.default_rng(n_seqs)
+    q = rng.choice([1, 1, 7, 64, 300], size=n_seqs)
+    c = rng.integers(0, 20000, size=n_seqs)
+    hot = deepseek._hot
+    assert hot.step_parts(q, c) == hot.step_parts_scalar(q.tolist(), c.tolist())  # bit for bit
+    assert deepseek.step_time_s(q, c, n_seqs) == pytest.approx(deepseek.breakdown(q, c, n_seqs).time_s, rel=1e-9)
 
 
 def test_explicit_fp8_equals_the_checkpoint_dtypes_for_deepseek(deepseek):

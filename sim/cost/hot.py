@@ -48,6 +48,7 @@ class HotPath:
         self.kv_bw = cost.bandwidth * cost._paged_eff  # prefill and decode both read paged KV
         self.prefill_ratio, self.decode_ratio = cost.prefill_ratio, cost.decode_ratio  # measured tables or None
         self.window = cost.window  # sliding / chunked layers (sim/cost/window.py), None without
+        self.mla_context = cost.mla_context is not None  # MLA: cached latents re-expanded in prefill
         if self.window is not None:
             self._split_windowed_layers(model)
 
@@ -73,6 +74,12 @@ class HotPath:
             return 0.0
         t_memory = (kv_tokens * self.kv_token_bytes + n_tokens * self.io_token_bytes) / bandwidth
         return self._blend(pairs * (self.pair_s if pair_s is None else pair_s), t_memory) + self.launch_s
+
+    def _mla_context_s(self, context_tokens: int) -> float:
+        """Per-layer time of re-expanding `context_tokens` cached latents (0 for none)."""
+        if context_tokens <= 0:
+            return 0.0
+        return float(self.cost.mla_context_op(np.array([float(context_tokens)]))[1][0])
 
     def _window_s(self, pairs: float, kv_tokens: float, n_tokens: float, prefill: bool) -> float:
         """The windowed layers' share of a layer's attention (0 without windowed layers)."""
@@ -135,6 +142,8 @@ class HotPath:
                                           self.kv_bw, self.prefill_pair_s)
             if self.prefill_ratio is not None:
                 prefill_s *= float(self.prefill_ratio.factor(pairs_p))
+            if self.mla_context:
+                prefill_s += self._mla_context_s(int(np.add.reduce(c[prefill])))
             pairs_d = float(np.add.reduce(c[decode])) + 0.5 * n_decode
             kv_d = float(np.add.reduce(kv_tokens[decode]))
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
@@ -148,7 +157,7 @@ class HotPath:
     def step_parts_scalar(self, new_tokens: list[int], cached_tokens: list[int]) -> tuple[int, float, int, float]:
         """`step_parts` in plain Python (same values bit for bit)."""
         size = self.block_size
-        n_tokens = n_decode = context_d = kv_d = kv_p = tokens_p = 0
+        n_tokens = n_decode = context_d = kv_d = kv_p = tokens_p = context_p = 0
         pairs_p = 0.0
         for q, c in zip(new_tokens, cached_tokens):
             n_tokens += q
@@ -160,10 +169,13 @@ class HotPath:
                 pairs_p += q * (c + 0.5 * q)
                 kv_p += -(-(c + q) // size) * size
                 tokens_p += q
+                context_p += c
         prefill_s = (self._attention_s(pairs_p, float(kv_p), float(tokens_p), self.kv_bw, self.prefill_pair_s)
                      if tokens_p else 0.0)
         if self.prefill_ratio is not None and tokens_p:
             prefill_s *= float(self.prefill_ratio.factor(pairs_p))
+        if self.mla_context and tokens_p:
+            prefill_s += self._mla_context_s(context_p)
         decode_s = self._attention_s(float(context_d) + 0.5 * n_decode, float(kv_d), n_decode, self.kv_bw)
         if self.decode_ratio is not None and n_decode:
             decode_s *= float(self.decode_ratio.factor(float(kv_d)))

@@ -24,7 +24,7 @@ from sim.cost.arch import (
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fits, engine_allreduce, link_time_s
 from sim.cost.hot import HotPath
-from sim.cost.mla import mla_kv_elements_per_token, mla_pair_flops
+from sim.cost.mla import mla_context_shape, mla_kv_elements_per_token, mla_pair_flops
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
 from sim.cost.tables import gemm_tables
@@ -134,6 +134,7 @@ class CostModel:
         if model.mla is not None:
             self.kv_bytes_per_token_layer_gpu = mla_kv_elements_per_token(model) * self.kv_bytes_el
             self.pair_flops = mla_pair_flops(model, self.q_heads_gpu)
+        self.mla_context = mla_context_shape(model, self.q_heads_gpu) if model.mla is not None else None
         self.time_scale = _checked_scale(time_scale)
         base_overhead_s = self.eff.step_overhead_us * 1e-6 if step_overhead_s is None else step_overhead_s
         self.overhead_s = base_overhead_s * self.time_scale["overhead"]
@@ -303,6 +304,14 @@ class CostModel:
                              np.array([pairs_d]), np.array([kv_d]), np.array([float((q == 1).sum())]))
         return self._attention_ops(load, 1.0 - self.full_attention_share, " (windowed layers)")
 
+    def mla_context_op(self, context_tokens: np.ndarray):
+        """MLA only: the kv_b up-projection of the cached latents of a step's prefill sequences
+        (`context_tokens`: their cached tokens, summed per step), sim/cost/mla.py."""
+        n_out, k_in = self.mla_context
+        tokens = np.asarray(context_tokens, dtype=np.float64)
+        time, flops, bytes_, bound = arch_gemm(self, tokens, n_out, k_in, "kv_b_proj", "attention")
+        return ("kv_b_proj_context", np.where(tokens > 0, time, 0.0), flops, bytes_, bound)
+
     def _lm_head_op(self, n_sampled: np.ndarray):
         m = self.model
         sampled = np.asarray(n_sampled, dtype=np.float64)
@@ -322,6 +331,8 @@ class CostModel:
         sampled = len(q) if n_sampled is None else n_sampled
         load = attention_load(q, c, self.block_size)
         rows = self._layer_ops(np.array([q.sum()])) + self._attention_ops(load) + self._window_ops(q, c)
+        if self.mla_context is not None:
+            rows.append(self.mla_context_op(np.array([float(c[q > 1].sum())])))
         ops = [
             OpCost(n, float(t[0]), float(f[0]), float(b[0]), str(bd[0]), True)
             for n, t, f, b, bd in rows

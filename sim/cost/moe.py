@@ -10,10 +10,19 @@ grouped GEMM's compute efficiency ramps with that M (the same ramp as a dense GE
 below the tensor-core ceiling.
 
 Load imbalance: `load_imbalance` = max / mean tokens per expert *rank* of a step (DeepSeek-V3
-report, arXiv:2412.19437 sec. 3.4, balances exactly this with its redundant experts, EPLB). It
-stretches the compute term only when the experts are split over ranks (`n_ranks` > 1, expert
-parallelism, a later layout): under tensor parallelism every GPU runs a slice of every expert, so
-the busiest expert does not idle the others and total work is what sets the time.
+report, arXiv:2412.19437 sec. 3.4, balances exactly this with its redundant experts, EPLB; the
+published measurements, DeepSeek's EPLB and SGLang's large-scale EP / Waterfill-LPLB posts, are of
+tokens per EP *GPU*). It stretches the compute term only when the experts are split over ranks
+(`n_ranks` > 1, expert parallelism, sim/cost/expert_parallel.py). On one GPU or under tensor
+parallelism every GPU runs a slice of every expert: no GPU waits for a busier one, and an uneven
+split of tokens over experts changes only the per-expert GEMM shapes. It enters no term there,
+because uniform routing is already the slowest case this model prices: (1) the distinct experts
+touched, sum_e 1 - (1 - p_e)^T over expert probabilities p_e summing to k, is concave in p, so
+uniform p_e = k/n touches the most (Jensen): most weight bytes; (2) the efficiency ramp
+M / (M + half_M) makes an expert's compute time proportional to m_e + half_M, so the experts'
+total is (T k + touched x half_M) / (peak x ceiling): it depends on the split only through the
+touched count, again largest when uniform. A measured per-expert token distribution (none
+published for a TP deployment was found) could only lower a TP step.
 
 `experts_per_rank` / `n_ranks` are the hooks expert parallelism divides by; 1 rank here.
 """

@@ -67,6 +67,7 @@ class RadixCache:
     """Prefix cache of one replica, over the blocks of its BlockManager."""
 
     on_evict = None  # hook (host-memory tier): callback(path keys root..node, n tail blocks) before a trim
+    on_drop_blocks = None  # hook (hybrid models' window companions): callback(evicted block ids)
 
     def __init__(self, blocks: BlockManager):
         self._blocks = blocks
@@ -229,6 +230,8 @@ class RadixCache:
             if self.on_evict is not None:
                 self.on_evict(self._path_keys(node), n_take)
             tail = node.blocks[-n_take:]
+            if self.on_drop_blocks is not None:
+                self.on_drop_blocks(tail)
             del node.blocks[-n_take:]
             n_freed += self._blocks.decref(reversed(tail))
             self.n_cached_blocks -= n_take

@@ -99,6 +99,9 @@ class ModelSpec(StrictModel):
                 raise ValueError("window_tokens is required when layer_attention has sliding or chunked layers")
             if self.mla is not None and any(kind != "full" for kind in self.layer_attention):
                 raise ValueError("mla with sliding or chunked layers is not modelled")
+            if {"sliding", "chunked"} <= set(self.layer_attention):
+                raise ValueError("layer_attention mixing sliding and chunked layers is not modelled "
+                                 "(one window_tokens, one windowed kind)")
         if self.moe is not None and any(i >= self.n_layers for i in self.moe.dense_layers):
             raise ValueError(f"moe.dense_layers must be layer indices below n_layers ({self.n_layers})")
         unknown = sorted(set(self.weight_dtypes or {}) - set(WEIGHT_GROUPS))

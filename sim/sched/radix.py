@@ -5,6 +5,10 @@ matched blocks are shared (ref-counted, the node locked) and only the rest is pr
 "raises tokens computed". When its prompt is in the cache the request's full prompt blocks are
 inserted. Unlocked cached blocks are evicted LRU (simulated time) when blocks run short.
 Ordering `lpm` admits the waiting request with the longest cached prefix first.
+
+Hybrid models (full attention + sliding-window or chunked-local layers kept outside the pool) hit
+only as far as their windowed layers can serve too, by vLLM's hybrid KV cache manager rules
+(sim/kv/window_cache.py); models without such layers skip that check entirely.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import numpy as np
 
 from sim.kv.keys import block_keys
 from sim.kv.radix import RadixCache
+from sim.kv.window_cache import WindowCompanions
+from sim.model.kv import pooled_layers, window_blocks_per_seq, window_layers
 from sim.sched.chunked import ChunkedScheduler
 from sim.sched.continuous import ContinuousScheduler
 from sim.sched.host_loads import make_host_loads
@@ -32,6 +38,9 @@ class RadixMixin:
         self._keys: dict[int, np.ndarray] = {}
         self._locks: dict[int, object] = {}
         self.host_loads = make_host_loads(self)  # hook: host-memory prefix tier (None when off)
+        self.window = _window_companions(self)  # hybrid attention only (None otherwise)
+        if self.window is not None:
+            self.radix.on_drop_blocks = self.window.forget
 
     def keys_of(self, rid: int) -> np.ndarray:
         """The request's prompt as block keys (none when the workload has no prefix ids)."""
@@ -65,6 +74,9 @@ class RadixMixin:
         match = self.radix.match_prefix(keys, now_s)
         n_max = int(t.n_tokens[rid] - 1) // self.blocks.block_size  # compute >= 1 token
         usable = min(match.n_blocks, n_max)
+        if self.window is not None and usable > 0:
+            usable = self.window.hit_blocks(match.blocks, usable)
+            self.window.hold(rid, self.window.needed_blocks(match.blocks, usable))
         if usable > 0:
             self.blocks.attach_shared(rid, match.blocks[:usable])
             self.radix.lock(match.node)
@@ -81,6 +93,8 @@ class RadixMixin:
 
     def on_admit_failed(self, rid: int) -> None:
         self._unlock(rid)
+        if self.window is not None:
+            self.window.release(rid)
         self.blocks.free_request(rid)
         self.table.n_computed[rid] = 0
         self.table.cached_tokens[rid] = 0
@@ -101,13 +115,18 @@ class RadixMixin:
         if self.host_loads is not None:
             self.host_loads.forget(rid)
         self.radix.insert(keys, table[: keys.shape[0]], now_s)
-        node = self.radix.match_prefix(keys, now_s).node
+        match = self.radix.match_prefix(keys, now_s)
+        node = match.node
+        if self.window is not None:
+            self.window.prompt_computed(rid, match.blocks, int(self.table.n_computed[rid]))
         self._unlock(rid)
         self.radix.lock(node)
         self._locks[rid] = node
 
     def on_release(self, rid: int) -> None:
         self._unlock(rid)
+        if self.window is not None:
+            self.window.release(rid)
 
     def make_room(self, n_blocks: int, use_watermark: bool = False) -> bool:
         if self.blocks.can_allocate(n_blocks, use_watermark):
@@ -124,6 +143,21 @@ class RadixMixin:
         node = self._locks.pop(rid, None)
         if node is not None:
             self.radix.unlock(node)
+
+
+def _window_companions(sched) -> WindowCompanions | None:
+    """The windowed layers' prefix-cache state of a hybrid model; None when every layer is full
+    attention or every layer is windowed (then they are pooled: sim/model/kv.py)."""
+    model = sched.cost.model
+    if getattr(model, "layer_attention", None) is None or not window_layers(model):
+        return None
+    kinds = {k for k in model.layer_attention if k != "full"}
+    if len(kinds) != 1:
+        raise ValueError(f"{model.name}: one windowed attention kind is modelled, got {sorted(kinds)}")
+    block_size = sched.blocks.block_size
+    reserve = min(sched.cfg.max_num_seqs * window_blocks_per_seq(model, block_size), sched.blocks.n_blocks)
+    ratio = window_layers(model) / pooled_layers(model)  # windowed bytes per block / pooled bytes per block
+    return WindowCompanions(kinds.pop(), model.window_tokens, block_size, reserve, sched.blocks, ratio)
 
 
 class RadixChunkedScheduler(RadixMixin, ChunkedScheduler):

@@ -1,8 +1,8 @@
 """Llama-4 (Scout, Maverick): a `text_config` decoder plus a vision tower.
 
-Text: GQA; layers that use RoPE (`no_rope_layers[i] == 1`; transformers' default: all but every
-4th) attend within their `attention_chunk_size` chunk (vLLM's ChunkedLocalAttention), the NoPE
-layers over the whole context. MoE layers (`moe_layers`, default every
+Text: GQA; layers that use RoPE (`no_rope_layers[i] == 1`; transformers' default when absent or
+empty: all but every `no_rope_layer_interval`-th, 4) attend within their `attention_chunk_size`
+chunk (vLLM's ChunkedLocalAttention), the NoPE layers over the whole context. MoE layers (`moe_layers`, default every
 `interleave_moe_layer_step`-th from step - 1) hold `num_local_experts` routed experts of width
 `intermediate_size` (top `num_experts_per_tok`) and one shared expert of the same width; the
 other layers a dense MLP of width `intermediate_size_mlp`.
@@ -36,7 +36,7 @@ def read_text(cfg: HFConfig) -> dict:
     spec = base_fields(cfg)
     n = spec["n_layers"]
     spec["max_position_embeddings"] = min(spec["max_position_embeddings"], MAX_TOKENS)
-    uses_rope = cfg.int_list("no_rope_layers", n, allowed=(0, 1)) or [int((i + 1) % 4 != 0) for i in range(n)]
+    uses_rope = _rope_layers(cfg, n)
     chunk = cfg.opt_int("attention_chunk_size")
     if chunk is not None:
         spec["layer_attention"] = ["chunked" if rope else "full" for rope in uses_rope]
@@ -53,6 +53,16 @@ def read_text(cfg: HFConfig) -> dict:
         "dense_layers": [i for i in range(n) if i not in set(moe_layers)],
     }
     return spec
+
+
+def _rope_layers(cfg: HFConfig, n: int) -> list:
+    """1 where a layer uses RoPE. An absent or empty `no_rope_layers` means transformers' default
+    (Llama4TextConfig): a NoPE layer every `no_rope_layer_interval` (4) layers; RedHatAI's re-save of
+    Scout-Instruct writes `[]`."""
+    interval = cfg.int("no_rope_layer_interval", 4)
+    if not cfg.raw("no_rope_layers"):
+        return [int((i + 1) % interval != 0) for i in range(n)]
+    return cfg.int_list("no_rope_layers", n, allowed=(0, 1))
 
 
 def _vision_params(cfg: HFConfig, text_hidden: int) -> int:

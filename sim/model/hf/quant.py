@@ -38,12 +38,21 @@ def _group_of(pattern: str) -> str | None:
     return None
 
 
+VISION_TOWER_PREFIXES = ("vision_model", "multi_modal_projector")  # Llama-4 checkpoints' module names
+
+
+def _names_vision_tower(pattern: str) -> bool:
+    return pattern.removeprefix("re:").lstrip("^").startswith(VISION_TOWER_PREFIXES)
+
+
 def _dtypes(quantized: str, excluded: list, cfg: HFConfig, key: str, groups=LINEAR_GROUPS) -> dict[str, str]:
     out = dict.fromkeys(("router", "embedding"), UNQUANTIZED)
     out.update(dict.fromkeys(groups, quantized))
     for pattern in excluded:
         if not isinstance(pattern, str):
             raise cfg.error(f"quantization_config.{key}", f"must list module names; got {pattern!r}")
+        if _names_vision_tower(pattern):
+            continue  # outside the text decoder: counted in extra_weight_params, unquantized
         group = _group_of(pattern.removeprefix("re:"))
         if group is None:
             raise cfg.error(f"quantization_config.{key}", f"cannot tell which tensor group {pattern!r} names "
