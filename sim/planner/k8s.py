@@ -48,7 +48,7 @@ def manifests(plan: dict, name: str = "infersim-plan", image: str = IMAGE) -> li
 
 
 def _deployment(name: str, image: str, args: list[str], best: dict, labels: dict, notes: dict) -> dict:
-    gpus = {GPU_RESOURCE: str(best["tp"])}  # a quantity: a string
+    gpus = {GPU_RESOURCE: str(best.get("gpus_per_replica", best["tp"]))}  # a quantity: a string
     container = {
         "name": "vllm", "image": image, "command": ["vllm", "serve"], "args": [*args, "--port", str(VLLM_PORT)],
         "ports": [{"name": "http", "containerPort": VLLM_PORT}],
