@@ -147,8 +147,8 @@ def print_disaggregated(section: dict, slo: dict) -> None:
         rows.append([row["ratio"], layout, row["gpus"], f"{row['cost_per_hour_usd']:.2f}",
                      *[f"{row['attainment'][k]:.1%}" for k in keys], _fmt(row["p99_ms"]["ttft"]),
                      _fmt(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
-    groups = (f"tp{section['tp']}" if section.get("prefill_tp", section["tp"]) == section.get("decode_tp", section["tp"])
-              else f"prefill tp{section['prefill_tp']}, decode tp{section['decode_tp']}")
+    prefill_tp, decode_tp = section.get("prefill_tp", section["tp"]), section.get("decode_tp", section["tp"])
+    groups = f"tp{section['tp']}" if prefill_tp == decode_tp else f"prefill tp{prefill_tp}, decode tp{decode_tp}"
     title = (f"aggregated vs disaggregated: {section['hardware']} {groups} {section['policy']}, "
              f"same SLOs, whole workload at the target rate")
     _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT ms", "P99 TPOT ms", "within all",

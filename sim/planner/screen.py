@@ -5,14 +5,17 @@ plan says so (`screen.exact_over`: "sized candidates only" whenever it dropped o
 
 The estimate, per attention rank (sim/cost/expert_parallel.py prices one rank's view), with the
 candidate's own memory plan and cost model (the ones the simulation builds, sim.simulate):
-- decode batch B: the largest batch within max_num_seqs and the KV cache at the workload's mean
-  prompt + output length whose decode step (every sequence at mean prompt + half the output
-  cached) is within the TPOT limit (the smallest limit on tpot; none: the largest batch);
-- one request costs its prompt's prefill step plus its output tokens' share of B-wide decode steps;
-  requests/s = ranks / (prefill_s + output x decode_step_s(B) / B);
+- steady state of a chunked-prefill engine: every step carries B decodes (each at mean prompt +
+  half the output cached) and the prompt tokens that arrive meanwhile, B x prompt / output of them
+  (within max_num_batched_tokens), so prefill slows every decode as it does in the simulation (and,
+  under DP attention, the MoE layers see every rank's share);
+- decode batch B: the largest within max_num_seqs and the KV cache at mean prompt + output whose
+  such step is within the TPOT limit (the smallest limit on tpot; none: the largest batch);
+- requests/s = ranks x B / (output x step_s(B));
 - replicas = ceil(target rate / that), cost = replicas x GPUs x $ per GPU-hour.
-A candidate whose batch-1 decode step already exceeds the TPOT limit, or whose prefill of the mean
-prompt exceeds the TTFT limit, is estimated infeasible (infinite cost; still sized if kept).
+A candidate whose batch-1 step already exceeds the TPOT limit, or whose prefill of the mean prompt
+alone exceeds the TTFT limit, is estimated infeasible (infinite cost; still sized if kept). The
+decode tokens/s (for a decode-only group, sim.planner.disagg_layouts) uses pure decode steps.
 
 Selection: per hardware, the `keep` candidates of lowest estimated cost (ties: lower estimated
 GPU-hours, then candidate order). Per hardware, so adding a hardware kind never changes which
@@ -70,29 +73,35 @@ def estimate(candidate: Candidate, trace: Trace, slo: PlanSLO, target_qps: float
     price this replica (e.g. no all-to-all fit for its EP size on this profile)."""
     cfg = candidate.cfg
     memory, cost = replica_parts(cfg)
-    prompt, output = float(trace.prompt_tokens.mean()), float(trace.output_tokens.mean())
+    prompt, output = float(trace.prompt_tokens.mean()), max(1.0, float(trace.output_tokens.mean()))
     limits = slo.per_request_limits_s()
     context = int(prompt + output / 2)
 
-    def decode_s(batch: int) -> float:
-        return cost.step_time_s(np.ones(batch, dtype=np.int64), np.full(batch, context, dtype=np.int64), batch)
+    def step_s(batch: int, with_prefill: bool) -> float:
+        """A step of `batch` decodes, plus (steady state) the prompts' tokens that arrive per step."""
+        new, cached = np.ones(batch, dtype=np.int64), np.full(batch, context, dtype=np.int64)
+        chunk = int(min(batch * prompt / output, max(0, cfg.max_num_batched_tokens - batch))) if with_prefill else 0
+        if chunk:
+            new, cached = np.append(new, chunk), np.append(cached, int(prompt / 2))
+        return cost.step_time_s(new, cached, batch)
 
     largest = int(max(1, min(cfg.max_num_seqs, memory.max_cached_tokens // max(1.0, prompt + output))))
     tpot_s = limits.get("tpot_s", math.inf)
     prefill_s = cost.step_time_s(np.array([max(1, int(prompt))]), np.zeros(1, dtype=np.int64), 1)
     ranks = cfg.layout().n_kv_ranks
     prefill_tok_s = ranks * prompt / prefill_s
-    batch = _largest_within(decode_s, largest, tpot_s)
+    pure = _largest_within(lambda b: step_s(b, False), largest, tpot_s)
+    decode_tok_s = 0.0 if pure is None else ranks * pure / step_s(pure, False)
+    batch = _largest_within(lambda b: step_s(b, True), largest, tpot_s)
     prefill_ok = prefill_s <= limits.get("ttft_s", math.inf)
     if batch is None or not prefill_ok:
         why = (f"prefill of the mean prompt takes {prefill_s * 1e3:.0f} ms > the TTFT limit" if not prefill_ok
-               else f"a batch-1 decode step takes {decode_s(1) * 1e3:.1f} ms > the TPOT limit")
-        return Estimate(0, 0.0, math.inf, math.inf, prefill_tok_s, 0.0 if batch is None else
-                        ranks * batch / decode_s(batch), why, prefill_ok)
-    replica_qps = ranks / (prefill_s + output * decode_s(batch) / batch)
+               else f"a batch-1 step with its prompts' share takes {step_s(1, True) * 1e3:.1f} ms > the TPOT limit")
+        return Estimate(0, 0.0, math.inf, math.inf, prefill_tok_s, decode_tok_s, why, prefill_ok)
+    replica_qps = ranks * batch / (output * step_s(batch, True))
     replicas = math.ceil(target_qps / replica_qps - 1e-9)
     return Estimate(batch, replica_qps, replicas, replicas * candidate.n_gpus * candidate.cost_per_gpu_hour_usd,
-                    prefill_tok_s, ranks * batch / decode_s(batch))
+                    prefill_tok_s, decode_tok_s)
 
 
 def _gpus_needed(c: Candidate, e: Estimate, target_qps: float) -> float:
