@@ -149,3 +149,46 @@ def test_disaggregated_groups_take_their_own_layouts(moe_plan):
         for run in split["runs"]:
             assert run["gpus"] == run["prefill_replicas"] * section["prefill_tp"] + run["decode_replicas"] * section[
                 "decode_tp"]
+
+
+CLI_ARGS = ["plan", "--workload", "splitwise_conv", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--tp", "1,2",
+            "--policy", "chunked", "--max-requests", "60", "--workers", "1", "--no-verify", "--target-qps", "4",
+            "--slo", "ttft_p99=2s", "--slo", "tpot_p99=50ms"]
+
+
+def test_cli_plan_searches_layouts_and_prints_both_engines_lines():
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    result = CliRunner().invoke(app, [*CLI_ARGS, "--ep", "off,on", "--dp", "1,2", "--screen-keep", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    plan = json.loads(result.output[result.output.index("{"):])
+    assert plan["screen"]["keep_per_hardware"] == 2 and plan["screen"]["n_sized"] == 2
+    assert plan["layouts"]["expert_parallel"] == [False, True] and plan["layouts"]["dp"] == [1, 2]
+    assert set(plan["launch"]["layout_lines"]) == {"vllm", "sglang"}
+
+
+@pytest.mark.parametrize(("extra", "flag"), [(["--ep", "sometimes"], "--ep"), (["--dp", "0"], "--dp"),
+                                             (["--screen-keep", "0"], "--screen-keep")])
+def test_cli_bad_layout_flags_are_one_line_exit_2(extra, flag):
+    from typer.testing import CliRunner
+
+    from sim.cli import app
+
+    result = CliRunner().invoke(app, [*CLI_ARGS, *extra])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and flag in lines[0], result.output
+
+
+def test_k8s_refuses_a_replica_that_spans_nodes():
+    from sim.planner.k8s import manifests
+
+    cfg = EngineConfig(model="deepseek-r1", weight_dtype="fp8", hardware="h200", tp=16, policy="chunked")
+    plan = {"recommended": {"tp": 16, "gpus_per_replica": 16, "gpus_per_node": 8}, "launch": launch_command(cfg, 2)}
+    with pytest.raises(InputError) as error:
+        manifests(plan)
+    assert error.value.where == "--emit" and "spans nodes of 8" in error.value.allowed
