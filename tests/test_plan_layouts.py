@@ -192,3 +192,20 @@ def test_k8s_refuses_a_replica_that_spans_nodes():
     with pytest.raises(InputError) as error:
         manifests(plan)
     assert error.value.where == "--emit" and "spans nodes of 8" in error.value.allowed
+
+
+def test_more_layouts_never_give_a_dearer_plan_when_nothing_is_screened_out():
+    """With the screen keeping every candidate (screen_keep None), adding layouts only adds candidates to
+    the bound-then-verify minimum (tests/test_plan_monotone.py's property, over layouts)."""
+    def cost(grid: LayoutGrid) -> tuple[float, dict]:
+        plan = make_plan(small_trace(120, seed=5), EngineConfig(model="qwen3-30b-a3b", policy="chunked"),
+                         ["h100-sxm"], [1, 2], ["chunked"], parse_slo(["ttft_p99=2s", "tpot_p99=20ms"]), 10.0,
+                         SearchSettings(max_requests=60, max_verify_runs=3), 1, layouts=grid)
+        assert plan["screen"]["n_dropped"] == 0 and plan["verification_order"]["exact"]
+        return plan["recommended"]["cost_per_hour_usd"], plan
+
+    tp_only, _ = cost(LayoutGrid())
+    with_ep, _ = cost(LayoutGrid(expert_parallel=(False, True)))
+    with_dp, plan = cost(LayoutGrid(expert_parallel=(False, True), dps=(1, 2)))
+    assert with_dp <= with_ep <= tp_only
+    assert len(plan["screen"]["estimates"]) > 2  # the layouts were there to choose from
