@@ -209,3 +209,12 @@ def test_more_layouts_never_give_a_dearer_plan_when_nothing_is_screened_out():
     with_dp, plan = cost(LayoutGrid(expert_parallel=(False, True), dps=(1, 2)))
     assert with_dp <= with_ep <= tp_only
     assert len(plan["screen"]["estimates"]) > 2  # the layouts were there to choose from
+
+
+def test_uncertainty_rebuilds_a_laid_out_recommendation():
+    from sim.planner.band import recommended_config
+
+    row = {"hardware": "h200", "tp": 1, "policy": "chunked", "knobs": {"enable_expert_parallel": True, "dp": 8},
+           "gpus_per_replica": 8}
+    cfg = recommended_config(EngineConfig(model="deepseek-r1", weight_dtype="fp8"), row, layouts=True)
+    assert cfg.layout().n_gpus == 8 and cfg.layout().expert_parallel_size == 8 and cfg.dp == 8

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.planner.burst import SearchSlice, peak_to_mean, search_slice
+from sim.planner.burst import SearchSlice, search_slice, workload_shape
 from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
 from sim.planner.disagg import compare_layouts
 from sim.planner.disagg_layouts import choose_groups, groups_section, split_base
@@ -42,10 +42,8 @@ from sim.planner.verify_bound import (
 from sim.provenance import provenance
 from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
-from sim.workload.transforms import mean_qps
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-PEAK_WINDOW_S = 60.0  # peak-to-mean is reported over one-minute windows at the target rate
 
 
 @dataclass(frozen=True)
@@ -205,7 +203,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     return {
         **provenance(base, trace), "model": base.model, "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
-        "workload_shape": _workload_shape(trace, piece, target_qps),
+        "workload_shape": workload_shape(trace, piece, target_qps),
         "layouts": None if layouts is None else layouts.to_dict(), "screen": screen_section,
         "candidates": rows, "recommended": recommended,
         "launch": None if recommended is None else launch_command(recommended_cfg, recommended["replicas"], model_id),
@@ -299,12 +297,3 @@ def _config_of(row: dict, searches: list[CandidateSearch]) -> EngineConfig:
                                                                         row["knobs"]):
             return c.cfg
     raise KeyError(row["hardware"])
-
-
-def _workload_shape(trace: Trace, piece: SearchSlice, target_qps: float) -> dict:
-    """Mean rate, peak-to-mean (one-minute windows at the target rate) and the sizing slice."""
-    whole_qps = mean_qps(trace)
-    window_native_s = PEAK_WINDOW_S * target_qps / whole_qps if whole_qps else None
-    return {"n_requests": len(trace), "mean_qps": whole_qps,
-            "peak_to_mean_60s_at_target": peak_to_mean(trace, window_native_s) if window_native_s else None,
-            "slice": piece.to_dict()}
