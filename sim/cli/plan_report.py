@@ -24,8 +24,8 @@ def print_plan(result: dict, top: int) -> None:
     head = (f"{result['model']} on {Path(result['workload']).name} | target {result['target_qps']:g} req/s | {limits} "
             f"| peak/mean {shape['slice']['peak_to_mean']:.2f} (sizing slice), "
             f"{_fmt(shape['peak_to_mean_60s_at_target'])} (1-min windows at target)")
-    with_knobs = any(r["knobs"] for r in result["candidates"])
-    rows = [[i + 1, r["hardware"], _tp(r), r["policy"]] + ([_knobs(r["knobs"])] if with_knobs else []) +
+    with_knobs = any(_engine_knobs(r) for r in result["candidates"])
+    rows = [[i + 1, r["hardware"], _tp(r), r["policy"]] + ([_knobs(_engine_knobs(r))] if with_knobs else []) +
             [f"{r['max_qps_per_replica']:.3g}", r["replicas"], _gpus(r), f"{r['cost_per_hour_usd']:.2f}",
              _money(r.get("usd_per_m_output_tokens")), _money(r.get("usd_per_m_total_tokens")),
              r["binding_slo"], _verified(r)] for i, r in enumerate(result["candidates"][:top])]
@@ -43,7 +43,7 @@ def print_plan(result: dict, top: int) -> None:
                 f"P99 {k.upper()} {_fmt(v)} ms" for k, v in run["p99_ms"].items()) +
             f", {run['within_all_slos']:.1%} of requests within all SLOs")
         console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} {_tp(best, 'tp')} "
-                      f"{best['policy']}{_knobs(best['knobs'], ' ')} = {best['gpus']} GPUs, "
+                      f"{best['policy']}{_knobs(_engine_knobs(best), ' ')} = {best['gpus']} GPUs, "
                       f"${best['cost_per_hour_usd']:.2f}/hour{check}")
         if "uncertainty" in best:
             from sim.planner.band import band_line
@@ -170,6 +170,13 @@ def _tp(row: dict, lead: str = "") -> str:
     """The row's layout label ('dp8 x tp1 ep8') under a layout search, else its TP."""
     return row["layout"]["label"] if "layout" in row and row["layout"]["label"] != f"tp{row['tp']}" else (
         f"{lead}{row['tp']}")
+
+
+def _engine_knobs(row: dict) -> dict:
+    """The row's searched knobs without the layout's (shown as its layout label, `_tp`)."""
+    from sim.planner.layouts import LAYOUT_KNOBS
+
+    return {k: v for k, v in row["knobs"].items() if "layout" not in row or k not in LAYOUT_KNOBS}
 
 
 def _knobs(knobs: dict, lead: str = "") -> str:
