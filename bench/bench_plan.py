@@ -2,11 +2,17 @@
 (splitwise_conv) at 20 req/s, ttft_p99 <= 2 s and tpot_p99 <= 0.1 s, over 3 hardware x 4 TP x 2 policies.
 
     python bench/bench_plan.py [--workers 1,2] [--max-requests 1000] [--target-qps 20] [--sizing busiest]
+    python bench/bench_plan.py --case deepseek   # the layout row only (bench/plan_layouts_case.py)
 
 Prints the plan (every candidate, verified or not), the verification runs of the whole trace
 (P99s and SLO attainment per run), and a timing table: wall time per worker count, candidates
 searched, slice simulations and whole-trace runs. The plan must be identical for every worker count
 (checked).
+
+The `deepseek` case (bench/plan_layouts_case.py): DeepSeek-R1 on H200 and GB200 NVL72 over TP x PP x EP x
+DP-attention layouts and P:D ratios, its stated workload and SLOs there; it prints the screen, the sized
+candidates with every whole-trace run, the P:D comparison, the recommendation's whole-trace numbers, its
+vLLM and SGLang lines, and a timing row with wall and CPU seconds (the plan's own process and workers).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import os
 import time
 
+import plan_layouts_case  # bench/ is on sys.path when this script runs
 from rich.console import Console
 from rich.table import Table
 
@@ -74,8 +81,38 @@ def main() -> None:
     parser.add_argument("--max-requests", type=int, default=1000)
     parser.add_argument("--target-qps", type=float, default=20.0)
     parser.add_argument("--sizing", default="busiest", choices=("busiest", "head"))
+    parser.add_argument("--case", default="all", choices=("all", "llama", "deepseek"),
+                        help="llama: Llama-3-70B over hardware x TP x policy; deepseek: the layout row")
     args = parser.parse_args()
     console = Console(width=200)
+    if args.case in ("all", "llama"):
+        llama_case(args, console)
+    if args.case in ("all", "deepseek"):
+        deepseek_case(args, console)
+
+
+def deepseek_case(args, console: Console) -> None:
+    workers = int(args.workers.split(",")[0])
+    plan, wall_s, cpu_s = plan_layouts_case.run(workers, 500)
+    for table in plan_layouts_case.tables(plan):
+        console.print(table)
+    for line in plan_layouts_case.summary_lines(plan):
+        console.print(line, soft_wrap=True)
+    n_sims = sum(len(r["search_points"]) for r in plan["candidates"] + plan["infeasible"])
+    n_whole = sum(len(r.get("verification", [])) + r.get("verification_runs_unused", 0) for r in plan["candidates"])
+    n_split = sum(len(s["runs"]) for s in (plan["disaggregated"] or {}).get("splits", []))
+    timing = Table(title=f"plan wall and CPU time, layout row ({os.cpu_count()} CPUs, shared; 500 requests per slice "
+                         f"simulation; CPU: this process and its workers)")
+    for column in ("case", "workers", "wall s", "CPU s", "candidates (priced / sized / skipped)", "slice simulations",
+                   "whole-trace runs (aggregated + P:D)"):
+        timing.add_column(column, justify="right")
+    timing.add_row("deepseek-r1 h200+gb200 layouts x P:D", str(workers), f"{wall_s:.1f}", f"{cpu_s:.1f}",
+                   f"{plan['screen']['n_screened']} / {plan['screen']['n_sized']} / {len(plan['skipped'])}",
+                   str(n_sims), f"{n_whole} + {n_split}")
+    console.print(timing)
+
+
+def llama_case(args, console: Console) -> None:
     trace = load_workload("splitwise_conv")
     timings, plans = [], []
     for workers in [int(w) for w in args.workers.split(",")]:

@@ -16,6 +16,7 @@ from sim.run import DEFAULT_TRACE
 
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png", "k8s.yaml")  # what a plan folder may hold
 EMITS = ("k8s",)
+DEFAULT_SCREEN_KEEP = 4  # candidates sized per hardware under a layout search (sim/planner/screen.py)
 
 
 def _knob(help_text: str, *names: str):
@@ -55,6 +56,20 @@ def plan(
                                help="P:D ratios, e.g. 1:1,1:2,2:1: also verify the recommendation as disaggregated "
                                     "prefill/decode clusters (k*P + k*D replicas, smallest k that meets the SLOs; "
                                     "at most --max-verify-runs runs per ratio) and compare GPUs and cost"),
+    pp: str = typer.Option(None, "--pp", "--pipeline-parallel-size", show_default=False,
+                           help="layout search: pipeline stages to try, e.g. 1,2 (sim/planner/layouts.py)"),
+    ep: str = typer.Option(None, "--ep", show_default=False,
+                           help="layout search: expert parallelism over the MoE layer's GPUs: off | on | off,on"),
+    dp: str = typer.Option(None, "--dp", show_default=False,
+                           help="layout search: attention data-parallel ranks (with EP), e.g. 1,2,4,8"),
+    moe_a2a_backend: str = typer.Option(None, "--moe-a2a-backend", show_default=False,
+                                        help="layout search: MoE all-to-all backends with EP: nccl | deepep | both"),
+    max_replica_gpus: int = typer.Option(None, "--max-replica-gpus", show_default=False,
+                                         help="layout search: largest replica in GPUs [72]"),
+    screen_keep: int = typer.Option(None, "--screen-keep", show_default=False,
+                                    help="size only the N candidates per hardware of lowest estimated cost (an "
+                                         "analytic estimate, not a bound; plan.json `screen`) [4 with a layout "
+                                         "search, else all]"),
     config: Path = typer.Option(None, "--config", "-c", help="base engine config YAML (block size, max_num_seqs...)"),
     max_num_seqs: int = _knob("vLLM max_num_seqs [256]", "--max-num-seqs"),
     max_num_batched_tokens: int = _knob("vLLM max_num_batched_tokens [8192]", "--max-num-batched-tokens"),
@@ -109,6 +124,7 @@ def plan(
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
     from sim.planner.disagg import parse_pd_ratios
     from sim.planner.knobs import parse_knob_search
+    from sim.planner.layouts import parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
     from sim.run import resolve_seed
@@ -138,6 +154,11 @@ def plan(
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     if uncertainty is not None:
         check_replays(uncertainty)
+    layouts = parse_layout_grid(pp, ep, dp, moe_a2a_backend, max_replica_gpus)
+    if screen_keep is not None and screen_keep < 1:
+        raise InputError("--screen-keep", None, f"must be at least 1; got {screen_keep}")
+    if screen_keep is None and layouts is not None:
+        screen_keep = DEFAULT_SCREEN_KEEP
     if max_verify_runs < 1:
         raise InputError("--max-verify-runs", None, f"must be at least 1; got {max_verify_runs}")
     runner = make_backend(backend, max(1, workers) if workers is not None else None, address)
@@ -151,14 +172,14 @@ def plan(
     if uncertainty is not None:
         check_replays(uncertainty, len(trace))  # sim.budget: draws x the requests each replays
     settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs,
-                              max_verified=max_verified)
+                              max_verified=max_verified, screen_keep=screen_keep)
 
     def run_search() -> dict:
         with StageProgress(enabled=not as_json) as progress:
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
                                backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios,
                                announce=None if as_json else lambda: console.print(slo_line(slo_spec)),
-                               model_id=model_id, prices=prices)
+                               model_id=model_id, prices=prices, layouts=layouts)
             if uncertainty is not None and result["recommended"] is not None:
                 result["recommended"]["uncertainty"] = capacity_band(
                     result, base, trace, slo_spec, settings, uncertainty,

@@ -24,8 +24,8 @@ def print_plan(result: dict, top: int) -> None:
     head = (f"{result['model']} on {Path(result['workload']).name} | target {result['target_qps']:g} req/s | {limits} "
             f"| peak/mean {shape['slice']['peak_to_mean']:.2f} (sizing slice), "
             f"{_fmt(shape['peak_to_mean_60s_at_target'])} (1-min windows at target)")
-    with_knobs = any(r["knobs"] for r in result["candidates"])
-    rows = [[i + 1, r["hardware"], r["tp"], r["policy"]] + ([_knobs(r["knobs"])] if with_knobs else []) +
+    with_knobs = any(_engine_knobs(r) for r in result["candidates"])
+    rows = [[i + 1, r["hardware"], _tp(r), r["policy"]] + ([_knobs(_engine_knobs(r))] if with_knobs else []) +
             [f"{r['max_qps_per_replica']:.3g}", r["replicas"], _gpus(r), f"{r['cost_per_hour_usd']:.2f}",
              _money(r.get("usd_per_m_output_tokens")), _money(r.get("usd_per_m_total_tokens")),
              r["binding_slo"], _verified(r)] for i, r in enumerate(result["candidates"][:top])]
@@ -42,8 +42,8 @@ def print_plan(result: dict, top: int) -> None:
             f"; whole workload at {result['target_qps']:g} req/s: " + ", ".join(
                 f"P99 {k.upper()} {_fmt(v)} ms" for k, v in run["p99_ms"].items()) +
             f", {run['within_all_slos']:.1%} of requests within all SLOs")
-        console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} tp{best['tp']} "
-                      f"{best['policy']}{_knobs(best['knobs'], ' ')} = {best['gpus']} GPUs, "
+        console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} {_tp(best, 'tp')} "
+                      f"{best['policy']}{_knobs(_engine_knobs(best), ' ')} = {best['gpus']} GPUs, "
                       f"${best['cost_per_hour_usd']:.2f}/hour{check}")
         if "uncertainty" in best:
             from sim.planner.band import band_line
@@ -126,6 +126,11 @@ def print_launch(launch: dict) -> None:
                       f"--model-id names the one you serve (e.g. its -Instruct variant)", soft_wrap=True)
     for gap in launch.get("not_expressible") or []:
         console.print(f"  not expressible in {launch.get('server', launch['engine'])}: {gap}", soft_wrap=True)
+    for engine, line in (launch.get("layout_lines") or {}).items():
+        if engine != launch["engine"]:
+            console.print(f"  as {engine}: {line['command']}", soft_wrap=True)
+            for gap in line["not_expressible"]:
+                console.print(f"    not expressible in {engine}: {gap}", soft_wrap=True)
 
 
 def print_disaggregated(section: dict, slo: dict) -> None:
@@ -142,7 +147,9 @@ def print_disaggregated(section: dict, slo: dict) -> None:
         rows.append([row["ratio"], layout, row["gpus"], f"{row['cost_per_hour_usd']:.2f}",
                      *[f"{row['attainment'][k]:.1%}" for k in keys], _fmt(row["p99_ms"]["ttft"]),
                      _fmt(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
-    title = (f"aggregated vs disaggregated: {section['hardware']} tp{section['tp']} {section['policy']}, "
+    prefill_tp, decode_tp = section.get("prefill_tp", section["tp"]), section.get("decode_tp", section["tp"])
+    groups = f"tp{section['tp']}" if prefill_tp == decode_tp else f"prefill tp{prefill_tp}, decode tp{decode_tp}"
+    title = (f"aggregated vs disaggregated: {section['hardware']} {groups} {section['policy']}, "
              f"same SLOs, whole workload at the target rate")
     _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT ms", "P99 TPOT ms", "within all",
                         "meets SLOs"), rows, left=("layout", "replicas", "meets SLOs"))
@@ -157,6 +164,19 @@ def _print_rows(title: str, columns: tuple, rows: list[list], left: tuple) -> No
     for row in rows:
         table.add_row(*[str(cell) for cell in row])
     console.print(table)
+
+
+def _tp(row: dict, lead: str = "") -> str:
+    """The row's layout label ('dp8 x tp1 ep8') under a layout search, else its TP."""
+    return row["layout"]["label"] if "layout" in row and row["layout"]["label"] != f"tp{row['tp']}" else (
+        f"{lead}{row['tp']}")
+
+
+def _engine_knobs(row: dict) -> dict:
+    """The row's searched knobs without the layout's (shown as its layout label, `_tp`)."""
+    from sim.planner.layouts import LAYOUT_KNOBS
+
+    return {k: v for k, v in row["knobs"].items() if "layout" not in row or k not in LAYOUT_KNOBS}
 
 
 def _knobs(knobs: dict, lead: str = "") -> str:

@@ -25,6 +25,7 @@ from sim.intervals import band, check_replays, perturbed_cost_scales
 from sim.planner.burst import SearchSlice, search_slice
 from sim.planner.candidates import build_candidates
 from sim.planner.evaluate import evaluate_rate
+from sim.planner.layouts import LayoutGrid
 from sim.planner.search import search_max_rate
 from sim.planner.slo import PlanSLO
 from sim.planner.verify import P99_KEYS, verification_run
@@ -35,10 +36,12 @@ METHOD = ("p10/p50/p90 over cost-model draws (per-op-class time scales from the 
           "at the recommended replica count")
 
 
-def recommended_config(base: EngineConfig, recommended: dict) -> EngineConfig:
-    """One replica of the recommended candidate, built by sim.planner.candidates as the plan built it."""
+def recommended_config(base: EngineConfig, recommended: dict, layouts: bool = False) -> EngineConfig:
+    """One replica of the recommended candidate, built by sim.planner.candidates as the plan built it
+    (`layouts`: the plan searched layouts, whose knobs are among the row's)."""
+    grid = LayoutGrid(max_replica_gpus=recommended["gpus_per_replica"]) if layouts else None  # plain + the row's knobs
     runnable, _ = build_candidates(base, [recommended["hardware"]], [recommended["tp"]], [recommended["policy"]],
-                                   [dict(recommended["knobs"])])
+                                   [dict(recommended["knobs"])], layouts=grid)
     return runnable[0].cfg
 
 
@@ -62,7 +65,7 @@ def capacity_band(result: dict, base: EngineConfig, trace: Trace, slo: PlanSLO, 
     SearchSettings; `run_tasks(fn, arg_tuples)` -> results in order (a backend via planner.plan.run_on)."""
     check_replays(n)
     recommended = result["recommended"]
-    cfg = recommended_config(base, recommended)
+    cfg = recommended_config(base, recommended, result.get("layouts") is not None)
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     verify_replicas = recommended["replicas"] if recommended.get("verified") else None
     args = [(cfg, scale, piece, slo, result["search"], recommended["max_qps_per_replica"], result["target_qps"],

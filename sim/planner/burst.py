@@ -102,3 +102,15 @@ def _rate(arrival_s: np.ndarray) -> float | None:
     if len(arrival_s) < 2 or arrival_s[-1] <= arrival_s[0]:
         return None
     return (len(arrival_s) - 1) / float(arrival_s[-1] - arrival_s[0])
+
+
+PEAK_WINDOW_S = 60.0  # peak-to-mean is reported over one-minute windows at the target rate
+
+
+def workload_shape(trace: Trace, piece: SearchSlice, target_qps: float) -> dict:
+    """Mean rate, peak-to-mean (one-minute windows at the target rate) and the sizing slice."""
+    whole_qps = mean_qps(trace)
+    window_native_s = PEAK_WINDOW_S * target_qps / whole_qps if whole_qps else None
+    return {"n_requests": len(trace), "mean_qps": whole_qps,
+            "peak_to_mean_60s_at_target": peak_to_mean(trace, window_native_s) if window_native_s else None,
+            "slice": piece.to_dict()}

@@ -1,7 +1,10 @@
-"""Planner candidates: hardware x TP x policy, each one replica (a TP group) of one hardware kind.
+"""Planner candidates: hardware x TP (x layout) x policy, each one replica of one hardware kind.
 
 A combination the engine cannot run (TP that does not split the heads, more GPUs than a node
-holds, weights that do not fit, a profile without a price) is skipped with its reason.
+holds, weights that do not fit, a profile without a price) is skipped with its reason. With a
+layout grid (sim/planner/layouts.py) each TP also takes the grid's PP / EP / DP-attention layouts,
+whose knobs join the candidate's `knobs`; a layout is checked by the simulator's own layout and
+memory rules (sim/layout_config.py, sim/layout_memory.py), and TP may then span nodes.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ from sim.config import POLICIES, EngineConfig
 from sim.engines.apply import fit_inherited_to_policy
 from sim.errors import InputError
 from sim.hardware import load_hardware
+from sim.layout_config import simulated_layout
+from sim.layout_memory import plan_layout_memory
 from sim.memory import plan_memory
 from sim.model import load_model
+from sim.planner.layouts import LAYOUT_KNOBS, LayoutGrid, layout_label, replica_gpus
 from sim.yamlio import validate
 
 
@@ -26,8 +32,13 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        knobs = "".join(f" {k}={v}" for k, v in self.knobs)
-        return f"{self.cfg.hardware} tp{self.cfg.tp} {self.cfg.policy}{knobs}"
+        knobs = "".join(f" {k}={v}" for k, v in self.knobs if k not in LAYOUT_KNOBS)
+        return f"{self.cfg.hardware} {layout_label(self.cfg)} {self.cfg.policy}{knobs}"
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs of one replica (its layout's)."""
+        return replica_gpus(self.cfg)
 
 
 @dataclass(frozen=True)
@@ -36,9 +47,11 @@ class Skipped:
     tp: int
     policy: str
     reason: str
+    layout: str | None = None  # the layout label, when a layout grid was searched
 
     def to_dict(self) -> dict:
-        return {"hardware": self.hardware, "tp": self.tp, "policy": self.policy, "reason": self.reason}
+        row = {"hardware": self.hardware, "tp": self.tp, "policy": self.policy, "reason": self.reason}
+        return row if self.layout is None else {**row, "layout": self.layout}
 
 
 def parse_list(text: str, where: str) -> list[str]:
@@ -80,11 +93,12 @@ def parse_prices(texts: list[str] | None, hardware: list[str]) -> dict[str, floa
 
 
 def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
-                     knob_settings: list[dict] | None = None,
-                     prices: dict[str, float] | None = None) -> tuple[list[Candidate], list[Skipped]]:
-    """Every runnable (hardware, tp, policy, knob setting) on top of `base`, and the skipped ones with
-    why. Unknown hardware, model or policy names, or a knob value the config rejects, raise
-    InputError (a typo, not a skip). `prices`: $ per GPU-hour overriding the profiles' (parse_prices)."""
+                     knob_settings: list[dict] | None = None, prices: dict[str, float] | None = None,
+                     layouts: LayoutGrid | None = None) -> tuple[list[Candidate], list[Skipped]]:
+    """Every runnable (hardware, tp, layout, policy, knob setting) on top of `base`, and the skipped
+    ones with why. Unknown hardware, model or policy names, or a knob value the config rejects, raise
+    InputError (a typo, not a skip). `prices`: $ per GPU-hour overriding the profiles' (parse_prices).
+    `layouts`: also each TP's layouts of the grid (None: plain TP within one node, as before)."""
     settings = knob_settings or [{}]
     if base.prefill_replicas is not None or base.decode_replicas is not None:
         raise InputError("--config", "prefill_replicas/decode_replicas", "plan sizes aggregated replicas (its GPU "
@@ -98,18 +112,22 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
     runnable, skipped = [], []
     for name, hw in zip(hardware, profiles, strict=True):
         for tp in tps:
-            for policy in policies:
-                for knobs in settings:
-                    own = {**knobs, "hardware": name, "tp": tp, "policy": policy, "replicas": 1}
-                    cfg = validate(EngineConfig, fit_inherited_to_policy({**base.model_dump(), **own}, own),
-                                   "--search")
-                    price = (prices or {}).get(name, hw.cost_per_hour_usd)
-                    reason = _why_not(model, hw, tp, cfg, price)
-                    if reason is not None:
-                        skipped.append(Skipped(name, tp, policy, reason))
-                    else:
-                        runnable.append(Candidate(cfg, price, tuple(knobs.items()),
-                                                  hw.interconnect.max_gpus_per_node))
+            for variant in ([{}] if layouts is None else layouts.variants(tp)):
+                for policy in policies:
+                    for knobs in settings:
+                        knobs = {**variant, **knobs}
+                        own = {**knobs, "hardware": name, "tp": tp, "policy": policy, "replicas": 1}
+                        cfg = validate(EngineConfig, fit_inherited_to_policy({**base.model_dump(), **own}, own),
+                                       "--search")
+                        price = (prices or {}).get(name, hw.cost_per_hour_usd)
+                        reason = (_why_not(model, hw, tp, cfg, price) if layouts is None else
+                                  _why_not_layout(model, hw, cfg, price))
+                        if reason is not None:
+                            skipped.append(Skipped(name, tp, policy, reason,
+                                                   None if layouts is None else layout_label(cfg)))
+                        else:
+                            runnable.append(Candidate(cfg, price, tuple(knobs.items()),
+                                                      hw.interconnect.max_gpus_per_node))
     return runnable, skipped
 
 
@@ -148,4 +166,17 @@ def _why_not(model, hw, tp: int, base: EngineConfig, price: float | None) -> str
                     base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs)
     except InputError as exc:
         return f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed
+    return None
+
+
+def _why_not_layout(model, hw, cfg: EngineConfig, price: float | None) -> str | None:
+    """Why the simulator would refuse this laid-out replica (its own layout and memory rules), or None."""
+    if price is None:
+        return f"profile {hw.name} has no cost_per_hour_usd (give --price {hw.name}=USD)"
+    try:
+        layout = simulated_layout(cfg, model)
+        plan_layout_memory(model, hw, layout, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
+                           cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
+    except InputError as exc:
+        return exc.line()
     return None

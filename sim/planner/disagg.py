@@ -46,6 +46,7 @@ class SplitTask:
     n_decode: int
     first_k: int
     max_runs: int
+    prices: tuple[tuple[str, float], ...] = ()  # $ per GPU-hour by profile, overriding cost_per_hour_usd (--price)
 
     @property
     def label(self) -> str:
@@ -60,13 +61,15 @@ def split_cluster(cfg: EngineConfig, n_prefill: int, n_decode: int) -> EngineCon
                                         "latency_attribution": False})
 
 
-def split_gpus_and_cost(cfg: EngineConfig, n_prefill: int, n_decode: int) -> tuple[int, float]:
-    """(GPUs, $/hour) of the layout: per group, replicas x its TP, costed by its hardware profile."""
+def split_gpus_and_cost(cfg: EngineConfig, n_prefill: int, n_decode: int,
+                        prices: dict[str, float] | None = None) -> tuple[int, float]:
+    """(GPUs, $/hour) of the layout: per group, replicas x its TP, costed by `prices` (the plan's
+    --price) or its hardware profile."""
     counts = {"prefill": n_prefill, "decode": n_decode}
     gpus, cost_per_hour_usd = 0, 0.0
     for role in ROLES:
         group = group_config(cfg, role)
-        hourly = load_hardware(group.hardware).cost_per_hour_usd
+        hourly = (prices or {}).get(group.hardware, load_hardware(group.hardware).cost_per_hour_usd)
         if hourly is None:
             raise InputError("--disagg", None, f"profile {group.hardware} ({role} group) has no cost_per_hour_usd")
         gpus += counts[role] * group.tp
@@ -75,10 +78,10 @@ def split_gpus_and_cost(cfg: EngineConfig, n_prefill: int, n_decode: int) -> tup
 
 
 def split_run(cfg: EngineConfig, trace: Trace, n_prefill: int, n_decode: int, k: int, target_qps: float,
-              slo: PlanSLO) -> dict:
+              slo: PlanSLO, prices: dict[str, float] | None = None) -> dict:
     """One whole-workload run of k*P prefill + k*D decode replicas; the plan.json record of it (a
     failing run stops as soon as it is certain to fail: `stopped_early`, as for aggregated runs)."""
-    gpus, cost = split_gpus_and_cost(cfg, k * n_prefill, k * n_decode)
+    gpus, cost = split_gpus_and_cost(cfg, k * n_prefill, k * n_decode, prices)
     return {"k": k, "prefill_replicas": k * n_prefill, "decode_replicas": k * n_decode, "gpus": gpus,
             "cost_per_hour_usd": cost,
             **judged_run(split_cluster(cfg, k * n_prefill, k * n_decode), trace, target_qps, slo, stop_failing=True)}
@@ -86,13 +89,15 @@ def split_run(cfg: EngineConfig, trace: Trace, n_prefill: int, n_decode: int, k:
 
 def verify_split(task: SplitTask, trace: Trace, target_qps: float, slo: PlanSLO) -> list[dict]:
     """Every run of the search for the smallest passing k (runs in a worker)."""
-    return fewest_passing(lambda k: split_run(task.cfg, trace, task.n_prefill, task.n_decode, k, target_qps, slo),
+    return fewest_passing(lambda k: split_run(task.cfg, trace, task.n_prefill, task.n_decode, k, target_qps, slo,
+                                              dict(task.prices)),
                           task.first_k, task.first_k, task.max_runs)
 
 
-def first_k(aggregated_replicas: int, n_prefill: int, n_decode: int) -> int:
-    """Where the search starts: the k whose layout has about as many replicas as the aggregated cluster."""
-    return max(1, math.ceil(aggregated_replicas / (n_prefill + n_decode)))
+def first_k(aggregated_gpus: int, n_prefill: int, n_decode: int, prefill_gpus: int = 1, decode_gpus: int = 1) -> int:
+    """Where the search starts: the k whose layout has about as many GPUs as the aggregated cluster
+    (replicas of `prefill_gpus` / `decode_gpus` GPUs each)."""
+    return max(1, math.ceil(aggregated_gpus / (n_prefill * prefill_gpus + n_decode * decode_gpus)))
 
 
 def split_row(task: SplitTask, runs: list[dict]) -> dict:
@@ -113,20 +118,24 @@ def aggregated_row(recommended: dict) -> dict:
 
 
 def compare_layouts(recommended: dict, cfg: EngineConfig, ratios: list[tuple[int, int]], trace: Trace,
-                    target_qps: float, slo: PlanSLO, max_runs: int, run_tasks) -> dict:
+                    target_qps: float, slo: PlanSLO, max_runs: int, run_tasks,
+                    prices: dict[str, float] | None = None) -> dict:
     """plan.json's `disaggregated` section. `recommended`: the verified aggregated recommendation
     (with `verified_run`); `cfg`: its replica config; `run_tasks(fn, arg_tuples)` -> results in
     input order (the plan's backend)."""
     if cfg.policy not in ("continuous", "chunked", "radix"):
         return {"compared": False, "reason": f"disaggregated groups run continuous, chunked or radix, not {cfg.policy}"}
-    tasks = [SplitTask(cfg, p, d, first_k(recommended["replicas"], p, d), max_runs) for p, d in ratios]
+    tp = {role: group_config(cfg, role).tp for role in ROLES}
+    tasks = [SplitTask(cfg, p, d, first_k(recommended["gpus"], p, d, tp["prefill"], tp["decode"]), max_runs,
+                       tuple(sorted((prices or {}).items()))) for p, d in ratios]
     all_runs = run_tasks(verify_split, [(task, trace, target_qps, slo) for task in tasks])
     aggregated = aggregated_row(recommended)
     splits = [split_row(task, runs) for task, runs in zip(tasks, all_runs, strict=True)]
     for row in splits:
         row["cost_vs_aggregated_usd"] = row["cost_per_hour_usd"] - aggregated["cost_per_hour_usd"]
     cheapest = min([aggregated, *[r for r in splits if r["verified"]]], key=_cost_key)  # ties: the first
-    return {"compared": True, "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy,
+    return {"compared": True, "hardware": cfg.hardware, "tp": cfg.tp, "prefill_tp": tp["prefill"],
+            "decode_tp": tp["decode"], "policy": cfg.policy,
             "decode_router": cfg.decode_router, "max_runs_per_ratio": max_runs, "aggregated": aggregated,
             "splits": splits, "cheapest": cheapest["ratio"], "verdict": _verdict(aggregated, splits, cheapest)}
 

@@ -20,7 +20,11 @@ START_SHARE_OF_SATURATION = 0.5  # SLO-limited rates measured 0.3-0.7 of the est
 def saturation_qps(cfg: EngineConfig, trace: Trace) -> float:
     """Requests/s one replica would finish if every request of mean length were prefilled alone and
     decoded in a full batch: batch = min(max_num_seqs, KV tokens / (mean prompt + output)), every
-    sequence at the mean mid-decode context. An upper-bound-ish guess, not a prediction."""
+    sequence at the mean mid-decode context. An upper-bound-ish guess, not a prediction. A layout
+    beyond plain TP (sim/layout.py) uses the replica's own memory plan and cost model (one attention
+    rank's view) and counts its attention ranks."""
+    if cfg.layout().pp > 1 or not cfg.layout().is_dense_tp_pp:
+        return _laid_out_saturation_qps(cfg, trace)
     model, hw = load_model(cfg.model), load_hardware(cfg.hardware)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                          cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
@@ -35,3 +39,15 @@ def saturation_qps(cfg: EngineConfig, trace: Trace) -> float:
 
 def start_qps(cfg: EngineConfig, trace: Trace) -> float:
     return START_SHARE_OF_SATURATION * saturation_qps(cfg, trace)
+
+
+def _laid_out_saturation_qps(cfg: EngineConfig, trace: Trace) -> float:
+    from sim.planner.screen import replica_parts
+
+    memory, cost = replica_parts(cfg)
+    prompt, output = float(trace.prompt_tokens.mean()), float(trace.output_tokens.mean())
+    batch = int(max(1, min(cfg.max_num_seqs, memory.max_cached_tokens // (prompt + output))))
+    context = int(prompt + output / 2)
+    decode_step_s = cost.step_time_s(np.ones(batch, dtype=np.int64), np.full(batch, context, dtype=np.int64), batch)
+    prefill_s = cost.step_time_s(np.array([max(1, int(prompt))]), np.zeros(1, dtype=np.int64), 1)
+    return cfg.layout().n_kv_ranks / (prefill_s + output * decode_step_s / batch)

@@ -38,6 +38,13 @@ def manifests(plan: dict, name: str = "infersim-plan", image: str = IMAGE) -> li
     argv = shlex.split(launch["command"])
     if argv[:2] != ["vllm", "serve"]:
         raise ValueError(f"--emit k8s writes vLLM manifests; the plan's engine is {launch['engine']}")
+    replica_gpus, node_gpus = best.get("gpus_per_replica", best["tp"]), best.get("gpus_per_node", best["tp"])
+    if replica_gpus > node_gpus:
+        from sim.errors import InputError
+
+        raise InputError("--emit", "k8s", f"the recommended replica ({replica_gpus} GPUs) spans nodes of "
+                         f"{node_gpus}; a Deployment's pod runs on one node (a multi-node replica needs e.g. a "
+                         "LeaderWorkerSet); nothing written: rerun without --emit k8s")
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "infersim"}
     notes = {"infersim/derived-from": launch["label"], "infersim/hardware": best["hardware"],
              "infersim/router-assumed": launch["router"]}
@@ -48,7 +55,7 @@ def manifests(plan: dict, name: str = "infersim-plan", image: str = IMAGE) -> li
 
 
 def _deployment(name: str, image: str, args: list[str], best: dict, labels: dict, notes: dict) -> dict:
-    gpus = {GPU_RESOURCE: str(best["tp"])}  # a quantity: a string
+    gpus = {GPU_RESOURCE: str(best.get("gpus_per_replica", best["tp"]))}  # a quantity: a string
     container = {
         "name": "vllm", "image": image, "command": ["vllm", "serve"], "args": [*args, "--port", str(VLLM_PORT)],
         "ports": [{"name": "http", "containerPort": VLLM_PORT}],

@@ -61,13 +61,14 @@ def operating_points(rows: list[dict]) -> list[dict]:
     points = []
     for row in rows:
         usd_per_gpu_hour = row["cost_per_hour_usd"] / row["gpus"]
+        gpus = row.get("gpus_per_replica", row["tp"])
         floor_qps = row["max_qps_per_replica"] * PROBE_BELOW_SHARE
         for p in row["search_points"]:
             if p["passes"] and p.get("tok_s_per_user") and p["rate_qps"] >= floor_qps:
                 points.append({"hardware": row["hardware"], "tp": row["tp"], "policy": row["policy"],
                                "knobs": row["knobs"], "rate_qps_per_replica": p["rate_qps"],
-                               "tok_s_per_gpu": p["output_tok_s"] / row["tp"],
-                               "tok_per_usd": p["output_tok_s"] * 3600 / (row["tp"] * usd_per_gpu_hour),
+                               "tok_s_per_gpu": p["output_tok_s"] / gpus,
+                               "tok_per_usd": p["output_tok_s"] * 3600 / (gpus * usd_per_gpu_hour),
                                "tok_s_per_user": p["tok_s_per_user"]})
     return points
 

@@ -11,6 +11,7 @@ import shlex
 
 from sim.config import EngineConfig
 from sim.model import load_model
+from sim.planner.launch_layout import sglang_layout_args
 from sim.planner.launch_vllm import ROUTER_HINT, vllm_args
 
 DEFAULT_ENGINE = "vllm"  # without a preset, infersim's knobs are vLLM's
@@ -23,9 +24,11 @@ def vllm_command(cfg: EngineConfig, model_id: str | None = None) -> str:
     return shlex.join(vllm_args(cfg, model_id)[0])
 
 
-def sglang_command(cfg: EngineConfig) -> str:
-    """`python -m sglang.launch_server --model-path <model> --tp-size ...` for one replica."""
-    args = ["python", "-m", "sglang.launch_server", "--model-path", _hf_name(cfg), "--tp-size", str(cfg.tp),
+def sglang_command(cfg: EngineConfig, missing: list[str] | None = None) -> str:
+    """`python -m sglang.launch_server --model-path <model> --tp-size ...` for one replica, its
+    layout's flags included (sim.planner.launch_layout; what they cannot say goes to `missing`)."""
+    args = ["python", "-m", "sglang.launch_server", "--model-path", _hf_name(cfg),
+            *sglang_layout_args(cfg, [] if missing is None else missing),
             "--max-running-requests", str(cfg.max_num_seqs),
             "--chunked-prefill-size", str((cfg.chunk_size or cfg.max_num_batched_tokens)
                                           if cfg.policy in ("chunked", "radix") else -1),
@@ -89,17 +92,32 @@ def launch_command(cfg: EngineConfig, replicas: int, model_id: str | None = None
 
     engine = assumed_engine(cfg)
     if engine in COMMANDS and engine != "vllm":
-        command, missing = COMMANDS[engine](cfg), _other_engine_gaps(cfg, replicas)
-        if model_id:
-            command = command.replace(shlex.quote(_hf_name(cfg)), shlex.quote(model_id), 1)
+        command, missing = _other_engine_line(engine, cfg, replicas, model_id)
     else:
         args, missing = vllm_args(cfg, model_id, replicas)
         command = shlex.join(args)
     return {"engine": engine, "server": SERVERS.get(engine, SERVERS["vllm"]), "command": command,
             "replicas": replicas, "router": cfg.router,
             "model_id": model_id or _hf_name(cfg), "model_id_from": "--model-id" if model_id else "model spec",
-            "not_expressible": missing,
+            "not_expressible": missing, "layout_lines": layout_lines(cfg, replicas, model_id),
             "label": LABEL.format(version=__version__, engine=engine)}
+
+
+def _other_engine_line(engine: str, cfg: EngineConfig, replicas: int, model_id: str | None) -> tuple[str, list[str]]:
+    missing: list[str] = []
+    command = sglang_command(cfg, missing) if engine == "sglang" else COMMANDS[engine](cfg)
+    if model_id:
+        command = command.replace(shlex.quote(_hf_name(cfg)), shlex.quote(model_id), 1)
+    return command, missing + _other_engine_gaps(cfg, replicas)
+
+
+def layout_lines(cfg: EngineConfig, replicas: int, model_id: str | None = None) -> dict:
+    """The replica's command for vLLM and for SGLang whatever engine was assumed (the layout
+    under each engine's names), each with what it cannot express."""
+    vllm, vllm_missing = vllm_args(cfg, model_id, replicas)
+    sglang, sglang_missing = _other_engine_line("sglang", cfg, replicas, model_id)
+    return {"vllm": {"command": shlex.join(vllm), "not_expressible": vllm_missing},
+            "sglang": {"command": sglang, "not_expressible": sglang_missing}}
 
 
 def _other_engine_gaps(cfg: EngineConfig, replicas: int) -> list[str]:

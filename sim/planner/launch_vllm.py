@@ -18,6 +18,7 @@ import json
 
 from sim.config import EngineConfig
 from sim.model import load_model
+from sim.planner.launch_layout import vllm_multinode_note
 
 QUANTIZATION_FLAGS = {"fp8": "fp8"}  # infersim weight dtype -> vLLM --quantization (others need a quantized checkpoint)
 KV_CACHE_DTYPES = {"fp8": "fp8", "bf16": "auto", "fp16": "auto"}  # infersim KV dtype -> vLLM --kv-cache-dtype
@@ -90,6 +91,9 @@ def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:
         missing.append(f"expert load imbalance {cfg.moe_load_imbalance:g} (a property of the traffic, not a flag)")
     if cfg.enable_two_batch_overlap:
         missing.append("two-batch overlap (SGLang --enable-two-batch-overlap): no vLLM flag")
+    note = vllm_multinode_note(cfg)
+    if note is not None:
+        missing.append(note)
     return args
 
 

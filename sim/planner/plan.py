@@ -17,14 +17,17 @@ from dataclasses import dataclass
 
 from sim.config import EngineConfig
 from sim.errors import InputError
-from sim.planner.burst import SearchSlice, peak_to_mean, search_slice
+from sim.planner.burst import SearchSlice, search_slice, workload_shape
 from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
 from sim.planner.disagg import compare_layouts
+from sim.planner.disagg_layouts import choose_groups, groups_section, split_base
 from sim.planner.estimate import start_qps
 from sim.planner.evaluate import binding_constraint, describe_binding, evaluate_rate
 from sim.planner.knobs import best_per_hardware_tp, knob_settings, operating_points, pareto_frontier
 from sim.planner.launch import launch_command
+from sim.planner.layouts import LayoutGrid, layout_fields, whole_nodes
 from sim.planner.report import impossible_line, infeasible_row, reasons_line
+from sim.planner.screen import screen
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
 from sim.planner.trust import trust_section
@@ -39,10 +42,8 @@ from sim.planner.verify_bound import (
 from sim.provenance import provenance
 from sim.sweep.backends import LocalBackend
 from sim.trace import Trace
-from sim.workload.transforms import mean_qps
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-PEAK_WINDOW_S = 60.0  # peak-to-mean is reported over one-minute windows at the target rate
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,15 @@ class SearchSettings:
     verify_batch: int = 2
     max_verified: int = 12
     max_verify_runs: int = 6
+    screen_keep: int | None = None  # size only this many candidates per hardware (sim.planner.screen); None: all
 
     def to_dict(self) -> dict:
         return {"max_requests": self.max_requests, "warmup_fraction": self.warmup_fraction, "sizing": self.sizing,
                 "min_qps": lattice_rate(lattice_index(self.min_qps, math.ceil)),
                 "max_qps": lattice_rate(lattice_index(self.max_qps, math.floor)),
                 "rate_step": "x2^(1/16) (4.4%)", "verify": self.verify, "verify_batch": self.verify_batch,
-                "max_verified": self.max_verified, "max_verify_runs": self.max_verify_runs}
+                "max_verified": self.max_verified, "max_verify_runs": self.max_verify_runs,
+                "screen_keep": self.screen_keep}
 
 
 @dataclass
@@ -110,16 +113,18 @@ def run_on(backend, fn: Callable, arg_tuples: list[tuple], progress: Progress | 
 
 def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_tokens: tuple[float, float]) -> dict:
     """The plan.json row of a feasible candidate with `replicas` replicas at `target_qps`;
-    `mean_tokens`: (input, output) tokens per request. Cost per GPU; `nodes` and the whole-node
-    GPUs and cost when replicas are packed on nodes of the profile's scale-up domain."""
+    `mean_tokens`: (input, output) tokens per request. Cost per GPU (a replica's GPUs follow its
+    layout); `nodes` and the whole-node GPUs and cost when replicas are packed on the profile's
+    nodes (sim.planner.layouts.whole_nodes)."""
     cfg, candidate = search.candidate.cfg, search.candidate
     mean_input_tokens, mean_output_tokens = mean_tokens
-    gpus = replicas * cfg.tp
+    gpus = replicas * candidate.n_gpus
     cost_per_hour = gpus * candidate.cost_per_gpu_hour_usd
-    nodes = math.ceil(replicas / max(1, candidate.gpus_per_node // cfg.tp))
+    nodes = whole_nodes(replicas, candidate.n_gpus, candidate.gpus_per_node)
     tokens_per_hour = target_qps * 3600
     return {
         "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy, "knobs": dict(candidate.knobs),
+        "layout": layout_fields(cfg), "gpus_per_replica": candidate.n_gpus,
         "max_qps_per_replica": search.outcome.max_qps, "replicas": replicas, "gpus": gpus,
         "cost_per_hour_usd": cost_per_hour, "nodes": nodes, "gpus_per_node": candidate.gpus_per_node,
         "whole_node_cost_per_hour_usd": nodes * candidate.gpus_per_node * candidate.cost_per_gpu_hour_usd,
@@ -140,7 +145,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
               slo: PlanSLO, target_qps: float, settings: SearchSettings = SearchSettings(), workers: int = 1,
               backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None,
               pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None,
-              model_id: str | None = None, prices: dict[str, float] | None = None) -> dict:
+              model_id: str | None = None, prices: dict[str, float] | None = None,
+              layouts: LayoutGrid | None = None) -> dict:
     """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
@@ -148,20 +154,28 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     A backend passed in is left open (the caller closes it); one made here is closed here. `announce`:
     called once the candidates are built, before the first simulation (the CLI prints the SLOs).
     `model_id`: the checkpoint the launch command serves (default: the model spec's hf_name).
-    `prices`: $ per GPU-hour by profile name, overriding the profiles' cost_per_hour_usd."""
+    `prices`: $ per GPU-hour by profile name, overriding the profiles' cost_per_hour_usd.
+    `layouts`: also search each TP's PP / EP / DP-attention layouts (sim.planner.layouts); with it,
+    or with `settings.screen_keep`, candidates are screened first (sim.planner.screen)."""
     if backend is None:
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
-                             progress, pd_ratios, announce, model_id, prices)
+                             progress, pd_ratios, announce, model_id, prices, layouts)
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
     if pd_ratios and not settings.verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
-    candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}), prices)
+    candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}), prices,
+                                           layouts)
     candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids)
     candidates, same = collapse_identical(candidates)
     skipped += twins + same
+    screen_section, estimates = None, []
+    if layouts is not None or settings.screen_keep is not None:
+        candidates, unpriced, screen_section, estimates = screen(candidates, trace, slo, target_qps,
+                                                                 settings.screen_keep)
+        skipped += unpriced
     if not candidates:
         raise InputError("--hardware/--tp", None, "no candidate can run: " + reasons_line(skipped))
     if announce is not None:
@@ -189,7 +203,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     return {
         **provenance(base, trace), "model": base.model, "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
-        "workload_shape": _workload_shape(trace, piece, target_qps),
+        "workload_shape": workload_shape(trace, piece, target_qps),
+        "layouts": None if layouts is None else layouts.to_dict(), "screen": screen_section,
         "candidates": rows, "recommended": recommended,
         "launch": None if recommended is None else launch_command(recommended_cfg, recommended["replicas"], model_id),
         "trust": None if recommended is None else trust_section(recommended_cfg),
@@ -204,19 +219,29 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         "infeasible": [infeasible_row(s) for s in searches if not s.feasible],
         "skipped": [s.to_dict() for s in skipped],
         "disaggregated": None if not pd_ratios else _disaggregated(recommended, feasible, pd_ratios, trace, target_qps,
-                                                                    slo, settings, backend, progress),
+                                                                    slo, settings, backend, progress,
+                                                                    estimates if layouts is not None else None,
+                                                                    prices),
     }
 
 
 def _disaggregated(recommended: dict | None, searches: list[CandidateSearch], pd_ratios: list[tuple[int, int]],
                    trace: Trace, target_qps: float, slo: PlanSLO, settings: SearchSettings, backend,
-                   progress: Progress | None) -> dict:
-    """plan.json's `disaggregated` section: the recommendation vs its P:D layouts."""
+                   progress: Progress | None, estimates: list | None = None,
+                   prices: dict[str, float] | None = None) -> dict:
+    """plan.json's `disaggregated` section: the recommendation vs its P:D layouts; with `estimates`
+    (a layout search) the prefill and decode groups take their own layouts (sim.planner.disagg_layouts)."""
     if recommended is None:
         return {"compared": False, "reason": "no verified aggregated recommendation to compare against"}
-    return compare_layouts(recommended, _config_of(recommended, searches), pd_ratios, trace, target_qps, slo,
-                           settings.max_verify_runs,
-                           lambda fn, tasks: run_on(backend, fn, tasks, progress, "verifying P:D layouts"))
+    cfg, groups = _config_of(recommended, searches), None
+    if estimates:
+        groups = choose_groups(recommended["hardware"], recommended["policy"], estimates)
+        if groups is None:
+            return {"compared": False, "reason": f"no plain-TP layout of {recommended['hardware']} to disaggregate"}
+        cfg = split_base(groups)
+    section = compare_layouts(recommended, cfg, pd_ratios, trace, target_qps, slo, settings.max_verify_runs,
+                              lambda fn, tasks: run_on(backend, fn, tasks, progress, "verifying P:D layouts"), prices)
+    return section if groups is None else {**section, "groups": groups_section(groups)}
 
 
 def _burst_guess(row: dict, target_qps: float, peak_to_mean: float) -> int:
@@ -272,12 +297,3 @@ def _config_of(row: dict, searches: list[CandidateSearch]) -> EngineConfig:
                                                                         row["knobs"]):
             return c.cfg
     raise KeyError(row["hardware"])
-
-
-def _workload_shape(trace: Trace, piece: SearchSlice, target_qps: float) -> dict:
-    """Mean rate, peak-to-mean (one-minute windows at the target rate) and the sizing slice."""
-    whole_qps = mean_qps(trace)
-    window_native_s = PEAK_WINDOW_S * target_qps / whole_qps if whole_qps else None
-    return {"n_requests": len(trace), "mean_qps": whole_qps,
-            "peak_to_mean_60s_at_target": peak_to_mean(trace, window_native_s) if window_native_s else None,
-            "slice": piece.to_dict()}

@@ -41,7 +41,7 @@ def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps:
     """One whole-workload run on `replicas` replicas; the plan.json record of it. `time_scale`: a
     perturbed cost model (planner.band). `stop_failing`: see `judged_run`."""
     cluster = EngineConfig.model_validate({**cfg.model_dump(), "replicas": replicas, "latency_attribution": False})
-    return {"replicas": replicas, "gpus": replicas * cfg.tp, "router": cfg.router,
+    return {"replicas": replicas, "gpus": replicas * cluster.layout().n_gpus, "router": cfg.router,
             **judged_run(cluster, trace, target_qps, slo, time_scale, stop_failing)}
 
 
