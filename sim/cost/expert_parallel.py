@@ -64,6 +64,7 @@ FP8_DISPATCH_SCALE_CHANNELS = 128  # DeepEP FP8 dispatch: one fp32 scale per 128
 # the profile's ceiling of expert-parallel grouped GEMMs (`efficiency.gemm_compute_max_by_op`), where it
 # has one of its own (fitted on EP runs), else the `experts` one
 EP_EXPERTS_OP = "experts_ep"
+MOE_OP_NAMES = ("moe_mlp", "moe_dispatch", "moe_combine")  # the ops of a step that see every rank's tokens
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,19 @@ class ExpertParallelCostModel(CostModel):
             self._dispatch_el, self._dispatch_scale = fp8, scale
         else:
             self._dispatch_el, self._dispatch_scale = self.act_bytes_el, 0.0
+        self._moe_group_table_s = np.zeros(0)
+
+    def moe_group_layer_s(self, n_moe_tokens: int) -> float:
+        """Per-layer time of the MoE part of a step (routed experts, dispatch, combine as priced by
+        `_layer_ops`) when the MoE layer sees `n_moe_tokens` from all attention ranks, each carrying
+        an equal share: `_layer_ops(n_moe_tokens / token_ranks)`'s MoE ops, from a lazily grown
+        table (ranks in lockstep re-price their MoE layers on what every rank holds: sim.lockstep)."""
+        table = self._moe_group_table_s
+        if n_moe_tokens >= table.shape[0]:
+            grid = np.arange(max(2 * n_moe_tokens + 1, 1024), dtype=np.float64)
+            ops = self._layer_ops(grid / self.expert_parallel.token_ranks)
+            table = self._moe_group_table_s = sum(op[1] for op in ops if op[0] in MOE_OP_NAMES)
+        return float(table[n_moe_tokens])
 
     def _layer_ops(self, n_tokens: np.ndarray):
         tokens = np.asarray(n_tokens, dtype=np.float64)
