@@ -11,7 +11,10 @@ an all-to-all dispatch before them and a combine after.
   of which a GPU receives T_moe x k / ep token-expert pairs on average and `load_imbalance` times
   that on the busiest GPU, which the step waits for;
 - the distinct experts it touches: (n / ep)(1 - (1 - k/n)^T_moe) (uniform routing; a small decode
-  batch reads few of its experts, a large one all of them);
+  batch reads few of its experts, a large one all of them); with r redundant expert copies (EPLB,
+  SGLang `--ep-num-redundant-experts`) a GPU holds (n + r) / ep slots, each taking k / (n + r) of
+  the tokens (a replicated expert's tokens split over its copies): more weights to read, the same
+  token-expert pairs;
 - `moe_dispatch` and `moe_combine` (bound `network`): each GPU sends its T_moe / moe_group tokens
   times top-k (`sim.cost.all_to_all.a2a_payload_bytes`), stretched by `load_imbalance` (the busiest
   GPU receives that much more), priced by `all_to_all_time_s` with the profile's fits (inside one
@@ -39,8 +42,8 @@ token-dependent compute (GEMMs, elementwise; attention not counted as cover). Th
 sizes are not re-priced.
 
 Not modelled (refused where a knob would name them): EP over part of the MoE group (experts also
-tensor-split), redundant experts' extra weights, ranks running unequal batches (their lockstep
-waits).
+tensor-split); what EPLB's placement does to `load_imbalance` (give it: docs/parallelism.md).
+Ranks running unequal batches wait for each other: sim/lockstep.py.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class ExpertParallelism:
     deepep_mode: str = "auto"  # DEEPEP_MODES
     load_imbalance: float = 1.0  # max / mean tokens per EP GPU
     two_batch_overlap: bool = False  # SGLang --enable-two-batch-overlap
+    n_redundant_experts: int = 0  # extra expert slots (SGLang --ep-num-redundant-experts)
 
     @classmethod
     def of(cls, layout: ReplicaLayout, backend: str = "nccl", deepep_mode: str = "auto",
@@ -95,7 +99,7 @@ class ExpertParallelism:
                              f"{ep}: expert parallelism over part of the MoE layer's {layout.moe_group} GPUs "
                              "(experts also tensor-split) is not simulated: give --ep equal to tp x dp")
         return cls(ep, layout.moe_group, layout.n_kv_ranks, backend, deepep_mode, float(load_imbalance),
-                   bool(two_batch_overlap))
+                   bool(two_batch_overlap), layout.n_redundant_experts)
 
     def a2a_kernels(self) -> tuple[str, ...]:
         """The all-to-all backends (sim.hardware.A2A_BACKENDS) steps may use."""
@@ -113,9 +117,9 @@ class ExpertParallelCostModel(CostModel):
                  **kwargs):
         if model.moe is None:
             raise InputError("--ep", None, "expert parallelism needs a MoE model")
-        if model.n_experts % expert_parallel.ep:
-            raise InputError("--ep", None,
-                             f"{expert_parallel.ep} must divide the model's {model.n_experts} routed experts")
+        if (model.n_experts + expert_parallel.n_redundant_experts) % expert_parallel.ep:
+            raise InputError("--ep", None, f"{expert_parallel.ep} must divide the model's {model.n_experts} routed "
+                             f"experts plus {expert_parallel.n_redundant_experts} redundant ones")
         super().__init__(model, hw, layout.attention_tp, *args, **kwargs)
         self.layout, self.expert_parallel = layout, expert_parallel
         for kernel in expert_parallel.a2a_kernels():  # refuse a missing DeepEP fit now, not mid-run
@@ -159,8 +163,9 @@ class ExpertParallelCostModel(CostModel):
         """The routed experts one GPU holds, for the busiest GPU's share of the MoE tokens."""
         m, xp = self.model, self.expert_parallel
         n, k = m.n_experts, m.n_active_experts
-        held = n // xp.ep
-        touched = held * (1.0 - (1.0 - k / n) ** moe_tokens)
+        slots = n + xp.n_redundant_experts  # a replicated expert's tokens are shared by its copies
+        held = slots // xp.ep
+        touched = held * (1.0 - (1.0 - k / slots) ** moe_tokens)
         pairs = moe_tokens * k / xp.ep * xp.load_imbalance
         elems = m.expert_params
         flops = 2.0 * pairs * elems
