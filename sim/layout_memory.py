@@ -37,9 +37,9 @@ def layout_weight_elements_per_gpu(model: ModelSpec, layout: ReplicaLayout) -> i
     if layout.pp > 1:  # one vocab table per stage, not the model's one or two
         elements += math.ceil(model.vocab_size * model.hidden_size / attn_tp) - math.ceil(model.embedding_params
                                                                                          / attn_tp)
-    if model.moe is not None and layout.moe_group != attn_tp:
+    if model.moe is not None and layout.moe_group != attn_tp:  # the MoE layers' experts, over the MoE group
         experts = model.n_experts * model.expert_params
-        elements += stage.n_layers * (experts // layout.moe_group - experts // attn_tp)
+        elements += stage.n_moe_layers * (experts // layout.moe_group - experts // attn_tp)
     return elements + redundant_expert_elements_per_gpu(stage, layout)
 
 

@@ -78,3 +78,19 @@ def test_sglang_ep72_decode_row_is_expressed_as_the_running_batchs_rate():
     _, cost = _replica_parts(cfg, load_model(cfg.model), cfg.hardware, None)
     step_s = cost.step_time_s(np.ones(256, dtype=np.int64), np.full(256, 2050), 256)
     assert prediction.predicted == pytest.approx(72 * 256 / step_s, rel=1e-12)
+
+
+def test_interleaved_moe_layers_hold_their_experts_once():
+    """Llama-4 Maverick: experts on 24 of 48 layers. The EP layout's weights per GPU are the
+    attention-TP-1 weights with only the MoE layers' experts re-split over the 8 EP GPUs (they
+    came out negative when all 48 layers' experts were taken off)."""
+    from sim.layout_memory import layout_weight_elements_per_gpu
+    from sim.memory import weight_elements_per_gpu
+
+    maverick = load_model("llama-4-maverick")
+    assert maverick.n_moe_layers == 24 < maverick.n_layers
+    layout = ReplicaLayout(tp=8, dp=8, ep=8, enable_dp_attention=True)
+    experts = maverick.n_experts * maverick.expert_params
+    whole_rank = weight_elements_per_gpu(maverick, 1)  # one attention rank's GPU holding every expert
+    expected = whole_rank - maverick.n_moe_layers * (experts - experts // 8)
+    assert layout_weight_elements_per_gpu(maverick, layout) == expected > 0
