@@ -7,7 +7,8 @@ an all-to-all dispatch before them and a combine after.
   `attention_tp` GPUs: the TP cost model of `attention_tp` GPUs, unchanged;
 - the routed experts it holds, n / ep of them, for the tokens routed to them: the MoE layer sees
   every attention rank's tokens, T_moe = T x `token_ranks` (data-parallel attention: the ranks'
-  batches meet in the MoE layer; the other ranks are taken to carry as many tokens as this one),
+  batches meet in the MoE layer; the other ranks are taken to carry as many tokens as this one,
+  and sim/lockstep.py re-prices the MoE part on what the ranks actually hold each step),
   of which a GPU receives T_moe x k / ep token-expert pairs on average and `load_imbalance` times
   that on the busiest GPU, which the step waits for;
 - the distinct experts it touches: (n / ep)(1 - (1 - k/n)^T_moe) (uniform routing; a small decode
