@@ -113,8 +113,11 @@ class ReplicaLayout:
             raise InputError("--ep-num-redundant-experts", None, "redundant experts are copies spread over "
                              "expert-parallel GPUs: needs --ep (or --enable-expert-parallel) on a MoE model")
         if ep > 1 and n_experts is not None and self.physical_experts(n_experts) % ep:
-            redundant = f" + {self.n_redundant_experts} redundant" if self.n_redundant_experts else ""
-            raise InputError("--ep", None, f"must divide the model's {n_experts}{redundant} expert slots; got {ep}"
-                             + ("" if redundant else " (redundant experts, --ep-num-redundant-experts, "
-                                                    "can make up the difference)"))
+            if self.n_redundant_experts:
+                slots = (f"{n_experts} routed + {self.n_redundant_experts} redundant experts "
+                         f"({self.physical_experts(n_experts)} slots)")
+            else:
+                slots = f"{n_experts} routed experts"
+            hint = "" if self.n_redundant_experts else " (redundant experts, --ep-num-redundant-experts, can add slots)"
+            raise InputError("--ep", None, f"must divide the model's {slots}; got {ep}{hint}")
         return self

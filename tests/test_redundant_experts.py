@@ -19,8 +19,10 @@ def _layout(ep: int, redundant: int = 0) -> ReplicaLayout:
 
 
 def test_ep72_needs_the_32_redundant_slots_sglang_ran_with():
-    with pytest.raises(InputError, match="256 expert slots"):
+    with pytest.raises(InputError, match="256 routed experts; got 72"):
         _layout(72).check(DSV3.n_layers, True, DSV3.n_experts)
+    with pytest.raises(InputError, match=r"256 routed \+ 16 redundant experts \(272 slots\); got 72"):
+        _layout(72, 16).check(DSV3.n_layers, True, DSV3.n_experts)
     assert _layout(72, 32).check(DSV3.n_layers, True, DSV3.n_experts).physical_experts(256) == 288
     with pytest.raises(InputError, match="needs --ep"):
         ReplicaLayout(tp=8, n_redundant_experts=8).check(DSV3.n_layers, True, DSV3.n_experts)
