@@ -105,3 +105,16 @@ def test_same_inputs_same_outputs():
     args = ([0.0, 0.1, 0.2, 0.25], [300, 2000, 50, 900], [40, 10, 80, 20])
     a, b = _run(*args), _run(*args)
     assert np.array_equal(a.table.finish_s[:4], b.table.finish_s[:4])
+
+
+def test_shrink_gives_back_the_tail_blocks_of_a_table():
+    from sim.kv.blocks import BlockManager
+
+    blocks = BlockManager(10, 4)
+    blocks.grow(7, 17)  # 5 blocks
+    head = list(blocks.table(7))
+    assert blocks.shrink(7, 9) == 2  # 9 tokens: 3 blocks kept
+    assert blocks.table(7) == head[:3] and blocks.n_free == 7
+    assert blocks.shrink(7, 12) == 0  # already covered
+    blocks.grow(8, 8)  # the freed blocks come back first, in table order
+    assert blocks.table(8) == head[3:5]
