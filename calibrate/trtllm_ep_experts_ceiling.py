@@ -1,4 +1,5 @@
-"""Fit the H100 / H200 profiles' MoE grouped-GEMM ceiling (`efficiency.gemm_compute_max_by_op.experts`)
+"""Fit the H100 / H200 profiles' expert-parallel grouped-GEMM ceiling (`efficiency.gemm_compute_max_by_op.experts_ep`,
+the one `sim.cost.expert_parallel` reads before `experts`)
 on the split=fit multi-GPU rows (attention DP + EP) of the TensorRT-LLM MoE perf-overview table only.
 
 For each ceiling on the grid: a copy of hwprofiles/<gpu>.yaml with that ceiling, every split=fit
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from sim.cost.expert_parallel import EP_EXPERTS_OP
 from sim.paths import bundled_dir
 from sim.validate.cases import bundled_case_files, load_cases
 from sim.validate.names import gpu_name
@@ -41,7 +43,7 @@ def main(gpus: list[str], ceilings: list[float]) -> None:
             errors = []
             for gpu in gpus:
                 base = yaml.safe_load((bundled_dir("hwprofiles") / f"{gpu}.yaml").read_text())
-                by_op = {**(base["efficiency"].get("gemm_compute_max_by_op") or {}), "experts": ceiling}
+                by_op = {**(base["efficiency"].get("gemm_compute_max_by_op") or {}), EP_EXPERTS_OP: ceiling}
                 profile = {**base, "efficiency": {**base["efficiency"], "gemm_compute_max_by_op": by_op}}
                 path = Path(tmp) / f"{gpu}-experts-{ceiling}.yaml"
                 path.write_text(yaml.safe_dump(profile))

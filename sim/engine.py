@@ -37,7 +37,11 @@ class Replica:
         self._pending: list[tuple[int, float]] = []  # (rid, arrival) held back one step (async scheduling)
         self._in_flight = False  # a plan is running
         self._last_step_start_s = -math.inf  # when the last step of the plan in flight (or just ended) began
-        env.process(self._loop())
+        self._start()
+
+    def _start(self) -> None:
+        """Start this replica's loop (sim.lockstep.LockstepRank: its group's loop runs it instead)."""
+        self.env.process(self._loop())
 
     def add(self, rid: int) -> None:
         if self.async_scheduling and self._in_flight:

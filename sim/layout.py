@@ -14,6 +14,9 @@ Names follow the engines:
 - `ep`: expert-parallel size, the GPUs the routed experts are sharded over (SGLang `--ep-size`;
   vLLM's `--enable-expert-parallel` sets it to the MoE layers' whole group, dp x tp). None:
   experts follow TP (no expert parallelism), or the whole MoE group when enable_expert_parallel.
+- `n_redundant_experts`: extra physical expert slots for load balancing (SGLang
+  `--ep-num-redundant-experts`, vLLM `--num-redundant-experts`): the n routed experts occupy
+  n + r slots, (n + r) / ep per EP GPU, the most loaded experts replicated (EPLB). Needs EP.
 
 Dense models have no experts to shard: EP and DP-attention on them are refused in one line
 (replicas of a dense model are `--replicas`).
@@ -35,6 +38,7 @@ class ReplicaLayout:
     ep: int | None = None
     enable_dp_attention: bool = False
     enable_expert_parallel: bool = False
+    n_redundant_experts: int = 0
 
     @property
     def n_gpus_per_stage(self) -> int:
@@ -77,6 +81,10 @@ class ReplicaLayout:
         """Only TP and PP: what the cost model prices today."""
         return self.dp == 1 and not self.uses_expert_parallel and not self.enable_dp_attention
 
+    def physical_experts(self, n_experts: int) -> int:
+        """Expert slots of one MoE layer: the routed experts plus the redundant copies."""
+        return n_experts + self.n_redundant_experts
+
     def stage_layers(self, n_layers: int) -> int:
         """Layers on the busiest stage (vLLM spreads the remainder over some stages)."""
         return math.ceil(n_layers / self.pp)
@@ -101,6 +109,15 @@ class ReplicaLayout:
         ep = self.expert_parallel_size
         if ep > 1 and self.moe_group % ep:
             raise InputError("--ep", None, f"must divide the {self.moe_group} GPUs of a MoE layer (tp x dp); got {ep}")
-        if ep > 1 and n_experts is not None and n_experts % ep:
-            raise InputError("--ep", None, f"must divide the model's {n_experts} routed experts; got {ep}")
+        if self.n_redundant_experts and ep == 1:
+            raise InputError("--ep-num-redundant-experts", None, "redundant experts are copies spread over "
+                             "expert-parallel GPUs: needs --ep (or --enable-expert-parallel) on a MoE model")
+        if ep > 1 and n_experts is not None and self.physical_experts(n_experts) % ep:
+            if self.n_redundant_experts:
+                slots = (f"{n_experts} routed + {self.n_redundant_experts} redundant experts "
+                         f"({self.physical_experts(n_experts)} slots)")
+            else:
+                slots = f"{n_experts} routed experts"
+            hint = "" if self.n_redundant_experts else " (redundant experts, --ep-num-redundant-experts, can add slots)"
+            raise InputError("--ep", None, f"must divide the model's {slots}; got {ep}{hint}")
         return self

@@ -6,7 +6,8 @@ SGLang), `enable_expert_parallel` (vLLM), `enable_dp_attention` (SGLang), `nodes
 domains the cluster has; None: as many as the replicas need); the MoE all-to-all: `moe_a2a_backend`
 (`nccl` | `deepep`, SGLang's `--moe-a2a-backend`), `deepep_mode` (`auto` | `normal` | `low_latency`,
 SGLang's `--deepep-mode`), `moe_load_imbalance` (max / mean tokens per EP GPU; None: the model's,
-1.0), `enable_two_batch_overlap` (SGLang's). `EngineConfig` inherits them (sim/cost/expert_parallel.py).
+1.0), `enable_two_batch_overlap` (SGLang's), `ep_num_redundant_experts` (SGLang's
+`--ep-num-redundant-experts`; vLLM's `num_redundant_experts`). `EngineConfig` inherits them (sim/cost/expert_parallel.py).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from sim.schema import StrictModel
 MAX_PP = 256  # pipeline stages of one replica
 MAX_DP = 1024  # attention data-parallel ranks of one replica
 MAX_NODES = 100_000
+MAX_REDUNDANT_EXPERTS = 4096
 
 ENGINE_KEY_NAMES = {
     "pipeline_parallel_size": "pp", "pp_size": "pp",
     "data_parallel_size": "dp", "dp_size": "dp",
     "expert_parallel_size": "ep", "ep_size": "ep",
+    "num_redundant_experts": "ep_num_redundant_experts",  # vLLM's name; SGLang's is the key
 }
 
 
@@ -53,6 +56,7 @@ class LayoutKnobs(StrictModel):
     deepep_mode: Literal["auto", "normal", "low_latency"] = "auto"
     moe_load_imbalance: float | None = Field(None, ge=1.0, le=64.0)
     enable_two_batch_overlap: bool = False
+    ep_num_redundant_experts: int = Field(0, ge=0, le=MAX_REDUNDANT_EXPERTS)
 
     @model_validator(mode="before")
     @classmethod
@@ -63,7 +67,8 @@ class LayoutKnobs(StrictModel):
         """The replica layout of these knobs and the config's `tp`."""
         return ReplicaLayout(tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep,  # type: ignore[attr-defined]
                              enable_dp_attention=self.enable_dp_attention,
-                             enable_expert_parallel=self.enable_expert_parallel)
+                             enable_expert_parallel=self.enable_expert_parallel,
+                             n_redundant_experts=self.ep_num_redundant_experts)
 
 
 def simulated_layout(cfg, model) -> ReplicaLayout:

@@ -4,7 +4,8 @@
   the first stage holds the embedding, the last the LM head, so a stage holds one vocab table.
 - **DP-attention / EP**: attention weights and KV split by the attention TP (each DP rank holds
   its own requests' KV: the blocks returned are one rank's); the routed experts are spread over
-  the MoE layer's GPUs (tp x dp), whether by expert or tensor parallelism.
+  the MoE layer's GPUs (tp x dp), whether by expert or tensor parallelism; redundant expert
+  copies (EPLB) add r / ep experts per MoE layer to each GPU.
 
 Plain TP (pp 1, no EP/DP) is `plan_memory` itself, unchanged.
 """
@@ -36,10 +37,18 @@ def layout_weight_elements_per_gpu(model: ModelSpec, layout: ReplicaLayout) -> i
     if layout.pp > 1:  # one vocab table per stage, not the model's one or two
         elements += math.ceil(model.vocab_size * model.hidden_size / attn_tp) - math.ceil(model.embedding_params
                                                                                          / attn_tp)
-    if model.moe is not None and layout.moe_group != attn_tp:
+    if model.moe is not None and layout.moe_group != attn_tp:  # the MoE layers' experts, over the MoE group
         experts = model.n_experts * model.expert_params
-        elements += stage.n_layers * (experts // layout.moe_group - experts // attn_tp)
-    return elements
+        elements += stage.n_moe_layers * (experts // layout.moe_group - experts // attn_tp)
+    return elements + redundant_expert_elements_per_gpu(stage, layout)
+
+
+def redundant_expert_elements_per_gpu(model: ModelSpec, layout: ReplicaLayout) -> int:
+    """Weight elements of the redundant expert copies one EP GPU holds: r / ep slots of each MoE
+    layer (SGLang `--ep-num-redundant-experts`; sim/layout.py); the MTP layer's are not counted."""
+    if model.moe is None or not layout.n_redundant_experts:
+        return 0
+    return model.n_moe_layers * layout.n_redundant_experts * model.expert_params // layout.expert_parallel_size
 
 
 def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLayout, block_size: int = 16,
@@ -67,6 +76,7 @@ def _grouped_weight_bytes(model: ModelSpec, layout: ReplicaLayout, weight_dtype:
     elements = weight_elements_by_group(model, layout.attention_tp, with_mtp=mtp)
     if model.moe is not None:
         elements["experts"] = weight_elements_by_group(model, layout.moe_group, with_mtp=mtp)["experts"]
+        elements["experts"] += redundant_expert_elements_per_gpu(model, layout)
     dtypes = group_dtypes(model, weight_dtype) or {}
     total = sum(math.ceil(n * bytes_per_element(dtypes.get(g, weight_dtype), "--weight-dtype"))
                 for g, n in elements.items())

@@ -21,6 +21,7 @@ from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
 from sim.layout_config import expert_parallelism_of, simulated_layout
 from sim.layout_memory import plan_layout_memory
+from sim.lockstep import LockstepRank, group_ranks
 from sim.memory import MemoryPlan
 from sim.metrics import Recorder, replica_gap_compact_at
 from sim.model import load_model
@@ -183,6 +184,10 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
     memory plan and cost model."""
     replicas, memories, blocks_per_replica = [], {}, []
     chosen = _schedulers_of(cfg, model)
+    n_ranks = len(chosen) // len(cfg.hardware_of_replicas())
+    if only_replica is not None:
+        n_ranks = 1  # one replica alone (sim.replica_split, which refuses data-parallel attention)
+    replica_kind = Replica if n_ranks == 1 else LockstepRank  # data-parallel attention: ranks in lockstep
     for index, hw_name in chosen if only_replica is None else [chosen[only_replica]]:
         if hw_name not in memories:
             memories[hw_name] = parts(cfg, model, hw_name, cost)
@@ -194,16 +199,19 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
                                max_model_len)
         sched.spec = make_spec_decoder(cfg, replica_cost, index)
         engine = getattr(replica_cost, "engine", None)
-        replicas.append(Replica(env, sched, source, async_scheduling=bool(engine and engine.async_scheduling)))
+        replicas.append(replica_kind(env, sched, source, async_scheduling=bool(engine and engine.async_scheduling)))
         blocks_per_replica.append(n_blocks)
+    if n_ranks > 1:
+        group_ranks(env, replicas, n_ranks, source)
     return replicas, next(iter(memories.values()))[0], blocks_per_replica
 
 
 def _schedulers_of(cfg: EngineConfig, model) -> list[tuple[int, str]]:
     """(index, profile) of each scheduler of an aggregated cluster: one per replica, or with
     data-parallel attention one per attention rank (replica r's ranks are r*d .. r*d + d-1), each
-    with its own requests, KV blocks and batch (sim/cost/expert_parallel.py prices its MoE layers
-    on the d ranks' tokens); the router deals requests over all of them."""
+    with its own requests, KV blocks and batch, the d ranks of a replica stepping together
+    (sim/lockstep.py prices each step's MoE layers on the tokens the d ranks hold); the router
+    deals requests over all of them."""
     ranks = cfg.layout().n_kv_ranks if model.moe is not None else 1
     per_replica = cfg.hardware_of_replicas()
     return list(enumerate(hw for hw in per_replica for _ in range(ranks)))

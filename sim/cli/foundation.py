@@ -75,6 +75,7 @@ def memory(
     ep: int = typer.Option(None, "--ep", "--expert-parallel-size", show_default=False),
     enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
     enable_dp_attention: bool = typer.Option(False, "--enable-dp-attention"),
+    ep_num_redundant_experts: int = typer.Option(0, "--ep-num-redundant-experts", "--num-redundant-experts"),
     as_json: bool = JsonOpt,
 ) -> None:
     """Weights per GPU, KV bytes per token and KV blocks per replica (per attention rank, with --dp)."""
@@ -83,6 +84,7 @@ def memory(
         "gpu_memory_utilization": gpu_memory_utilization, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype,
         "max_num_batched_tokens": max_num_batched_tokens, "max_num_seqs": max_num_seqs, "pp": pp, "dp": dp,
         "ep": ep, "enable_expert_parallel": enable_expert_parallel, "enable_dp_attention": enable_dp_attention,
+        "ep_num_redundant_experts": ep_num_redundant_experts,
     })  # the same checks as simulate
     spec = load_model(cfg.model)
     layout = cfg.layout().check(spec.n_layers, spec.moe is not None, spec.n_experts if spec.moe else None)

@@ -81,6 +81,8 @@ def simulate(
     moe_load_imbalance: float = _opt("EP: max / mean tokens per GPU [the model's, 1.0]", "--moe-load-imbalance"),
     enable_two_batch_overlap: bool = typer.Option(None, "--enable-two-batch-overlap", show_default=False,
                                                   help="EP: all-to-alls hidden behind the other micro-batch"),
+    ep_num_redundant_experts: int = _opt("EP: redundant expert copies (EPLB slots) [0]", "--ep-num-redundant-experts",
+                                         "--num-redundant-experts"),
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),

@@ -7,11 +7,15 @@ an all-to-all dispatch before them and a combine after.
   `attention_tp` GPUs: the TP cost model of `attention_tp` GPUs, unchanged;
 - the routed experts it holds, n / ep of them, for the tokens routed to them: the MoE layer sees
   every attention rank's tokens, T_moe = T x `token_ranks` (data-parallel attention: the ranks'
-  batches meet in the MoE layer; the other ranks are taken to carry as many tokens as this one),
+  batches meet in the MoE layer; the other ranks are taken to carry as many tokens as this one,
+  and sim/lockstep.py re-prices the MoE part on what the ranks actually hold each step),
   of which a GPU receives T_moe x k / ep token-expert pairs on average and `load_imbalance` times
   that on the busiest GPU, which the step waits for;
 - the distinct experts it touches: (n / ep)(1 - (1 - k/n)^T_moe) (uniform routing; a small decode
-  batch reads few of its experts, a large one all of them);
+  batch reads few of its experts, a large one all of them); with r redundant expert copies (EPLB,
+  SGLang `--ep-num-redundant-experts`) a GPU holds (n + r) / ep slots, each taking k / (n + r) of
+  the tokens (a replicated expert's tokens split over its copies): more weights to read, the same
+  token-expert pairs;
 - `moe_dispatch` and `moe_combine` (bound `network`): each GPU sends its T_moe / moe_group tokens
   times top-k (`sim.cost.all_to_all.a2a_payload_bytes`), stretched by `load_imbalance` (the busiest
   GPU receives that much more), priced by `all_to_all_time_s` with the profile's fits (inside one
@@ -39,8 +43,8 @@ token-dependent compute (GEMMs, elementwise; attention not counted as cover). Th
 sizes are not re-priced.
 
 Not modelled (refused where a knob would name them): EP over part of the MoE group (experts also
-tensor-split), redundant experts' extra weights, ranks running unequal batches (their lockstep
-waits).
+tensor-split); what EPLB's placement does to `load_imbalance` (give it: docs/parallelism.md).
+Ranks running unequal batches wait for each other: sim/lockstep.py.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ FP8_DISPATCH_SCALE_CHANNELS = 128  # DeepEP FP8 dispatch: one fp32 scale per 128
 # the profile's ceiling of expert-parallel grouped GEMMs (`efficiency.gemm_compute_max_by_op`), where it
 # has one of its own (fitted on EP runs), else the `experts` one
 EP_EXPERTS_OP = "experts_ep"
+MOE_OP_NAMES = ("moe_mlp", "moe_dispatch", "moe_combine")  # the ops of a step that see every rank's tokens
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class ExpertParallelism:
     deepep_mode: str = "auto"  # DEEPEP_MODES
     load_imbalance: float = 1.0  # max / mean tokens per EP GPU
     two_batch_overlap: bool = False  # SGLang --enable-two-batch-overlap
+    n_redundant_experts: int = 0  # extra expert slots (SGLang --ep-num-redundant-experts)
 
     @classmethod
     def of(cls, layout: ReplicaLayout, backend: str = "nccl", deepep_mode: str = "auto",
@@ -94,7 +100,7 @@ class ExpertParallelism:
                              f"{ep}: expert parallelism over part of the MoE layer's {layout.moe_group} GPUs "
                              "(experts also tensor-split) is not simulated: give --ep equal to tp x dp")
         return cls(ep, layout.moe_group, layout.n_kv_ranks, backend, deepep_mode, float(load_imbalance),
-                   bool(two_batch_overlap))
+                   bool(two_batch_overlap), layout.n_redundant_experts)
 
     def a2a_kernels(self) -> tuple[str, ...]:
         """The all-to-all backends (sim.hardware.A2A_BACKENDS) steps may use."""
@@ -112,9 +118,9 @@ class ExpertParallelCostModel(CostModel):
                  **kwargs):
         if model.moe is None:
             raise InputError("--ep", None, "expert parallelism needs a MoE model")
-        if model.n_experts % expert_parallel.ep:
-            raise InputError("--ep", None,
-                             f"{expert_parallel.ep} must divide the model's {model.n_experts} routed experts")
+        if (model.n_experts + expert_parallel.n_redundant_experts) % expert_parallel.ep:
+            raise InputError("--ep", None, f"{expert_parallel.ep} must divide the model's {model.n_experts} routed "
+                             f"experts plus {expert_parallel.n_redundant_experts} redundant ones")
         super().__init__(model, hw, layout.attention_tp, *args, **kwargs)
         self.layout, self.expert_parallel = layout, expert_parallel
         for kernel in expert_parallel.a2a_kernels():  # refuse a missing DeepEP fit now, not mid-run
@@ -129,6 +135,19 @@ class ExpertParallelCostModel(CostModel):
             self._dispatch_el, self._dispatch_scale = fp8, scale
         else:
             self._dispatch_el, self._dispatch_scale = self.act_bytes_el, 0.0
+        self._moe_group_table_s = np.zeros(0)
+
+    def moe_group_layer_s(self, n_moe_tokens: int) -> float:
+        """Per-layer time of the MoE part of a step (routed experts, dispatch, combine as priced by
+        `_layer_ops`) when the MoE layer sees `n_moe_tokens` from all attention ranks, each carrying
+        an equal share: `_layer_ops(n_moe_tokens / token_ranks)`'s MoE ops, from a lazily grown
+        table (ranks in lockstep re-price their MoE layers on what every rank holds: sim.lockstep)."""
+        table = self._moe_group_table_s
+        if n_moe_tokens >= table.shape[0]:
+            grid = np.arange(max(2 * n_moe_tokens + 1, 1024), dtype=np.float64)
+            ops = self._layer_ops(grid / self.expert_parallel.token_ranks)
+            table = self._moe_group_table_s = sum(op[1] for op in ops if op[0] in MOE_OP_NAMES)
+        return float(table[n_moe_tokens])
 
     def _layer_ops(self, n_tokens: np.ndarray):
         tokens = np.asarray(n_tokens, dtype=np.float64)
@@ -145,8 +164,9 @@ class ExpertParallelCostModel(CostModel):
         """The routed experts one GPU holds, for the busiest GPU's share of the MoE tokens."""
         m, xp = self.model, self.expert_parallel
         n, k = m.n_experts, m.n_active_experts
-        held = n // xp.ep
-        touched = held * (1.0 - (1.0 - k / n) ** moe_tokens)
+        slots = n + xp.n_redundant_experts  # a replicated expert's tokens are shared by its copies
+        held = slots // xp.ep
+        touched = held * (1.0 - (1.0 - k / slots) ** moe_tokens)
         pairs = moe_tokens * k / xp.ep * xp.load_imbalance
         elems = m.expert_params
         flops = 2.0 * pairs * elems

@@ -312,6 +312,17 @@ class BlockManager:
         self.n_cow_copies += 1
         return True
 
+    def shrink(self, req_id: int, n_tokens: int) -> int:
+        """Give back the blocks of the request's table beyond those covering `n_tokens` tokens (a
+        decode run cut short: sim.sched.decode_runs.truncate_run); returns GPU blocks freed."""
+        table = self._tables.get(req_id)
+        keep = -(-n_tokens // self.block_size)
+        if not table or len(table) <= keep:
+            return 0
+        tail = table[keep:]
+        del table[keep:]
+        return self._gpu.release(tail[::-1])
+
     def free_request(self, req_id: int) -> int:
         """Drop the request's references (GPU or CPU) and forget it; returns GPU blocks freed."""
         cpu_blocks = self._swapped.pop(req_id, None)

@@ -39,6 +39,8 @@ def sglang_layout_args(cfg, missing: list[str]) -> list[str]:
         args += ["--moe-a2a-backend", cfg.moe_a2a_backend, "--deepep-mode", cfg.deepep_mode]
     if cfg.enable_two_batch_overlap:
         args.append("--enable-two-batch-overlap")
+    if cfg.ep_num_redundant_experts:
+        args += ["--ep-num-redundant-experts", str(cfg.ep_num_redundant_experts)]
     if cfg.moe_load_imbalance is not None:
         missing.append(f"expert load imbalance {cfg.moe_load_imbalance:g} (a property of the traffic; SGLang's "
                        "--enable-eplb rebalances it)")

@@ -59,7 +59,8 @@ WRITTEN = ("model", "tp", "max_model_len", "max_num_seqs", "max_num_batched_toke
            "spec_method", "spec_draft_model", "pp", "dp", "ep", "enable_expert_parallel")
 LISTED_WHEN_SET = ("router", "radix_ordering", "watermark", "batching_window_s", "preemption_mode", "swap_space",
                    "num_scheduler_steps", "spec_acceptance", "spec_draft_cost", "enable_dp_attention",
-                   "moe_a2a_backend", "deepep_mode", "moe_load_imbalance", "enable_two_batch_overlap")
+                   "moe_a2a_backend", "deepep_mode", "moe_load_imbalance", "enable_two_batch_overlap",
+                   "ep_num_redundant_experts")
 NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the servers, not of one server
     "engine": "the assumed engine names the command itself", "hardware": "where it runs",
     "replicas": "how many commands (the launch's `replicas`)", "replica_hardware": "plan sizes one kind",
@@ -94,6 +95,9 @@ def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:
     note = vllm_multinode_note(cfg)
     if note is not None:
         missing.append(note)
+    if cfg.ep_num_redundant_experts:
+        missing.append(f"{cfg.ep_num_redundant_experts} redundant experts: vLLM takes them with --enable-eplb "
+                       "(its EPLB config's num_redundant_experts), whose rebalancing is not simulated")
     return args
 
 

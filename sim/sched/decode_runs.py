@@ -106,6 +106,16 @@ class DecodeRuns:
             lo, hi = (mid, hi) if blocks_for_steps(counts, n_seqs, mid) <= free else (lo, mid)
         return lo
 
+    def truncate_run(self, plan: StepPlan, n_steps: int) -> None:
+        """Cut a planned, not yet committed decode run to its first `n_steps` steps (its ranks' group
+        runs fewer: sim.lockstep), giving back the blocks it took for the later steps; the caller
+        sets its step times."""
+        if not plan.is_decode_run or plan.seq_steps is not None or n_steps >= plan.n_steps:
+            raise ValueError("only a plain decode run can be cut to fewer steps")
+        kept = self.table.n_computed[plan.req_ids] + n_steps
+        for rid, n_tokens in zip(plan.req_ids.tolist(), kept.tolist()):
+            self.blocks.shrink(rid, n_tokens)
+
     def run_block_tokens(self, plan: StepPlan) -> np.ndarray:
         """KV tokens, in whole blocks, the requests of a committed decode run hold at each of its
         steps, up to one constant (what matters is what they take after each step: a decode run

@@ -13,7 +13,9 @@ seed 0 from the bundled ShareGPT length statistics, all at t=0), `closed_loop` (
 clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency`),
 `shared_prefix_stages` (constant-rate load stages over shared-prefix prompts, inference-perf's
 `constant` load with `shared_prefix` data; its parameters and the stage a row reads are in
-`workload_args`, see sim/validate/staged.py).
+`workload_args`, see sim/validate/staged.py), `steady_decode` (a decode server measured alone:
+every attention rank decoding `concurrency` sequences of input_len + output_len tokens, the
+running batch's output tok/s; sim/validate/steady_decode.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ CASES_DIR = Path(__file__).resolve().parent / "cases"
 REQUIRED = ("source", "engine", "model", "gpu", "tp", "weight_dtype", "workload", "num_requests", "metric", "value")
 OPTIONAL = ("case_id", "engine_version", "kv_dtype", "input_len", "output_len", "concurrency", "engine_args", "split",
             "note", "workload_args")
-WORKLOADS = ("fixed_batch", "infinite_rate", "sharegpt", "closed_loop", "shared_prefix_stages")
+WORKLOADS = ("fixed_batch", "infinite_rate", "sharegpt", "closed_loop", "shared_prefix_stages", "steady_decode")
 METRICS = ("mean_e2e_latency_ms", "mean_ttft_ms", "mean_tpot_ms", "request_throughput_req_s",
            "output_throughput_tok_s", "p99_ttft_ms")
 SPLITS = ("fit", "score", "")
@@ -150,7 +152,7 @@ def _row_case(path: Path, line: int, row: dict) -> Case:
         engine_version=str(row.get("engine_version", "")).strip(), kv_dtype=str(row.get("kv_dtype", "")).strip(),
         input_len=_int(path, line, row, "input_len", required=fixed_lengths),
         output_len=_int(path, line, row, "output_len", required=fixed_lengths),
-        concurrency=_int(path, line, row, "concurrency", required=workload == "closed_loop"),
+        concurrency=_int(path, line, row, "concurrency", required=workload in ("closed_loop", "steady_decode")),
         engine_args=_engine_args(path, line, str(row.get("engine_args", ""))),
         workload_args=_engine_args(path, line, str(row.get("workload_args", "")), "workload_args"),
         split=_choice(path, line, row, "split", SPLITS), note=str(row.get("note", "")).strip(), file=str(path),

@@ -15,6 +15,7 @@ from sim.validate.cases import Case
 from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
 from sim.validate.staged import parse_staged, simulate_stages
+from sim.validate.steady_decode import predict_steady_decode
 from sim.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
 from sim.yamlio import validate
 
@@ -134,6 +135,9 @@ def predict(case: Case, engine: str | None = None, max_sim_requests: int = DEFAU
         return Prediction(case, None, reason, 0, cfg.engine or "")
     if case.workload == "shared_prefix_stages":
         return _predict_staged(case, cfg)
+    if case.workload == "steady_decode":  # a decode server alone at a fixed batch (sim/validate/steady_decode.py)
+        value, why = predict_steady_decode(case, cfg)
+        return Prediction(case, value, why, 0, cfg.engine or "")
     n = min(case.num_requests, max_sim_requests) if case.workload != "fixed_batch" else case.num_requests
     try:
         result = simulate(cfg, case_workload(case, n))
