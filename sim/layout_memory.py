@@ -23,11 +23,31 @@ from sim.model.params import weight_elements_by_group
 from sim.model.weights import CHECKPOINT_DEFAULT, group_dtypes, uniform_dtype
 
 
+def stage_layer_ranges(n_layers: int, pp: int) -> list[range]:
+    """Contiguous layer ranges of `pp` stages: n // pp layers each, the remainder one more on each
+    stage before the last (the last holds the LM head), as vLLM's get_pp_indices splits them."""
+    sizes = [n_layers // pp] * pp
+    for i in range(n_layers % pp):
+        sizes[-2 - i if pp > 1 else 0] += 1
+    starts = [sum(sizes[:i]) for i in range(pp)]
+    return [range(start, start + size) for start, size in zip(starts, sizes)]
+
+
 def stage_model(model: ModelSpec, layout: ReplicaLayout) -> ModelSpec:
-    """The model as one (the busiest) pipeline stage sees it: its layers only."""
+    """The model as one (the busiest) pipeline stage sees it: its layers only, with their attention
+    kinds and dense/MoE MLPs. The busiest stage has the most layers, then the most MoE layers."""
     if layout.pp == 1:
         return model
-    return model.model_copy(update={"n_layers": layout.stage_layers(model.n_layers)})
+    dense = set(model.moe.dense_layers) if model.moe is not None else set()
+    stage = max(stage_layer_ranges(model.n_layers, layout.pp),
+                key=lambda r: (len(r), sum(1 for i in r if i not in dense)))
+    update: dict = {"n_layers": len(stage)}
+    if model.layer_attention is not None:
+        update["layer_attention"] = model.layer_attention[stage.start:stage.stop]
+    if model.moe is not None:
+        update["moe"] = model.moe.model_copy(update={"dense_layers": [i - stage.start for i in model.moe.dense_layers
+                                                                      if i in stage]})
+    return model.model_copy(update=update)
 
 
 def layout_weight_elements_per_gpu(model: ModelSpec, layout: ReplicaLayout) -> int:
@@ -60,7 +80,7 @@ def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLay
     if layout.pp == 1 and layout.is_dense_tp_pp:
         return plan_memory(model, hw, layout.tp, block_size, gpu_memory_utilization, weight_dtype, kv_dtype,
                            max_num_batched_tokens, max_num_seqs, draft, mtp=mtp)
-    if layout.pp == 1 and uniform_dtype(model, weight_dtype) is None:  # per-group dtypes (an fp8 checkpoint)
+    if uniform_dtype(model, weight_dtype) is None:  # per-group dtypes (an fp8 checkpoint)
         weight_bytes = _grouped_weight_bytes(model, layout, weight_dtype, mtp)
     else:
         weight_bytes = math.ceil(layout_weight_elements_per_gpu(model, layout)
@@ -71,12 +91,16 @@ def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLay
 
 
 def _grouped_weight_bytes(model: ModelSpec, layout: ReplicaLayout, weight_dtype: str, mtp: bool) -> int:
-    """Weight bytes per GPU of a one-stage layout with per-group dtypes: every group split by the
-    attention TP, the routed experts spread over the MoE layer's GPUs; each group in its dtype."""
-    elements = weight_elements_by_group(model, layout.attention_tp, with_mtp=mtp)
+    """Weight bytes per GPU of the busiest stage with per-group dtypes: every group split by the
+    attention TP, the routed experts spread over the MoE layer's GPUs, one vocab table per stage
+    under PP; each group in its dtype."""
+    stage = stage_model(model, layout)
+    elements = weight_elements_by_group(stage, layout.attention_tp, with_mtp=mtp)
+    if layout.pp > 1:
+        elements["embedding"] = math.ceil(model.vocab_size * model.hidden_size / layout.attention_tp)
     if model.moe is not None:
-        elements["experts"] = weight_elements_by_group(model, layout.moe_group, with_mtp=mtp)["experts"]
-        elements["experts"] += redundant_expert_elements_per_gpu(model, layout)
+        elements["experts"] = weight_elements_by_group(stage, layout.moe_group, with_mtp=mtp)["experts"]
+        elements["experts"] += redundant_expert_elements_per_gpu(stage, layout)
     dtypes = group_dtypes(model, weight_dtype) or {}
     total = sum(math.ceil(n * bytes_per_element(dtypes.get(g, weight_dtype), "--weight-dtype"))
                 for g, n in elements.items())
