@@ -7,7 +7,8 @@ domains the cluster has; None: as many as the replicas need); the MoE all-to-all
 (`nccl` | `deepep`, SGLang's `--moe-a2a-backend`), `deepep_mode` (`auto` | `normal` | `low_latency`,
 SGLang's `--deepep-mode`), `moe_load_imbalance` (max / mean tokens per EP GPU; None: the model's,
 1.0), `enable_two_batch_overlap` (SGLang's), `ep_num_redundant_experts` (SGLang's
-`--ep-num-redundant-experts`; vLLM's `num_redundant_experts`). `EngineConfig` inherits them (sim/cost/expert_parallel.py).
+`--ep-num-redundant-experts`; vLLM's `num_redundant_experts`). `EngineConfig` inherits them
+(sim/cost/expert_parallel.py).
 """
 
 from __future__ import annotations
