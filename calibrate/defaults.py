@@ -16,7 +16,8 @@ Derived (rules, written into each profile's `sources`):
 - PCIe cards bridged in pairs: Vidur's pairwise-NVLink setups are exactly that (4x H100 NVL; 4x A100
   PCIe): TP-2 all-reduce -> `nvlink_bridge`, TP-4 all-reduce (over PCIe between the pairs) -> `nccl`.
 - `custom` all-reduce (vLLM / TRT-LLM one-shot kernels) on H100: a fit to published H100 latencies
-  (sglang PR 2904, `CUSTOM_AR_H100`); elsewhere NCCL's numbers with latency scaled by H100's
+  (sglang PR 2904, `CUSTOM_AR_H100`; the two-shot regime of 4 GPUs from vLLM's own CUDA-graph timings,
+  `CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4`); elsewhere NCCL's numbers with latency scaled by H100's
   custom/NCCL latency ratio per TP (rule, stated in `sources`).
 Guessed: b200, l40s, mi300x keep their documented starting guesses (no measurements of them).
 Attention efficiencies come from published FlashAttention figures (`ATTENTION`), not from fits.
@@ -57,6 +58,15 @@ MEASURED = {
 CUSTOM_AR_H100 = {
     512: (0.0037, 0.0048, 0.0059), 4096: (0.0039, 0.0037, 0.0057), 32768: (0.0045, 0.0048, 0.0078),
     262144: (0.0079, 0.0139, 0.0167), 524288: (0.0125, 0.0202, 0.0221), 1048576: (0.0199, 0.0311, 0.0338),
+}  # fmt: skip
+# vLLM's own custom all-reduce, two-shot (`ca_2stage`), 4x H100 SXM, bf16 [tokens, 8192] messages, timed
+# inside a CUDA graph of 10 all-reduces with registered buffers (benchmarks/kernels/
+# benchmark_device_communicators.py), as vLLM's decode steps run it: message MiB -> ms, one column per
+# run: vLLM PR 24111 (2025-09) and PR 24532 (2025-09), H100 TP=4 tables. sglang's eager-mode figures
+# above include the copy-in and launch a graphed step does not pay (2 MiB: 31 us vs 26-27 us here).
+CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4 = {
+    0.5: (0.017, 0.017), 1.0: (0.018, 0.018), 1.5: (0.027, 0.025), 2.0: (0.027, 0.026), 3.0: (0.035, 0.035),
+    4.0: (0.043, 0.042),
 }  # fmt: skip
 # Prefill attention compute efficiency, from published forward-pass throughput (bf16/fp16, head dim 128):
 ATTENTION = {
@@ -130,10 +140,18 @@ def custom_allreduce_h100() -> dict[int, dict]:
             out[tp] = fit_link(sizes, times)[0].model_dump(exclude_none=True)
             continue
         one = fit_link(sizes[sizes < switch], times[sizes < switch])[0]
-        two = fit_link(sizes[sizes >= switch], times[sizes >= switch])[0]
+        two = fit_link(sizes[sizes >= switch], times[sizes >= switch])[0] if tp != 4 else two_shot_graphed_tp4()
         out[tp] = {**one.model_dump(exclude_none=True), "above_bytes": float(switch),
                    "above": two.model_dump(exclude_none=True)}
     return out
+
+
+def two_shot_graphed_tp4():
+    """The two-shot regime of 4 GPUs: a fit to vLLM's CUDA-graph timings (`CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4`)."""
+    mib = 1024.0 * 1024.0
+    sizes = np.array([size * mib for size, runs in CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4.items() for _ in runs])
+    times = np.array([ms * 1e-3 for runs in CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4.values() for ms in runs])
+    return fit_link(sizes, times)[0]
 
 
 def fit_measured_gpu(profile: str) -> dict:

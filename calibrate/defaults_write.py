@@ -30,7 +30,8 @@ PAIRWISE = {"h100-pcie": "h100_pairwise_nvlink", "a100-80g-pcie": "a100_pairwise
 GUESSED = ("b200", "l40s", "mi300x")
 CUSTOM_PUBLISHED = ("published: fit to sglang PR 2904 H100 custom all-reduce latencies, one line per algorithm\n"
                     "(one-shot below, two-shot from above_bytes: 512 KiB on 4 GPUs, 256 KiB on 8, vLLM "
-                    "csrc/custom_all_reduce.cuh)")
+                    "csrc/custom_all_reduce.cuh); the two-shot line of 4 GPUs fits vLLM's own kernel timed in CUDA "
+                    "graphs (vLLM PRs 24111 and 24532, H100 TP=4, 0.5-4 MiB; calibrate/defaults.py)")
 CUSTOM_DERIVED = "derived: NCCL fit, latency x H100 custom/NCCL ratio"
 PAGED_RULE = f"guessed: memory x B / (B + {PAGED_BLOCK_OVERHEAD_TOKENS:g}) per block size B"
 

@@ -69,6 +69,10 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
     # budget shared by decodes and prefill chunks is always max_num_batched_tokens.
     chunk_size: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None
     preemption_mode: Literal["recompute", "swap"] = "recompute"
+    # reserve_full: admit a request only if its whole prompt + output fits beside what every admitted
+    # request will hold at its end (TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler): nothing is
+    # ever preempted for blocks. on_demand: blocks as tokens arrive (vLLM, SGLang).
+    kv_admission: Literal["on_demand", "reserve_full"] = "on_demand"
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"  # lpm: longest prefix match first
     radix_chunked: bool = True  # radix on top of chunked prefill (False: on top of continuous)
     watermark: float = Field(0.01, ge=0, lt=1)  # share of blocks kept free when admitting
@@ -114,6 +118,9 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
                              "graphs: give --engine (vllm, sglang, trtllm, lmdeploy or a preset YAML)")
         if self.radix_ordering == "lpm" and self.policy != "radix":
             raise ValueError("radix_ordering lpm orders by prefix match: it needs policy radix")
+        if self.kv_admission == "reserve_full" and self.policy not in ("continuous", "chunked"):
+            raise ValueError("kv_admission reserve_full reserves each request's whole KV at admission: it needs "
+                             "policy continuous or chunked")
         if self.batching_window_s > 0 and self.policy != "static":
             raise ValueError("batching_window_s is the static policy's batch-forming wait: it needs policy static")
         return self

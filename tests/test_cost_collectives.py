@@ -64,3 +64,19 @@ def test_profiles_without_collectives_keep_the_ring_formula():
     ring = hw.interconnect.gpu_link_latency_us * 1e-6 + payload / (hw.gpu_link_bytes_s * hw.efficiency.allreduce_bus)
     assert _allreduce_s(cost, 100) == pytest.approx(2 * ring)
     assert link_time_s(np.array([0.0]), load_hardware("h100-sxm").collectives.send_recv)[0] == 0.0
+
+
+def test_two_shot_custom_allreduce_of_4_h100s_matches_vllms_graphed_timings():
+    """vLLM runs its two-shot kernel inside CUDA graphs (no copy-in, no launch per call): the 4-GPU line
+    follows vLLM's own graphed timings (calibrate.defaults, PRs 24111 / 24532) at decode-batch sizes."""
+    from calibrate.defaults import CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4, two_shot_graphed_tp4
+
+    fit = load_hardware("h100-sxm").collectives.allreduce["custom"][4]
+    assert fit.above == two_shot_graphed_tp4()  # the profile holds what the fit gives
+    for size_mib, runs in CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4.items():
+        payload = np.array([size_mib * 1024 * 1024])
+        measured_s = np.mean(runs) * 1e-3
+        assert link_time_s(payload, fit)[0] == pytest.approx(measured_s, rel=0.15), size_mib
+    # 1.75 MiB (112 decode tokens of a hidden-8192 model): below the eager-mode line it replaced
+    eager = link_time_s(np.array([1.75 * 1024 * 1024]), type(fit)(latency_us=8.225, bus_gb_s=90.52))[0]
+    assert link_time_s(np.array([1.75 * 1024 * 1024]), fit)[0] < 0.9 * eager

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sim.dtypes import is_quantized
 
 PRESET_KEYS = ("policy", "max_num_seqs", "max_num_batched_tokens", "chunk_size", "block_size", "preemption_mode",
-               "radix_ordering", "gpu_memory_utilization")
+               "kv_admission", "radix_ordering", "gpu_memory_utilization")
 
 
 def fill_from_preset(data: dict) -> dict:

@@ -38,6 +38,7 @@ class Scheduling(StrictModel):
     chunk_size: PositiveInt | None = None  # largest prompt chunk one request takes per step
     block_size: PositiveInt
     preemption_mode: Literal["recompute", "swap"] = "recompute"
+    kv_admission: Literal["on_demand", "reserve_full"] = "on_demand"  # see sim/config.py
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"
     gpu_memory_utilization: float = Field(gt=0, le=1)
 

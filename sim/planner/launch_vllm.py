@@ -57,8 +57,8 @@ WRITTEN = ("model", "tp", "max_model_len", "max_num_seqs", "max_num_batched_toke
            "gpu_memory_utilization", "policy", "radix_chunked", "chunk_size", "kv_dtype", "weight_dtype",
            "cpu_cache_gib", "num_gpu_blocks_override", "enforce_eager", "allreduce_kind", "seed", "spec_tokens",
            "spec_method", "spec_draft_model", "pp", "dp", "ep", "enable_expert_parallel")
-LISTED_WHEN_SET = ("router", "radix_ordering", "watermark", "batching_window_s", "preemption_mode", "swap_space",
-                   "num_scheduler_steps", "spec_acceptance", "spec_draft_cost", "enable_dp_attention",
+LISTED_WHEN_SET = ("router", "radix_ordering", "watermark", "batching_window_s", "preemption_mode", "kv_admission",
+                   "swap_space", "num_scheduler_steps", "spec_acceptance", "spec_draft_cost", "enable_dp_attention",
                    "moe_a2a_backend", "deepep_mode", "moe_load_imbalance", "enable_two_batch_overlap",
                    "ep_num_redundant_experts")
 NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the servers, not of one server
@@ -133,6 +133,9 @@ def _memory(cfg: EngineConfig, missing: list[str]) -> list[str]:
         args += ["--kv-offloading-backend", "native", "--kv-offloading-size", f"{cfg.cpu_cache_gib:g}"]
     if cfg.preemption_mode == "swap":
         missing.append(f"swap preemption ({cfg.swap_space:g} GiB per GPU): vLLM V1 preempts by recompute")
+    if cfg.kv_admission == "reserve_full":
+        missing.append("KV reserved to completion at admission (TensorRT-LLM GUARANTEED_NO_EVICT): vLLM allocates "
+                       "blocks as tokens arrive")
     if cfg.num_gpu_blocks_override is not None:
         args += ["--num-gpu-blocks-override", str(cfg.num_gpu_blocks_override)]
     return args

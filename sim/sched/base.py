@@ -21,9 +21,10 @@ from sim.sched.commit import Commits
 from sim.sched.decode_runs import DecodeRuns
 from sim.sched.past_finishes import PastFinishes
 from sim.sched.plan import StepPlan
+from sim.sched.reserve import Reservations
 
 
-class Scheduler(DecodeRuns, PastFinishes, Commits):
+class Scheduler(DecodeRuns, PastFinishes, Commits, Reservations):
     """One replica's scheduler. Mutates the shared RequestTable rows of its requests."""
 
     uses_waiting_order = False  # True when a new arrival may overtake the head of the queue
@@ -42,6 +43,7 @@ class Scheduler(DecodeRuns, PastFinishes, Commits):
         # running rows not yet seen decoding: a running row that decodes keeps decoding (a step adds a
         # token to both its computed and its total count) until it leaves, so only these need checking
         self._unsettled: set[int] = set()
+        self.init_reservations(cfg)
         self._hot = cost._hot if type(cost) is CostModel else None  # the plain roofline model's scalar paths
         swap_bytes_per_block = blocks.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
         self._swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
@@ -134,12 +136,15 @@ class Scheduler(DecodeRuns, PastFinishes, Commits):
         Returns the tokens scheduled (the caller moves it to running), or None if it does not fit.
         """
         t = self.table
+        if self._reserve_full and not self._reserve(rid):
+            return None
         self.on_admit(rid, now_s)
         wanted = int(t.n_tokens[rid] - t.n_computed[rid])
         n_new = int(min(wanted, budget_tokens))
         need = self.blocks.blocks_needed(rid, int(t.n_computed[rid]) + n_new)
         if n_new <= 0 or not self.make_room(need, use_watermark=True):
             self.on_admit_failed(rid)
+            self.unreserve([rid])
             return None
         self.blocks.grow(rid, int(t.n_computed[rid]) + n_new)
         self._mark_running(rid, now_s)
@@ -278,6 +283,8 @@ class Scheduler(DecodeRuns, PastFinishes, Commits):
         self._preempted_at[rid] = now_s
         self.recorder.preemptions += 1
         self.on_release(rid)
+        if self._reserved_blocks:
+            self.unreserve([rid])
         self._cow_pending.discard(rid)  # recompute rebuilds private blocks; a swap copies them
         n_held = len(self.blocks.table(rid))
         if self.cfg.preemption_mode == "swap" and self.blocks.n_cpu_free >= n_held:

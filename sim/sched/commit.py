@@ -133,6 +133,8 @@ class Commits:
     def _release_finished(self, done: list[int], end_s: float) -> None:
         """`done` (running rows that generated their last token) finish at `end_s`."""
         t = self.table
+        if self._reserved_blocks:
+            self.unreserve(done)
         if len(done) <= FEW_FINISHED:  # a few: each found by one list scan in C
             for r in done:
                 _discard(self.running, r)
