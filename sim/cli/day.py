@@ -93,6 +93,8 @@ def plan(spec: SpecArg,
         raise InputError("--probe-s", None, f"must be in (0, 86400) seconds; got {probe_s}")
     day = load_day_spec(spec)
     with make_replays(ray, address, workers) as replays:
+        if not as_json:  # a plan of a long day takes minutes: each stage as it ends, on stderr
+            replays.progress = lambda line: typer.echo(line, err=True)
         result = plan_day(day, spec.parent, probe_s, replays, screen)
     if out is not None:
         write_plan(result, out)

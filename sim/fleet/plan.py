@@ -201,10 +201,6 @@ def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE
     """Probe, price, screen (`screen` None: days of SCREEN_MIN_DAY_S or more), verify (module docstring)."""
     wall_start_s = time.perf_counter()  # reported only
     replays = replays or Replays()
-    capacity_rps, probes = replica_capacity_rps(spec, base_dir, probe_s)
-    ranked, peak_rps, trough_rps = candidates(spec, capacity_rps, base_dir)
-    plan = DayPlan(capacity_rps, probes, peak_rps, trough_rps, ranked)
-    peak_s = peak_time_s(spec, base_dir)
     screened = spec.workload.duration_s >= SCREEN_MIN_DAY_S if screen is None else screen
     windows = screen_windows(spec, DayGenerator(spec.workload, base_dir)) if screened else []
     if screened and not windows:
@@ -212,6 +208,13 @@ def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE
 
         raise InputError("--screen", None, f"needs a day of at least {SCREEN_MIN_DAY_S / 3600:g} h; "
                                            f"this one is {spec.workload.duration_s / 3600:g} h")
+    capacity_rps, probes = replica_capacity_rps(spec, base_dir, probe_s)
+    if replays.progress is not None:
+        replays.progress(f"one replica serves {capacity_rps:.3f} req/s at the SLO ({len(probes)} probes of "
+                         f"{probe_s:g} s, {time.perf_counter() - wall_start_s:.0f} s)")
+    ranked, peak_rps, trough_rps = candidates(spec, capacity_rps, base_dir)
+    plan = DayPlan(capacity_rps, probes, peak_rps, trough_rps, ranked)
+    peak_s = peak_time_s(spec, base_dir)
     plan.windows = [w.to_dict() for w in windows]
     order = screen_candidates(plan, spec, base_dir, replays, windows) if windows else ranked
     for candidate in order[:MAX_REPLAYS]:
@@ -219,7 +222,8 @@ def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE
         tasks = [row_args(spec, candidate, base_dir)]
         if headroom is not None:  # the screened headroom's failure day alongside
             tasks.append(row_args(spec, candidate, base_dir, peak_s, headroom))
-        runs = replays.map(replay_row, tasks)
+        runs = replays.map(replay_row, tasks, f"whole day of {candidate['name']}" + (
+            f", and with a failure at the peak, headroom {headroom}" if headroom is not None else ""))
         plan.verified.append(slim(runs[0]))
         if runs[0]["hours_meeting_target"] == runs[0]["n_hours"]:
             plan.chosen = candidate

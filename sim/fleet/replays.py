@@ -14,6 +14,7 @@ import os
 import resource
 import socket
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,13 +34,14 @@ def worker_stats() -> dict:
 
 def replay(spec, base_dir: Path | None, offset_s: float = 0.0) -> dict:
     """Replay `spec` (a window of it from `offset_s`: `sim.fleet.day.run_day`): {summary (with
-    `worker`), timeline, replicas}."""
+    `worker`: worker_stats() and the replay's CPU seconds), timeline, replicas}."""
     from sim.fleet.day import run_day
     from sim.fleet.output import replica_rows, summarize
 
+    cpu_start_s = time.process_time()  # reported only
     result = run_day(spec, base_dir, offset_s=offset_s)
     summary = summarize(result)
-    summary["worker"] = worker_stats()
+    summary["worker"] = {**worker_stats(), "cpu_s": round(time.process_time() - cpu_start_s, 2)}
     return {"summary": summary, "timeline": result.timeline, "replicas": replica_rows(result)}
 
 
@@ -47,20 +49,25 @@ class Replays:
     """Runs replay tasks: `map(args)` -> results in the order given. `backend` is a
     `sim.sweep.backends` backend (None: one at a time in this process)."""
 
-    def __init__(self, backend=None):
+    def __init__(self, backend=None, progress: Callable[[str], None] | None = None):
         self.backend = backend
+        self.progress = progress  # told of each map as it ends (what, how many, wall seconds)
 
     @property
     def width(self) -> int:
         """How many tasks run at once (what a caller batches by)."""
         return 1 if self.backend is None else max(1, getattr(self.backend, "workers", 1))
 
-    def map(self, fn: Callable, arg_tuples: Sequence[tuple]) -> list[Any]:
+    def map(self, fn: Callable, arg_tuples: Sequence[tuple], what: str = "") -> list[Any]:
+        start_s = time.perf_counter()  # reported only
         if self.backend is None:
-            return [fn(*args) for args in arg_tuples]
-        out: list[Any] = [None] * len(arg_tuples)
-        for index, value in self.backend.run_tasks(fn, list(arg_tuples)):
-            out[index] = value
+            out = [fn(*args) for args in arg_tuples]
+        else:
+            out = [None] * len(arg_tuples)
+            for index, value in self.backend.run_tasks(fn, list(arg_tuples)):
+                out[index] = value
+        if self.progress is not None and what:
+            self.progress(f"{what}: {len(arg_tuples)} replay(s), {time.perf_counter() - start_s:.0f} s")
         return out
 
     def close(self) -> None:

@@ -69,13 +69,15 @@ def screen_candidates(plan, spec: DaySpec, base_dir, replays: Replays, windows) 
     pool = plan.candidates[:MAX_SCREENED]
     for first in range(0, len(pool), SCREEN_BATCH):
         batch = pool[first:first + SCREEN_BATCH]
-        rows = replays.map(replay_row, [row_args(spec, c, base_dir, window=w) for c in batch for w in windows])
+        rows = replays.map(replay_row, [row_args(spec, c, base_dir, window=w) for c in batch for w in windows],
+                           "screened " + ", ".join(c["name"] for c in batch))
         for i, candidate in enumerate(batch):
             mine = rows[i * len(windows):(i + 1) * len(windows)]
             ok = all(meets_every_hour(row) for row in mine)
             plan.screened.append({"name": candidate["name"],
                                   "estimated_dollars_per_day": candidate["estimated_dollars_per_day"], "passed": ok,
-                                  "hours": [h for row, w in zip(mine, windows) for h in window_hours(row, w)]})
+                                  "hours": [h for row, w in zip(mine, windows) for h in window_hours(row, w)],
+                                  "workers": [row["worker"] for row in mine]})
             if ok:
                 passed.append(candidate)
         if passed:
@@ -89,13 +91,15 @@ def screen_failure(plan, spec: DaySpec, base_dir, replays: Replays, candidate: d
     window met the target every hour; MAX_HEADROOM when none did."""
     window = failure_window(spec, peak_s)
     headrooms = list(range(candidate["headroom"], MAX_HEADROOM + 1))
-    rows = replays.map(replay_row, [row_args(spec, candidate, base_dir, peak_s, h, window) for h in headrooms])
+    rows = replays.map(replay_row, [row_args(spec, candidate, base_dir, peak_s, h, window) for h in headrooms],
+                       f"screened {candidate['name']} with a failure at the peak, headroom "
+                       f"{headrooms[0]}-{headrooms[-1]}")
     chosen = None
     for headroom, row in zip(headrooms, rows):
         ok = meets_every_hour(row)
         plan.screened_failure.append({"name": row["name"], "headroom": headroom, "passed": ok,
                                       "estimated_dollars_per_day": row["estimated_dollars_per_day"],
-                                      "hours": window_hours(row, window)})
+                                      "hours": window_hours(row, window), "worker": row["worker"]})
         if ok and chosen is None:
             chosen = headroom
     return MAX_HEADROOM if chosen is None else chosen
@@ -108,7 +112,8 @@ def verify_failure(plan, spec: DaySpec, base_dir, replays: Replays, peak_s: floa
     headroom = plan.chosen["headroom"] if first_headroom is None else first_headroom
     while headroom <= MAX_HEADROOM:
         run = done.pop(0) if done else slim(replays.map(
-            replay_row, [row_args(spec, plan.chosen, base_dir, peak_s, headroom)])[0])
+            replay_row, [row_args(spec, plan.chosen, base_dir, peak_s, headroom)],
+            f"whole day of {plan.chosen['name']} with a failure at the peak, headroom {headroom}")[0])
         plan.with_failure.append(run)
         if run["hours_meeting_target"] == run["n_hours"]:
             plan.failure_proof_headroom = headroom
