@@ -77,7 +77,7 @@ def screen_candidates(plan, spec: DaySpec, base_dir, replays: Replays, windows) 
             plan.screened.append({"name": candidate["name"],
                                   "estimated_dollars_per_day": candidate["estimated_dollars_per_day"], "passed": ok,
                                   "hours": [h for row, w in zip(mine, windows) for h in window_hours(row, w)],
-                                  "workers": [row["worker"] for row in mine]})
+                                  "worker": [row["worker"] for row in mine]})  # per window
             if ok:
                 passed.append(candidate)
         if passed:
