@@ -314,10 +314,10 @@ def big_day_on_ray(spec: DaySpec, args) -> None:
             s = results[0]["summary"] if len(results) == 1 else merge_segments(big, windows, results)
             workers = [r["summary"]["worker"] for r in results]
             cpu_s = sum(w["cpu_s"] for w in workers)
-            rows.append([mode, s["n_arrived"], round(wall_s, 1), round(cpu_s, 1), round(s["n_arrived"] / wall_s),
+            rows.append([mode, s["n_arrived"], f"{wall_s:.1f}", f"{cpu_s:.1f}", round(s["n_arrived"] / wall_s),
                          round(s["n_arrived"] / cpu_s), round(max(w["peak_rss_mib"] for w in workers)),
                          len({(w["host"], w["pid"]) for w in workers}), s["slo_attainment"],
-                         f"{s['hours_meeting_target']}/{s['n_hours']}", round(s["gpu_hours"], 1),
+                         f"{s['hours_meeting_target']}/{s['n_hours']}", f"{s['gpu_hours']:.1f}",
                          round(s["dollars_per_day"])])
             (args.out / f"big_ray_{len(results)}.json").write_text(json.dumps(json_safe(
                 {"mode": mode, "wall_s": wall_s, "workers": workers, "summary": {k: v for k, v in s.items()

@@ -9,9 +9,10 @@ autoscaler lags behind, paying cold starts), each preceded by one hour to settle
 overlapping windows are merged. A failure is screened on the window from the hour before the
 peak to two hours after it.
 
-A window starts with an empty queue, so it can pass where the whole day fails (the screen only
-orders and prunes: the choice is verified on the whole day); it cannot miss for want of a queue
-the day would not have had either.
+A window starts with an empty queue and the policy's count for that moment, so it can pass where
+the whole day fails (a backlog from earlier hours) and, more rarely, miss where the day would not
+(replicas the day still held from its scale-in window). The screen only orders and prunes: the
+choice is verified on whole days (sim.fleet.plan).
 """
 
 from __future__ import annotations
