@@ -53,11 +53,6 @@ class Replays:
         self.backend = backend
         self.progress = progress  # told of each map as it ends (what, how many, wall seconds)
 
-    @property
-    def width(self) -> int:
-        """How many tasks run at once (what a caller batches by)."""
-        return 1 if self.backend is None else max(1, getattr(self.backend, "workers", 1))
-
     def map(self, fn: Callable, arg_tuples: Sequence[tuple], what: str = "") -> list[Any]:
         start_s = time.perf_counter()  # reported only
         if self.backend is None:
