@@ -10,7 +10,10 @@
 - failure: 60 min at the peak rate (16 req/s), a replica fails at 20:00 (repair 1 h): N+0 vs N+1,
   retried or lost.
 - big: a day of >= 10^7 requests (`--big-peak-rps`), peak RSS and wall time of one process; run
-  alone (`--only big`), it takes long.
+  alone (`--only big`), it takes long. With `--ray [--address A] [--workers N]`: the same day as
+  one Ray task (a replay is sequential: one worker), and with `--segments K` also cut into K
+  segments replayed at once (`sim.fleet.segments`, `--warmup-h` each: an approximation, printed
+  beside the whole day's replay).
 """
 
 from __future__ import annotations
@@ -237,11 +240,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a 30 min 'day' instead of 24 h (a smoke test)")
     parser.add_argument("--report-only", action="store_true", help="print the tables from the saved results")
     parser.add_argument("--capacity-rps", type=float, help="one replica's capacity (skip measuring it)")
+    parser.add_argument("--ray", action="store_true", help="big: replay on Ray workers")
+    parser.add_argument("--address", help="big --ray: a running Ray cluster (default: a local one)")
+    parser.add_argument("--segments", type=int, default=1, help="big --ray: also K segments at once")
+    parser.add_argument("--warmup-h", type=float, default=1.0, help="big --ray --segments: warm-up hours each")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = args.only.split(",")
     spec = load_day_spec(DAY_SPEC)
     if "big" in only:
+        if args.ray:
+            return big_day_on_ray(spec, args)
         return big_day(spec, args.big_peak_rps, args.big_hours)
     from sim.fleet.plan import replica_capacity_rps
 
@@ -266,17 +275,57 @@ def main() -> None:
          "failure": report_failure}[group](group_runs)
 
 
+def big_spec(spec: DaySpec, peak_rps: float, hours: float) -> DaySpec:
+    rate = {"base": {"kind": "diurnal", "peak_rps": peak_rps, "trough_rps": peak_rps / 6, "peak_hour": 14.0}}
+    return with_changes(spec, workload={"duration_s": hours * 3600.0}, rate=rate,
+                        fleet={"autoscaler": autoscaler(predictive(6.875), max_replicas=64)})
+
+
 def big_day(spec: DaySpec, peak_rps: float, hours: float) -> None:
     """One process replays a day at peak_rps (trough peak/6); peak RSS from getrusage."""
-    rate = {"base": {"kind": "diurnal", "peak_rps": peak_rps, "trough_rps": peak_rps / 6, "peak_hour": 14.0}}
-    big = with_changes(spec, workload={"duration_s": hours * 3600.0}, rate=rate,
-                       fleet={"autoscaler": autoscaler(predictive(6.875), max_replicas=64)})
+    big = big_spec(spec, peak_rps, hours)
     name, s, _, wall_s = _run(("big", big))
     print_table(f"a big day: {hours:g} h, diurnal {peak_rps:g} -> {peak_rps / 6:g} req/s, one process",
                 ["requests", "wall s", "requests/s simulated", "peak RSS MiB", "peak requests in flight",
                  "max replicas", "attainment"],
                 [[s["n_arrived"], round(wall_s, 1), round(s["n_arrived"] / wall_s), round(s["peak_rss_mib"]),
                   s["peak_requests_in_flight"], s["replicas_ready_max"], s["slo_attainment"]]])
+
+
+def big_day_on_ray(spec: DaySpec, args) -> None:
+    """The big day as one Ray task, then (--segments K > 1) as K segment tasks at once; wall time
+    seen by this driver, CPU seconds and peak RSS of each worker (getrusage there)."""
+    from sim.fleet.replays import make_replays, replay, worker_stats
+    from sim.fleet.segments import merge_segments, segment_tasks, segment_windows
+
+    big = big_spec(spec, args.big_peak_rps, args.big_hours)
+    windows = segment_windows(big, args.segments, args.warmup_h * 3600.0) if args.segments > 1 else None
+    rows = []
+    with make_replays(True, args.address, None) as replays:
+        replays.map(worker_stats, [()])  # the cluster and a worker up before timing
+        for mode, tasks in (("whole day, 1 task", [(big, DAY_SPEC.parent)]),
+                            (f"{args.segments} segments at once", windows and segment_tasks(big, DAY_SPEC.parent,
+                                                                                           windows))):
+            if not tasks:
+                continue
+            start_s = time.perf_counter()
+            results = replays.map(replay, tasks)
+            wall_s = time.perf_counter() - start_s
+            s = results[0]["summary"] if len(results) == 1 else merge_segments(big, windows, results)
+            workers = [r["summary"]["worker"] for r in results]
+            cpu_s = sum(w["cpu_s"] for w in workers)
+            rows.append([mode, s["n_arrived"], f"{wall_s:.1f}", f"{cpu_s:.1f}", round(s["n_arrived"] / wall_s),
+                         round(s["n_arrived"] / cpu_s), round(max(w["peak_rss_mib"] for w in workers)),
+                         len({(w["host"], w["pid"]) for w in workers}), s["slo_attainment"],
+                         f"{s['hours_meeting_target']}/{s['n_hours']}", f"{s['gpu_hours']:.1f}",
+                         round(s["dollars_per_day"])])
+            (args.out / f"big_ray_{len(results)}.json").write_text(json.dumps(json_safe(
+                {"mode": mode, "wall_s": wall_s, "workers": workers, "summary": {k: v for k, v in s.items()
+                                                                                 if k != "minutes"}})))
+    print_table(f"a big day on Ray: {args.big_hours:g} h, diurnal {args.big_peak_rps:g} -> "
+                f"{args.big_peak_rps / 6:g} req/s (segments: {args.warmup_h:g} h warm-up each)",
+                ["replay", "requests", "wall s", "task CPU s", "requests/wall-s", "requests/CPU-s",
+                 "worker peak RSS MiB", "workers", "attainment", "hours >= target", "GPU-hours", "$ per day"], rows)
 
 
 if __name__ == "__main__":

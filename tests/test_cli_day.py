@@ -59,3 +59,9 @@ def test_bad_day_spec_is_one_line_and_exit_2(tmp_path):
     result = CliRunner().invoke(app, ["day", "run", str(write(tmp_path, bad)), "--out", str(out)])
     assert result.exit_code == 2 and not out.exists()
     assert len(result.stderr.strip().splitlines()) == 1 and "fleet.autoscaler.policy" in result.stderr
+
+
+def test_screening_a_day_too_short_for_windows_is_one_line(tmp_path):
+    result = CliRunner().invoke(app, ["day", "plan", str(write(tmp_path)), "--screen"])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "--screen" in result.stderr and "6 h" in result.stderr

@@ -24,17 +24,28 @@ def _hour_rows(summary: dict) -> list[list]:
             for row in summary["hours"]]
 
 
+RayFlag = Annotated[bool, typer.Option("--ray", help="replay as Ray tasks (a local Ray cluster, or --address)")]
+AddressOpt = Annotated[str | None, typer.Option("--address", help="a running Ray cluster (host:port); with --ray")]
+
+
+def _worker_line(summary: dict) -> str:
+    worker = summary["worker"]
+    return f"replayed by pid {worker['pid']} on {worker['host']}: peak RSS {worker['peak_rss_mib']:.0f} MiB"
+
+
 @day_app.command("run")
 def run(spec: SpecArg,
         out: Annotated[Path, typer.Option("--out", help="run folder: summary.json, hours.csv, timeline.csv, "
                                                          "replicas.csv, day.png")],
         seed: Annotated[int | None, typer.Option(help="the workload's seed (overrides the spec's)")] = None,
         plot: Annotated[bool, typer.Option(help="write day.png")] = True,
+        ray: RayFlag = False,
+        address: AddressOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False) -> None:
     """Replay the day: per hour, requests, SLO attainment, TTFT p99, replicas, GPU-hours and $."""
-    from sim.fleet.day import run_day
     from sim.fleet.daygen import DayGenerator
-    from sim.fleet.output import write_day
+    from sim.fleet.output import write_replay
+    from sim.fleet.replays import make_replays, replay
     from sim.fleet.spec import load_day_spec
 
     day = load_day_spec(spec)
@@ -44,8 +55,10 @@ def run(spec: SpecArg,
         if seed < 0:
             raise InputError("--seed", None, f"must be >= 0; got {seed}")
         day = day.model_copy(update={"workload": day.workload.model_copy(update={"seed": seed})})
-    result = run_day(day, spec.parent)
-    summary = write_day(result, out, plot, DayGenerator(day.workload, spec.parent) if plot else None)
+    generator = DayGenerator(day.workload, spec.parent) if plot else None  # checks the traces before the replay
+    with make_replays(ray, address, None) as replays:
+        (result,) = replays.map(replay, [(day, spec.parent)])
+    summary = write_replay(result, out, plot, generator)
     if as_json:
         print_json(summary)
         return
@@ -54,23 +67,35 @@ def run(spec: SpecArg,
     typer.echo(f"{summary['n_arrived']:,} requests, attainment {summary['slo_attainment']:.4f}, "
                f"{summary['hours_meeting_target']}/{summary['n_hours']} hours at the target, "
                f"{summary['gpu_hours']:.1f} GPU-hours, ${summary['dollars_per_day']:,.0f} per day; "
-               f"cold start {summary['cold_start_s']['total_s']:.0f} s; wrote {out}")
+               f"cold start {summary['cold_start_s']['total_s']:.0f} s; {_worker_line(summary)}; wrote {out}")
 
 
 @day_app.command("plan")
 def plan(spec: SpecArg,
          out: Annotated[Path | None, typer.Option("--out", help="write plan.json and the verifying runs here")] = None,
          probe_s: Annotated[float, typer.Option(help="seconds of each one-replica capacity probe")] = 300.0,
+         screen: Annotated[bool | None, typer.Option(
+             "--screen/--no-screen", help="screen candidates on short windows of the day (peak, steepest rise) "
+                                          "before replaying whole days; default: on for days of 6 h or more")] = None,
+         ray: RayFlag = False,
+         address: AddressOpt = None,
+         workers: Annotated[int | None, typer.Option(help="CPUs of the local Ray cluster (default: all); "
+                                                          "with --ray")] = None,
          as_json: Annotated[bool, typer.Option("--json", help="print plan.json")] = False) -> None:
     """Pick the reserved base, autoscaling parameters and headroom meeting the SLOs all day at least
     cost; verify by replaying the day, with and without a failure at the peak."""
     from sim.errors import InputError
     from sim.fleet.plan import plan_day, write_plan
+    from sim.fleet.replays import make_replays
     from sim.fleet.spec import load_day_spec
 
     if not (probe_s > 0 and probe_s < 86_400):
         raise InputError("--probe-s", None, f"must be in (0, 86400) seconds; got {probe_s}")
-    result = plan_day(load_day_spec(spec), spec.parent, probe_s)
+    day = load_day_spec(spec)
+    with make_replays(ray, address, workers) as replays:
+        if not as_json:  # a plan of a long day takes minutes: each stage as it ends, on stderr
+            replays.progress = lambda line: typer.echo(line, err=True)
+        result = plan_day(day, spec.parent, probe_s, replays, screen)
     if out is not None:
         write_plan(result, out)
     if as_json:

@@ -71,12 +71,15 @@ def engine_config(spec: DaySpec, where: str = "engine") -> EngineConfig:
     return cfg  # latency attribution is never attached: a day keeps per-hour tallies, not per-request rows
 
 
-def run_day(spec: DaySpec, base_dir: Path | None = None, progress=None) -> DayResult:
+def run_day(spec: DaySpec, base_dir: Path | None = None, progress=None, offset_s: float = 0.0) -> DayResult:
+    """Replay `spec`'s day; `offset_s` (a whole number of chunks): replay instead the window of
+    `spec.workload.duration_s` starting at that time of the day (its arrivals, forecast and failure
+    draws; the fleet starts as the policy wants it then, with nothing queued), times relative to it."""
     from sim.simulate import _replica_parts
 
     wall_start_s = time.perf_counter()  # reported only
     cfg = engine_config(spec)
-    generator = DayGenerator(spec.workload, base_dir, "workload")
+    generator = DayGenerator(spec.workload, base_dir, "workload", offset_s)
     facts = load_facts(spec.fleet.facts)
     hw_facts = hardware_facts(facts, cfg)
     model = load_model(cfg.model)

@@ -59,10 +59,16 @@ class Chunk:
 
 
 class DayGenerator:
-    """A DayWorkload ready to generate (its traces loaded once)."""
+    """A DayWorkload ready to generate (its traces loaded once). `offset_s` (a whole number of
+    chunks): a window of a longer day, its t = 0 at the day's `offset_s`; its chunks are the day's
+    own (the same draws, times shifted), its duration the spec's (sim.fleet.plan screens windows)."""
 
-    def __init__(self, spec: DayWorkload, base_dir: Path | None = None, where: str = "day spec"):
+    def __init__(self, spec: DayWorkload, base_dir: Path | None = None, where: str = "day spec",
+                 offset_s: float = 0.0):
         self.spec, self.base_dir, self.where = spec, base_dir, where
+        self.offset_s, self._chunk0 = offset_s, round(offset_s / spec.chunk_s)
+        if offset_s < 0 or self._chunk0 * spec.chunk_s != offset_s:
+            raise ValueError(f"offset_s must be a whole number of chunks (chunk_s = {spec.chunk_s:g}); got {offset_s}")
         self.rates = [Rates(t.rate, self._series(t.rate)) for t in spec.tenants]
         self._pairs = [self._length_pairs(t.lengths) for t in spec.tenants]
         expected = self.expected_requests()
@@ -85,11 +91,14 @@ class DayGenerator:
 
     def rate_rps(self, t_s) -> np.ndarray:
         """The expected total rate (all tenants) at `t_s`."""
+        if self.offset_s:
+            t_s = np.asarray(t_s) + self.offset_s
         return sum(r.rate_rps(t_s) for r in self.rates)
 
     def expected_requests(self, start_s: float = 0.0, end_s: float | None = None) -> float:
         end_s = self.spec.duration_s if end_s is None else end_s
-        return sum(r.mean_rate_rps(start_s, end_s) for r in self.rates) * (end_s - start_s)
+        shift = self.offset_s
+        return sum(r.mean_rate_rps(start_s + shift, end_s + shift) for r in self.rates) * (end_s - start_s)
 
     def chunks(self) -> Iterator[Chunk]:
         duration_s, chunk_s = self.spec.duration_s, self.spec.chunk_s
@@ -100,8 +109,12 @@ class DayGenerator:
         """Chunk `index`: [index x chunk_s, (index + 1) x chunk_s) cut at the day's end."""
         start_s = index * self.spec.chunk_s
         end_s = min(start_s + self.spec.chunk_s, self.spec.duration_s)
-        parts = [self._tenant_chunk(j, index, start_s, end_s) for j in range(len(self.rates))]
+        shift = self.offset_s
+        parts = [self._tenant_chunk(j, index + self._chunk0, start_s + shift, end_s + shift)
+                 for j in range(len(self.rates))]
         arrival_s = np.concatenate([p[0] for p in parts])
+        if shift:
+            arrival_s -= shift
         order = np.argsort(arrival_s, kind="stable")
         return Chunk(start_s, end_s, arrival_s[order], np.concatenate([p[1] for p in parts])[order],
                      np.concatenate([p[2] for p in parts])[order],

@@ -39,14 +39,20 @@ def replica_rows(result) -> list[dict]:
 def write_day(result, out_dir: Path, plot: bool = True, generator=None) -> dict:
     """Write the run folder; returns the summary. `generator` (sim.fleet.daygen.DayGenerator):
     draws the offered rate on the figure."""
-    summary = summarize(result)
-    timeline = result.timeline
+    return write_replay({"summary": summarize(result), "timeline": result.timeline,
+                         "replicas": replica_rows(result)}, out_dir, plot, generator)
+
+
+def write_replay(replay: dict, out_dir: Path, plot: bool = True, generator=None) -> dict:
+    """The run folder of a replay task's result (`sim.fleet.replays.replay`, here or on a Ray
+    worker); returns its summary."""
+    summary, timeline = replay["summary"], replay["timeline"]
     with atomic_run_dir(out_dir, DAY_FILES) as tmp:
         write_json(tmp / "summary.json", summary)
         write_text(tmp / "hours.csv", _csv(summary["hours"]))
         names = list(timeline)
         write_text(tmp / "timeline.csv", _csv([dict(zip(names, values)) for values in zip(*timeline.values())]))
-        write_text(tmp / "replicas.csv", _csv(replica_rows(result)))
+        write_text(tmp / "replicas.csv", _csv(replay["replicas"]))
         if plot:
             from sim.fleet.plots import plot_days
 
@@ -54,8 +60,8 @@ def write_day(result, out_dir: Path, plot: bool = True, generator=None) -> dict:
             if generator is not None:
                 import numpy as np
 
-                t_s = np.arange(0.0, result.spec.workload.duration_s, 60.0)
+                t_s = np.arange(0.0, summary["duration_s"], 60.0)
                 rate = (t_s, generator.rate_rps(t_s))
             plot_days({"run": (summary, timeline)}, tmp / "day.png", rate,
-                      f"{result.cfg.model} on {result.cfg.hardware}: a day")
+                      f"{summary['model']} on {summary['hardware']}: a day")
     return summary

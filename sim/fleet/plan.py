@@ -7,14 +7,23 @@ every hour at least cost, verified by replaying the day (and again with a failur
    predictive autoscaling (rate per replica = capacity x utilisation, a queue-length backstop) over
    every reserved base between the trough's and the peak's count, with headroom 0 or 1. Cost =
    reserved base all day + on-demand replica-hours above it (cold starts included).
-3. Verification: replay the cheapest candidates in order of estimated cost until one meets the
-   target in every hour; then replay it with a failure at the peak, raising the headroom (N+1, ...)
-   until that replay meets the target too, or `MAX_HEADROOM` is reached (reported either way).
+3. Screening (days of 6 h or more; `sim.fleet.screen`): the cheapest candidates, `SCREEN_BATCH`
+   at a time, replayed on the day's peak and steepest-rise windows until a batch holds one that
+   meets the target in every hour of them; then the first such candidate's headrooms (its own to
+   `MAX_HEADROOM`) with a failure at the peak, on the window around it.
+4. Verification on whole days: the cheapest candidate left (the screen's passers, else every one
+   in order) replayed, and with screening at once the same day with a failure at the peak at the
+   screened headroom; a candidate failing any hour gives way to the next; a failure replay
+   failing raises the headroom (N+1, ...) up to `MAX_HEADROOM` (reported either way).
+
+Replays run through `sim.fleet.replays.Replays` (here, or as Ray tasks); batches are fixed sizes,
+so the plan is the same however many workers ran it.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,15 +32,24 @@ import numpy as np
 from sim.fleet.day import engine_config, run_day
 from sim.fleet.daygen import DayGenerator
 from sim.fleet.facts import cold_start_parts_s, hardware_facts, load_facts
-from sim.fleet.output import summarize
+from sim.fleet.replays import Replays
+from sim.fleet.screen import SCREEN_MIN_DAY_S, screen_windows
 from sim.fleet.spec import DaySpec
+from sim.fleet.verify import (
+    MAX_HEADROOM,
+    replay_row,
+    row_args,
+    screen_candidates,
+    screen_failure,
+    slim,
+    verify_failure,
+)
 from sim.output import write_json
 
 PROBE_S = 300.0
 BISECT_STEPS = 6
 UTILISATIONS = (0.8, 0.9)
-MAX_HEADROOM = 2
-MAX_REPLAYS = 4
+MAX_REPLAYS = 4  # whole-day replays of candidates without a failure
 QUEUE_BACKSTOP_PER_REPLICA = 8.0  # judgement: a queue this deep per replica means the forecast was low
 
 
@@ -46,21 +64,34 @@ class DayPlan:
     chosen: dict | None = None
     with_failure: list[dict] = field(default_factory=list)
     failure_proof_headroom: int | None = None  # the least headroom whose replay with a peak failure met the target
+    windows: list[dict] = field(default_factory=list)  # the screen's windows (none: not screened)
+    screened: list[dict] = field(default_factory=list)  # per candidate screened: its windows' hours, passed
+    screened_failure: list[dict] = field(default_factory=list)  # per headroom: the failure window, passed
+    wall_time_s: float | None = None  # reported only
 
     def to_dict(self) -> dict:
         return {"capacity_rps_per_replica": self.capacity_rps, "probes": self.probes, "peak_rps": self.peak_rps,
-                "trough_rps": self.trough_rps, "candidates": self.candidates, "verified": self.verified,
-                "chosen": self.chosen, "with_failure_at_peak": self.with_failure,
-                "failure_proof_headroom": self.failure_proof_headroom}
+                "trough_rps": self.trough_rps, "candidates": self.candidates, "screen_windows": self.windows,
+                "screened": self.screened, "screened_failure_at_peak": self.screened_failure,
+                "verified": self.verified, "chosen": self.chosen, "with_failure_at_peak": self.with_failure,
+                "failure_proof_headroom": self.failure_proof_headroom, "wall_time_s": self.wall_time_s}
 
     def lines(self) -> list[str]:
         out = [f"one replica serves {self.capacity_rps:.2f} req/s at the SLO; the day's expected rate runs from "
                f"{self.trough_rps:.2f} to {self.peak_rps:.2f} req/s"]
+        if self.windows:
+            out.append("screened on " + ", ".join(w["label"] for w in self.windows) + ":")
+        for row in self.screened + self.screened_failure:
+            worst = min((h["slo_attainment"] for h in row["hours"] if h["slo_attainment"] is not None), default=None)
+            out.append(f"  {row['name']}: estimated ${row['estimated_dollars_per_day']:,.0f}/day, worst hour "
+                       f"{'-' if worst is None else f'{worst:.4f}'}, {'passed' if row['passed'] else 'failed'}")
+        out.append("replayed whole days:")
         for run in self.verified + self.with_failure:
             out.append(f"  {run['name']}: estimated ${run['estimated_dollars_per_day']:,.0f}/day -> replayed "
                        f"${run['dollars_per_day']:,.0f}/day, {run['gpu_hours']:.1f} GPU-h, attainment "
                        f"{run['slo_attainment']:.4f}, worst hour {run['worst_hour_attainment']:.4f}, "
-                       f"{run['hours_meeting_target']}/{run['n_hours']} hours at target, lost {run['n_lost']}")
+                       f"{run['hours_meeting_target']}/{run['n_hours']} hours at target, lost {run['n_lost']}; "
+                       f"{run['wall_time_s']:.0f} s, worker peak RSS {run['worker']['peak_rss_mib']:.0f} MiB")
         out.append(f"chosen: {self.chosen['name'] if self.chosen else 'none met the target'}")
         if self.chosen is not None:
             proof = self.failure_proof_headroom
@@ -159,54 +190,46 @@ def _cold_start_s(spec: DaySpec, cfg, facts) -> float:
     return cold_start_parts_s(facts, cfg, memory.weight_bytes_per_gpu, cost.hw.host_link_bytes_s)["total_s"]
 
 
-def spec_of(spec: DaySpec, candidate: dict, failure_at_s: float | None = None, headroom: int | None = None) -> DaySpec:
-    """The day spec running `candidate` (with `headroom` instead of its own, and a failure at
-    `failure_at_s` of the busiest ready replica). A static fleet's headroom is reserved too."""
-    auto, reserved = dict(candidate["autoscaler"]), candidate["reserved_replicas"]
-    if headroom is not None:
-        auto["headroom"] = headroom
-        if auto["policy"]["kind"] == "static":
-            reserved = auto["min_replicas"] = auto["max_replicas"] = auto["policy"]["replicas"] + headroom
-        else:
-            auto["max_replicas"] = max(auto["max_replicas"], auto["min_replicas"] + headroom)
-    failures = {"schedule": [] if failure_at_s is None else [{"at_s": failure_at_s}],
-                "on_failure": spec.fleet.failures.on_failure, "repair_s": spec.fleet.failures.repair_s}
-    fleet = spec.fleet.model_validate({**spec.fleet.model_dump(exclude={"autoscaler", "failures", "pricing"}),
-                                       "autoscaler": auto, "failures": failures,
-                                       "pricing": {"reserved_replicas": reserved}})
-    return spec.model_copy(update={"fleet": fleet})
-
-
-def _replay(spec: DaySpec, name: str, estimate: float, base_dir) -> dict:
-    summary = summarize(run_day(spec, base_dir))
-    keys = ("dollars_per_day", "gpu_hours", "slo_attainment", "worst_hour_attainment", "hours_meeting_target",
-            "n_hours", "n_lost", "n_retried", "failures")
-    return {"name": name, "estimated_dollars_per_day": estimate, **{k: summary[k] for k in keys}}
-
-
-def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE_S) -> DayPlan:
-    capacity_rps, probes = replica_capacity_rps(spec, base_dir, probe_s)
-    ranked, peak_rps, trough_rps = candidates(spec, capacity_rps, base_dir)
-    plan = DayPlan(capacity_rps, probes, peak_rps, trough_rps, ranked)
-    for candidate in ranked[:MAX_REPLAYS]:
-        run = _replay(spec_of(spec, candidate), candidate["name"], candidate["estimated_dollars_per_day"], base_dir)
-        plan.verified.append(run)
-        if run["hours_meeting_target"] == run["n_hours"]:
-            plan.chosen = candidate
-            break
-    if plan.chosen is None:
-        return plan
+def peak_time_s(spec: DaySpec, base_dir=None) -> float:
     generator = DayGenerator(spec.workload, base_dir)
     t_s = np.arange(0.0, spec.workload.duration_s, 60.0)
-    peak_s = float(t_s[int(np.argmax(generator.rate_rps(t_s)))])
-    for headroom in range(plan.chosen["headroom"], MAX_HEADROOM + 1):
-        name = f"{plan.chosen['name']}, failure at {peak_s / 3600:.1f} h, headroom {headroom}"
-        run = _replay(spec_of(spec, plan.chosen, peak_s, headroom), name, plan.chosen["estimated_dollars_per_day"],
-                      base_dir)
-        plan.with_failure.append(run)
-        if run["hours_meeting_target"] == run["n_hours"]:
-            plan.failure_proof_headroom = headroom
+    return float(t_s[int(np.argmax(generator.rate_rps(t_s)))])
+
+
+def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE_S, replays: Replays | None = None,
+             screen: bool | None = None) -> DayPlan:
+    """Probe, price, screen (`screen` None: days of SCREEN_MIN_DAY_S or more), verify (module docstring)."""
+    wall_start_s = time.perf_counter()  # reported only
+    replays = replays or Replays()
+    screened = spec.workload.duration_s >= SCREEN_MIN_DAY_S if screen is None else screen
+    windows = screen_windows(spec, DayGenerator(spec.workload, base_dir)) if screened else []
+    if screened and not windows:
+        from sim.errors import InputError
+
+        raise InputError("--screen", None, f"needs a day of at least {SCREEN_MIN_DAY_S / 3600:g} h; "
+                                           f"this one is {spec.workload.duration_s / 3600:g} h")
+    capacity_rps, probes = replica_capacity_rps(spec, base_dir, probe_s)
+    if replays.progress is not None:
+        replays.progress(f"one replica serves {capacity_rps:.3f} req/s at the SLO ({len(probes)} probes of "
+                         f"{probe_s:g} s, {time.perf_counter() - wall_start_s:.0f} s)")
+    ranked, peak_rps, trough_rps = candidates(spec, capacity_rps, base_dir)
+    plan = DayPlan(capacity_rps, probes, peak_rps, trough_rps, ranked)
+    peak_s = peak_time_s(spec, base_dir)
+    plan.windows = [w.to_dict() for w in windows]
+    order = screen_candidates(plan, spec, base_dir, replays, windows) if windows else ranked
+    for candidate in order[:MAX_REPLAYS]:
+        headroom = screen_failure(plan, spec, base_dir, replays, candidate, peak_s) if windows else None
+        tasks = [row_args(spec, candidate, base_dir)]
+        if headroom is not None:  # the screened headroom's failure day alongside
+            tasks.append(row_args(spec, candidate, base_dir, peak_s, headroom))
+        runs = replays.map(replay_row, tasks, f"whole day of {candidate['name']}" + (
+            f", and with a failure at the peak, headroom {headroom}" if headroom is not None else ""))
+        plan.verified.append(slim(runs[0]))
+        if runs[0]["hours_meeting_target"] == runs[0]["n_hours"]:
+            plan.chosen = candidate
+            verify_failure(plan, spec, base_dir, replays, peak_s, [slim(r) for r in runs[1:]], headroom)
             break
+    plan.wall_time_s = time.perf_counter() - wall_start_s
     return plan
 
 
