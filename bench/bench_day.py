@@ -244,6 +244,7 @@ def main() -> None:
     parser.add_argument("--address", help="big --ray: a running Ray cluster (default: a local one)")
     parser.add_argument("--segments", type=int, default=1, help="big --ray: also K segments at once")
     parser.add_argument("--warmup-h", type=float, default=1.0, help="big --ray --segments: warm-up hours each")
+    parser.add_argument("--segments-only", action="store_true", help="big --ray --segments: skip the one-task day")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = args.only.split(",")
@@ -303,7 +304,8 @@ def big_day_on_ray(spec: DaySpec, args) -> None:
     rows = []
     with make_replays(True, args.address, None) as replays:
         replays.map(worker_stats, [()])  # the cluster and a worker up before timing
-        for mode, tasks in (("whole day, 1 task", [(big, DAY_SPEC.parent)]),
+        whole_day = [] if args.segments_only and windows else [(big, DAY_SPEC.parent)]
+        for mode, tasks in (("whole day, 1 task", whole_day),
                             (f"{args.segments} segments at once", windows and segment_tasks(big, DAY_SPEC.parent,
                                                                                            windows))):
             if not tasks:
