@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.cost import CostModel
-from sim.cost.hot import whole_block_tokens_per_step
+from sim.cost.block_residues import whole_block_tokens_per_step
 from sim.cost.roofline import blend, gemm_time_s
 from sim.cost.shapes import attention_load
 from sim.dtypes import peak_key

@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 import sim.attribution as attribution
+import sim.cost.block_residues as residues
 import sim.cost.hot as hot
+import sim.cost.runs_past_finishes as runs_past
 import sim.metrics as metrics
 import sim.sched.base as sched_base
 import sim.sched.commit as sched_commit
@@ -56,7 +58,9 @@ def outputs(cfg: EngineConfig, workload):
 
 def set_thresholds(monkeypatch, n_seqs: int, histogram_loop_seqs: int | None = None) -> None:
     """Every fast-path threshold to `n_seqs` (a decode run's residue histogram: `histogram_loop_seqs`)."""
-    monkeypatch.setattr(hot, "HISTOGRAM_LOOP_MAX_SEQS", n_seqs if histogram_loop_seqs is None else histogram_loop_seqs)
+    histogram = n_seqs if histogram_loop_seqs is None else histogram_loop_seqs
+    monkeypatch.setattr(residues, "HISTOGRAM_LOOP_MAX_SEQS", histogram)
+    monkeypatch.setattr(runs_past, "HISTOGRAM_LOOP_MAX_SEQS", histogram)
     monkeypatch.setattr(hot, "SCALAR_MAX_SEQS", n_seqs)
     monkeypatch.setattr(sched_base, "SCALAR_MAX_SEQS", n_seqs)
     monkeypatch.setattr(decode_runs, "SCALAR_RUN_MAX_SEQS", n_seqs)
@@ -139,9 +143,9 @@ def test_residue_histogram_loop_equals_numpy():
     for size in (1, 16, 32):
         for n in (1, 5, 40, 300):
             contexts = rng.integers(0, 20_000, size=n).astype(np.int64)
-            by_numpy = hot._residue_histogram(contexts, size) if n > hot.HISTOGRAM_LOOP_MAX_SEQS else None
-            by_loop = hot._residue_histogram(contexts.tolist(), size)
-            counts, held = hot.residue_counts(contexts, size)
+            by_numpy = residues.residue_histogram(contexts, size) if n > residues.HISTOGRAM_LOOP_MAX_SEQS else None
+            by_loop = residues.residue_histogram(contexts.tolist(), size)
+            counts, held = residues.residue_counts(contexts, size)
             assert by_loop == (int(contexts.sum()), counts.tolist(), held)
             assert by_numpy in (None, by_loop)
 
@@ -151,12 +155,12 @@ def test_block_counts_from_residues_match_brute_force():
     for size in (1, 4, 16):
         for _ in range(50):
             contexts = rng.integers(0, 200, size=int(rng.integers(1, 20))).astype(np.int64)
-            counts, held = hot.residue_counts(contexts, size)
+            counts, held = residues.residue_counts(contexts, size)
             assert held == int((-(-contexts // size)).sum())
             for k in (1, 2, size, size + 1, 3 * size + 2):
                 brute = int((-(-(contexts + k) // size) - (-(-contexts // size))).sum())
-                assert hot.blocks_for_steps(counts.tolist(), contexts.shape[0], k) == brute
-                per_step = hot.whole_block_tokens_per_step(contexts, k, size)
+                assert residues.blocks_for_steps(counts.tolist(), contexts.shape[0], k) == brute
+                per_step = residues.whole_block_tokens_per_step(contexts, k, size)
                 expected = [(-(-(contexts + s + 1) // size) * size).sum() for s in range(k)]
                 assert per_step.tolist() == expected
 

@@ -10,7 +10,7 @@ import pytest
 
 from sim.config import EngineConfig
 from sim.cost import CostModel
-from sim.cost.hot import decode_steps_past_finishes
+from sim.cost.runs_past_finishes import decode_steps_past_finishes
 from sim.hardware import load_hardware
 from sim.model import load_model
 from sim.simulate import simulate

@@ -8,12 +8,12 @@ attention is computed from a step's sums (`AttentionLoad` fields) in plain float
 from __future__ import annotations
 
 import math
-import operator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.cost.block_residues import half_steps, whole_block_tokens_per_step
+from sim.cost.runs_past_finishes import decode_steps_past_finishes
 from sim.cost.window import decode_run_sums, window_sums, window_sums_scalar
 
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 
 SCALAR_MAX_SEQS = 32  # steps of at most this many sequences take the plain-Python path
-HISTOGRAM_LOOP_MAX_SEQS = 32  # a decode run's residue histogram: a Python loop up to this many, numpy above
 
 
 class HotPath:
@@ -221,10 +220,10 @@ class HotPath:
         if last_compute_s < t_memory[0] * self.negligible_ratio:  # memory-bound at every step (see __init__)
             attention = t_memory
         elif math.isinf(self.p):
-            t_compute = (float(total) + n * _half_steps(n_steps)) * self.pair_s  # pairs: sum_j (c_j + s + 0.5)
+            t_compute = (float(total) + n * half_steps(n_steps)) * self.pair_s  # pairs: sum_j (c_j + s + 0.5)
             attention = np.maximum(t_compute, t_memory)
         else:  # top * ((t_c / top) ** p + (t_m / top) ** p) ** (1 / p), one of the two ratios being 1
-            t_compute = (float(total) + n * _half_steps(n_steps)) * self.pair_s
+            t_compute = (float(total) + n * half_steps(n_steps)) * self.pair_s
             top = np.maximum(t_compute, t_memory)
             ratio = np.minimum(t_compute, t_memory, out=t_compute)
             ratio /= top
@@ -242,180 +241,3 @@ class HotPath:
         attention *= self.n_layers
         attention += fixed_s
         return attention, kv_tokens
-
-
-@dataclass
-class RunPastFinishes:
-    """One entry per step: its time, the blocks it takes, the KV tokens (whole blocks) its
-    sequences read, and how many sequences it computes; whether the horizon ended it."""
-
-    times_s: list[float]
-    taken: list[int]
-    kv_tokens: list[int]
-    n_active: list[int]
-    reached_horizon: bool = False
-
-
-def decode_steps_past_finishes(hot: HotPath, contexts: list[int] | np.ndarray, remaining: list[int] | np.ndarray,
-                               start_s: float, horizon_s: float, max_steps: int,
-                               free_blocks: float) -> RunPastFinishes | None:
-    """Decode steps of sequences with these `contexts` from `start_s`; sequence j computes
-    `remaining[j]` more tokens and then leaves. Stops after the step during which `horizon_s`
-    falls, before a step whose new blocks would exceed `free_blocks` (blocks of finished sequences
-    count as taken), when everyone has left, or at `max_steps`. None when a measured decode table
-    applies (the caller plans a plain run)."""
-    if hot.decode_ratio is not None:
-        return None
-    active = sorted(_as_list(contexts)) if hot.window is not None else None  # windowed layers: per sequence
-    size, layers, launch_s = hot.block_size, hot.n_layers, hot.launch_s
-    kv_token_bytes, kv_bw, pair_s = hot.kv_token_bytes, hot.kv_bw, hot.pair_s
-    n = len(contexts)
-    if n <= HISTOGRAM_LOOP_MAX_SEQS:  # a few: plain Python throughout
-        contexts, remaining = _as_list(contexts), _as_list(remaining)
-    total, taken_at, blocks = _residue_histogram(contexts, size)
-    leaving_at, leaving_contexts = _by_steps_left(contexts, remaining)  # ascending steps left
-    next_leaver = 0  # index into them
-    out = RunPastFinishes([], [], [], [])
-    times, taken, kv_tokens = out.times_s, out.taken, out.kv_tokens
-    elapsed_s, free, step = 0.0, free_blocks, 0
-    while True:  # steps [step, segment_end) compute the same sequences
-        segment_end = min(leaving_at[next_leaver], max_steps) if n else max_steps
-        fixed_s = layers * hot.cost.layer_time_s(n) + hot.cost.lm_head_time_s(n) + hot.overhead_s
-        io_bytes = n * hot.io_token_bytes
-        # the least memory time is the segment's first step's, the most compute its last's: when even
-        # those are apart by `negligible_ratio`, every step's blend is its memory time (see HotPath)
-        first_kv = (blocks + taken_at[step % size]) * size
-        last_compute_s = (total + n * (segment_end - 0.5)) * pair_s
-        memory_bound = last_compute_s < (first_kv * kv_token_bytes + io_bytes) / kv_bw * hot.negligible_ratio
-        first = step
-        for step in range(first, segment_end):
-            take = taken_at[step % size]
-            if take > free:
-                return _with_active(out, first, n)
-            free -= take
-            blocks += take
-            kv = blocks * size
-            t_memory = (kv * kv_token_bytes + io_bytes) / kv_bw
-            if memory_bound:
-                attention_s = t_memory + launch_s
-            else:
-                attention_s = hot._blend((total + n * (step + 0.5)) * pair_s, t_memory) + launch_s
-            if active is not None:
-                _, _, pairs_w, kv_w = window_sums_scalar([1] * n, [a + step for a in active], hot.window)
-                attention_s += hot._window_s(pairs_w, kv_w, n, False)
-            time_s = attention_s * layers + fixed_s
-            times.append(time_s)
-            taken.append(take)
-            kv_tokens.append(kv)
-            elapsed_s += time_s
-            if elapsed_s + start_s >= horizon_s:
-                out.reached_horizon = True
-                return _with_active(out, first, n)
-        _with_active(out, first, n)
-        step = segment_end
-        if step >= max_steps:
-            break
-        while n and leaving_at[next_leaver] == step:  # their last token was the step before
-            c = leaving_contexts[next_leaver]
-            if active is not None:
-                active.remove(c)
-            next_leaver += 1
-            n -= 1
-            total -= c
-            taken_at[-c % size] -= 1
-            blocks -= -(-(c + step) // size)
-        if not n:
-            break
-    return out
-
-
-def _by_steps_left(contexts: list[int] | np.ndarray, remaining: list[int] | np.ndarray) -> tuple[list[int], list[int]]:
-    """(steps left, context) of each sequence as two lists, in ascending steps left (numpy sorts
-    many, arrays; Python a few, lists)."""
-    if len(contexts) > HISTOGRAM_LOOP_MAX_SEQS:
-        steps_left = np.asarray(remaining)
-        order = steps_left.argsort(kind="stable")
-        return steps_left[order].tolist(), np.asarray(contexts)[order].tolist()
-    pairs = sorted(zip(remaining, contexts))
-    return [r for r, _ in pairs], [c for _, c in pairs]
-
-
-def _as_list(values: list[int] | np.ndarray) -> list[int]:
-    return values.tolist() if isinstance(values, np.ndarray) else values
-
-
-def _with_active(run: RunPastFinishes, first_step: int, n_seqs: int) -> RunPastFinishes:
-    """Fill `run.n_active` for the steps from `first_step` on (they compute `n_seqs` sequences)."""
-    run.n_active += [n_seqs] * (len(run.times_s) - first_step)
-    return run
-
-
-_HALF_STEPS = np.arange(4096, dtype=np.float64) + 0.5
-
-
-def _half_steps(n_steps: int) -> np.ndarray:
-    """[0.5, 1.5, ..., n_steps - 0.5] (a view of a shared table; do not mutate)."""
-    global _HALF_STEPS
-    if n_steps > _HALF_STEPS.shape[0]:
-        _HALF_STEPS = np.arange(2 * n_steps, dtype=np.float64) + 0.5
-    return _HALF_STEPS[:n_steps]
-
-
-def _residue_histogram(contexts: np.ndarray | list[int], size: int) -> tuple[int, list[int], int]:
-    """(tokens cached, sequences taking a new block at steps s with s % size == r for each r,
-    blocks held): `residue_counts` as Python ints, by a plain loop for a few sequences."""
-    if isinstance(contexts, np.ndarray) and contexts.shape[0] > HISTOGRAM_LOOP_MAX_SEQS:
-        counts, held = residue_counts(contexts, size)
-        return int(np.add.reduce(contexts)), counts.tolist(), held
-    if isinstance(contexts, np.ndarray):
-        contexts = contexts.tolist()
-    taken_at = [0] * size
-    for c in contexts:
-        taken_at[-c % size] += 1
-    total = sum(contexts)
-    return total, taken_at, (total + sum(map(operator.mul, range(size), taken_at))) // size
-
-
-def residue_counts(contexts: np.ndarray, block_size: int) -> tuple[np.ndarray, int]:
-    """(how many sequences are r tokens short of a whole block, for r = 0..B-1; blocks held).
-
-    A sequence with c cached tokens holds ceil(c / B) blocks and is r = (-c) mod B tokens short
-    of filling them: it takes a new block at decode steps s = r, r + B, r + 2B, ... (0-based)."""
-    residues = (-contexts) % block_size
-    held = (int(contexts.sum()) + int(residues.sum())) // block_size
-    return np.bincount(residues, minlength=block_size), held
-
-
-def blocks_for_steps(counts: list[int], n_seqs: int, n_steps: int) -> int:
-    """Extra blocks n_steps decode steps take, from `residue_counts` (as a list): every B steps
-    each sequence takes one, and the first n_steps mod B steps take those with residue below it."""
-    whole, part = divmod(n_steps, len(counts))
-    return whole * n_seqs + sum(counts[:part])
-
-
-def whole_block_tokens_per_step(contexts: np.ndarray, n_steps: int, block_size: int,
-                                total_tokens: int | None = None) -> np.ndarray:
-    """KV tokens read per decode step, in whole blocks: sum_j ceil((c_j + s + 1) / B) * B for
-    s = 0..n_steps-1, i.e. (blocks held + blocks taken by steps 0..s) * B (see `residue_counts`).
-    `total_tokens` (sum of contexts) may be passed when already known."""
-    residues = (-contexts) % block_size
-    total = int(np.add.reduce(contexts)) if total_tokens is None else total_tokens
-    held = (total + int(np.add.reduce(residues))) // block_size
-    counts = np.bincount(residues, minlength=block_size)
-    taken_per_step = counts[:n_steps] if n_steps <= block_size else counts[_cyclic_index(n_steps, block_size)]
-    taken = np.add.accumulate(taken_per_step, dtype=np.float64)
-    taken += held
-    taken *= block_size
-    return taken
-
-
-_CYCLIC: dict[int, np.ndarray] = {}
-
-
-def _cyclic_index(n_steps: int, block_size: int) -> np.ndarray:
-    """[0, 1, ..., B-1, 0, 1, ...] of length n_steps (a view of a shared table; do not mutate)."""
-    index = _CYCLIC.get(block_size)
-    if index is None or index.shape[0] < n_steps:
-        index = np.arange(max(n_steps, 4096)) % block_size
-        _CYCLIC[block_size] = index
-    return index[:n_steps]

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from sim.cost.hot import blocks_for_steps, residue_counts, whole_block_tokens_per_step
+from sim.cost.block_residues import blocks_for_steps, residue_counts, whole_block_tokens_per_step
 from sim.sched.plan import StepPlan, ones_int64
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it

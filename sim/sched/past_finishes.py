@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 import sim.sched.decode_runs as decode_runs
-from sim.cost.hot import decode_steps_past_finishes
+from sim.cost.runs_past_finishes import decode_steps_past_finishes
 from sim.sched.plan import StepPlan, ones_int64
 
 # runs past finishes are planned in plain Python (~1 us a step): at most this many steps (the engine
@@ -44,7 +44,7 @@ class PastFinishes:
     def run_past_finishes(self, ids: list[int], rid: np.ndarray, contexts: np.ndarray, remaining: np.ndarray,
                           now_s: float, horizon_s: float, n_grown: int, first_finish: int) -> StepPlan | None:
         """Plan and take the blocks of a decode run of `ids` that goes on past finishes (plain Python:
-        `sim.cost.hot.decode_steps_past_finishes`; `remaining`: the tokens each has left to compute,
+        `sim.cost.runs_past_finishes.decode_steps_past_finishes`; `remaining`: the tokens each has left to compute,
         `first_finish` their least); None when it cannot be planned that way (the caller plans the
         plain run)."""
         max_steps = min(decode_runs.MAX_DECODE_RUN_STEPS, MAX_STEPS_PAST_FINISHES)
