@@ -13,6 +13,7 @@ Plain TP (pp 1, no EP/DP) is `plan_memory` itself, unchanged.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from sim.dtypes import bytes_per_element
 from sim.hardware import HardwareProfile
@@ -80,20 +81,24 @@ def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLay
     if layout.pp == 1 and layout.is_dense_tp_pp:
         return plan_memory(model, hw, layout.tp, block_size, gpu_memory_utilization, weight_dtype, kv_dtype,
                            max_num_batched_tokens, max_num_seqs, draft, mtp=mtp)
-    if uniform_dtype(model, weight_dtype) is None:  # per-group dtypes (an fp8 checkpoint)
-        weight_bytes = _grouped_weight_bytes(model, layout, weight_dtype, mtp)
+    per_group = uniform_dtype(model, weight_dtype) is None  # per-group dtypes (an fp8 checkpoint)
+    by_group = _grouped_weight_bytes(model, layout, weight_dtype, mtp) \
+        if per_group or model.extra_weight_params else None
+    if per_group:
+        weight_bytes = sum(by_group.values())
     else:
         weight_bytes = math.ceil(layout_weight_elements_per_gpu(model, layout)
                                  * bytes_per_element(weight_dtype, "--weight-dtype"))
-    return plan_memory(stage_model(model, layout), hw, layout.attention_tp, block_size, gpu_memory_utilization,
+    plan = plan_memory(stage_model(model, layout), hw, layout.attention_tp, block_size, gpu_memory_utilization,
                        weight_dtype, kv_dtype, max_num_batched_tokens, max_num_seqs, draft,
                        mtp=mtp, weight_bytes_override=weight_bytes)
+    return replace(plan, weight_bytes_per_gpu_by_group=by_group)  # this layout's groups, not plain TP's
 
 
-def _grouped_weight_bytes(model: ModelSpec, layout: ReplicaLayout, weight_dtype: str, mtp: bool) -> int:
-    """Weight bytes per GPU of the busiest stage with per-group dtypes: every group split by the
-    attention TP, the routed experts spread over the MoE layer's GPUs, one vocab table per stage
-    under PP; each group in its dtype."""
+def _grouped_weight_bytes(model: ModelSpec, layout: ReplicaLayout, weight_dtype: str, mtp: bool) -> dict[str, int]:
+    """Weight bytes per GPU of the busiest stage per tensor group (+ `extra`: weights outside the
+    decoder, in the checkpoint's dtype): every group split by the attention TP, the routed experts
+    spread over the MoE layer's GPUs, one vocab table per stage under PP; each group in its dtype."""
     stage = stage_model(model, layout)
     elements = weight_elements_by_group(stage, layout.attention_tp, with_mtp=mtp)
     if layout.pp > 1:
@@ -102,8 +107,8 @@ def _grouped_weight_bytes(model: ModelSpec, layout: ReplicaLayout, weight_dtype:
         elements["experts"] = weight_elements_by_group(stage, layout.moe_group, with_mtp=mtp)["experts"]
         elements["experts"] += redundant_expert_elements_per_gpu(stage, layout)
     dtypes = group_dtypes(model, weight_dtype) or {}
-    total = sum(math.ceil(n * bytes_per_element(dtypes.get(g, weight_dtype), "--weight-dtype"))
-                for g, n in elements.items())
+    out = {g: math.ceil(n * bytes_per_element(dtypes.get(g, weight_dtype), "--weight-dtype"))
+           for g, n in elements.items()}
     if model.extra_weight_params:
-        total += math.ceil(model.extra_weight_params * bytes_per_element(CHECKPOINT_DEFAULT))
-    return total
+        out["extra"] = math.ceil(model.extra_weight_params * bytes_per_element(CHECKPOINT_DEFAULT))
+    return out

@@ -7,6 +7,7 @@ from sim.hardware import load_hardware
 from sim.layout import ReplicaLayout
 from sim.layout_memory import plan_layout_memory, stage_layer_ranges, stage_model
 from sim.model import load_model
+from sim.model.weights import weight_bytes_by_group
 
 
 def test_stage_ranges_cover_every_layer_once_with_the_remainder_before_the_last_stage():
@@ -31,3 +32,16 @@ def test_pp_takes_the_checkpoints_per_group_dtypes():
     one_stage = plan_layout_memory(deepseek, h200, ReplicaLayout(tp=8), weight_dtype="auto")
     # 31 of 61 layers (28 MoE of 58) on the busiest stage, one vocab table of two
     assert 0.47 < two_stages.weight_bytes_per_gpu / one_stage.weight_bytes_per_gpu < 0.50
+
+
+def test_a_layouts_weight_groups_are_its_own_and_sum_to_its_total():
+    deepseek, h200 = load_model("deepseek-v3"), load_hardware("h200")
+    wide = plan_layout_memory(deepseek, h200, ReplicaLayout(tp=8, dp=8, enable_dp_attention=True, ep=8),
+                              weight_dtype="auto")
+    plain = plan_layout_memory(deepseek, h200, ReplicaLayout(tp=8), weight_dtype="auto")
+    groups = wide.weight_bytes_per_gpu_by_group
+    assert sum(groups.values()) == wide.weight_bytes_per_gpu
+    # attention is replicated over the 8 DP ranks (TP 1 each), the experts spread over all 8 GPUs
+    assert groups["experts"] == plain.weight_bytes_per_gpu_by_group["experts"]
+    assert groups["attention"] == weight_bytes_by_group(deepseek, 1, "auto")["attention"]
+    assert groups["attention"] > plain.weight_bytes_per_gpu_by_group["attention"]
