@@ -29,7 +29,7 @@ def stage_layer_ranges(n_layers: int, pp: int) -> list[range]:
     stage before the last (the last holds the LM head), as vLLM's get_pp_indices splits them."""
     sizes = [n_layers // pp] * pp
     for i in range(n_layers % pp):
-        sizes[-2 - i if pp > 1 else 0] += 1
+        sizes[-2 - i] += 1  # remainder < pp, so these are stages 0 .. pp-2
     starts = [sum(sizes[:i]) for i in range(pp)]
     return [range(start, start + size) for start, size in zip(starts, sizes)]
 
