@@ -129,3 +129,53 @@ def test_cli_group_layout_flags(tmp_path):
                 ["--decode-dp", "8", "--nodes", "1"]):  # 1 + 8 GPUs need two 8-GPU nodes
         result = CliRunner().invoke(app, [*args[:-1], *bad])
         assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_ep_groups_decode_runs_equal_single_steps(workload, monkeypatch):
+    """Decode runs stop where a transfer could land (the prefill ranks' group step, as re-timed by
+    their lockstep group), so they equal single steps."""
+    from test_engine_decode_runs import assert_frames_match, assert_summaries_match, run_both
+
+    cfg = _cfg(DP4_EP4, prefill={"dp": 2, "enable_expert_parallel": True}, prefill_replicas=2)
+    (frame, summary, _, n_commits), (frame_1, summary_1, _, _) = run_both(cfg, workload, monkeypatch)
+    assert n_commits < 0.7 * summary["n_steps"]  # decode runs really ran
+    assert_frames_match(frame, frame_1)
+    assert summary.pop("disaggregation") == summary_1.pop("disaggregation")
+    assert_summaries_match(summary, summary_1)
+
+
+def _screened(base: EngineConfig):
+    from test_plan_layouts import small_trace
+
+    from sim.planner.candidates import build_candidates
+    from sim.planner.layouts import LayoutGrid
+    from sim.planner.screen import screen
+    from sim.planner.slo import parse_slo
+
+    grid = LayoutGrid(pps=(1, 2), expert_parallel=(False, True), dps=(1, 2, 4))
+    candidates, _ = build_candidates(base, ["h100-sxm"], [1, 2, 4], ["chunked"], layouts=grid)
+    return screen(candidates, small_trace(), parse_slo(["ttft_p99=2s", "tpot_p99=20ms"]), 12.0, None)[3]
+
+
+def _usd_per_tok_s(candidate, rate: float) -> float:
+    return candidate.n_gpus * candidate.cost_per_gpu_hour_usd / rate if rate > 0 else float("inf")
+
+
+def test_the_planner_lets_ep_layouts_compete_per_group():
+    from sim.planner.disagg_layouts import choose_groups, split_base
+
+    estimates = _screened(EngineConfig(model=MOE, policy="chunked"))
+    groups = choose_groups("h100-sxm", "chunked", estimates)
+    no_pp = [(c, e) for c, e in estimates if c.cfg.pp == 1]
+    assert any(c.cfg.layout().uses_expert_parallel for c, _ in no_pp)  # EP layouts are in the running
+    assert any(c.cfg.pp > 1 for c, _ in estimates)  # PP ones were priced but may not run disaggregated
+    best_decode = min(_usd_per_tok_s(c, e.decode_tok_s) for c, e in no_pp)
+    best_prefill = min(_usd_per_tok_s(c, e.prefill_tok_s) for c, e in no_pp if e.prefill_within_ttft)
+    (prefill, prefill_e), (decode, decode_e) = groups["prefill"], groups["decode"]
+    assert _usd_per_tok_s(decode, decode_e.decode_tok_s) == best_decode
+    assert _usd_per_tok_s(prefill, prefill_e.prefill_tok_s) == best_prefill
+    assert prefill.cfg.pp == decode.cfg.pp == 1
+    base = split_base(groups)  # each group carries its own candidate's layout
+    for role, chosen in (("prefill", prefill), ("decode", decode)):
+        assert group_config(base, role).layout() == chosen.cfg.layout()
+
