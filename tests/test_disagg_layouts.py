@@ -179,3 +179,14 @@ def test_the_planner_lets_ep_layouts_compete_per_group():
     for role, chosen in (("prefill", prefill), ("decode", decode)):
         assert group_config(base, role).layout() == chosen.cfg.layout()
 
+
+
+def test_disagg_command_takes_group_layout_flags():
+    import json
+
+    result = CliRunner().invoke(app, ["disagg", "--model", MOE, "--ratios", "1:1", "--max-requests", "40",
+                                      "--decode-dp", "4", "--decode-enable-expert-parallel", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["layout"]: row for row in json.loads(result.output)["rows"]}
+    assert rows["aggregated x2"]["gpus"] == 2 and rows["1P:1D"]["gpus"] == 1 + 4  # the decode replica's 4 GPUs
+    assert rows["1P:1D"]["finished"] == 40
