@@ -113,4 +113,8 @@ def summary_lines(plan: dict) -> list[str]:
     for engine, line in plan["launch"]["layout_lines"].items():
         lines.append(f"{engine}: {line['command']}")
         lines += [f"  not expressible in {engine}: {gap}" for gap in line["not_expressible"]]
+    for role in ("prefill", "decode"):  # the P:D groups' own servers (their layouts), SGLang's spelling
+        line = ((plan["disaggregated"].get("launch") or {}).get(role) or {}).get("sglang")
+        if line:
+            lines.append(f"P:D {role} server (sglang): {line['command']}")
     return lines

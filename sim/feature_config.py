@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from sim.budget import MAX_CLUSTER_REPLICAS, MAX_HOST_GIB, MAX_TIME_S
+from sim.layout_config import engine_names_to_keys  # a group's data_parallel_size: is its dp:, as the run's
 from sim.schema import StrictModel
 
 Probability = Field(ge=0, le=1)
@@ -16,7 +17,9 @@ _DISAGG_KNOBS = ("kv_transfer_gb_s", "kv_transfer_latency_us", "decode_router", 
 
 
 class GroupKnobs(StrictModel):
-    """What a disaggregated prefill or decode group may set differently from the rest of the config."""
+    """What a disaggregated prefill or decode group may set differently from the rest of the config:
+    its hardware, policy and budgets, and its parallel layout under the same keys (and engine
+    spellings) as the run's (sim/layout_config.py); None: the run's value."""
 
     hardware: str | None = None
     tp: PositiveInt | None = None
@@ -25,6 +28,21 @@ class GroupKnobs(StrictModel):
     max_num_batched_tokens: PositiveInt | None = None
     chunk_size: PositiveInt | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    # the group's layout (sim/disagg/build.py); pp is accepted so that it is refused in one line
+    pp: PositiveInt | None = None
+    dp: PositiveInt | None = None
+    ep: PositiveInt | None = None
+    enable_dp_attention: bool | None = None
+    enable_expert_parallel: bool | None = None
+    moe_a2a_backend: Literal["nccl", "deepep"] | None = None
+    deepep_mode: Literal["auto", "normal", "low_latency"] | None = None
+    enable_two_batch_overlap: bool | None = None
+    ep_num_redundant_experts: int | None = Field(None, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_key_names(cls, data):
+        return engine_names_to_keys(data) if isinstance(data, dict) else data
 
 
 class FeatureKnobs(StrictModel):

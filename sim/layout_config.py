@@ -75,7 +75,8 @@ class LayoutKnobs(StrictModel):
 def simulated_layout(cfg, model) -> ReplicaLayout:
     """The layout a simulation runs with, checked against `model`; refuses in one line what the
     simulator does not price (PP together with EP / DP-attention, disaggregation or speculative
-    decoding; EP / DP-attention with disaggregation or speculative decoding)."""
+    decoding; EP / DP-attention with speculative decoding). A disaggregated group's config (sim/disagg:
+    the run's config with the group's knobs on top) takes its own EP / DP-attention layout."""
     layout = cfg.layout().check(model.n_layers, model.moe is not None, model.n_experts if model.moe else None)
     if not layout.is_dense_tp_pp:
         flag = "--ep" if layout.uses_expert_parallel else "--dp"
@@ -86,17 +87,29 @@ def simulated_layout(cfg, model) -> ReplicaLayout:
             raise InputError("--pp", None,
                              "pipeline stages with expert-parallel or data-parallel-attention layouts are "
                              "not simulated: use pp 1")
-        if cfg.is_disaggregated or cfg.spec_tokens:
-            raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with disaggregated "
-                             "prefill/decode or speculative decoding are not simulated")
+        if cfg.spec_tokens:
+            raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with speculative decoding "
+                             "are not simulated")
     _refuse_unused_moe_knobs(cfg, layout)
-    from sim.placement import cluster_placement
-
-    cluster_placement(cfg)  # refuses a --nodes too small for the replicas, before anything runs
     if layout.pp > 1 and (cfg.is_disaggregated or cfg.spec_tokens):
         raise InputError("--pp", None, "pipeline stages with disaggregated prefill/decode or speculative decoding are "
                          "not modelled: use pp 1")
+    if not cfg.is_disaggregated:  # a disaggregated cluster's placement is checked once, from the run's config
+        from sim.placement import cluster_placement
+
+        cluster_placement(cfg)  # refuses a --nodes too small for the replicas, before anything runs
     return layout
+
+
+GROUP_LAYOUT_KNOBS = ("tp", "pp", "dp", "ep", "enable_dp_attention", "enable_expert_parallel",
+                      "ep_num_redundant_experts")
+
+
+def group_layout(cfg, role: str) -> ReplicaLayout:
+    """The layout of one replica of a disaggregated cluster's `role` group ("prefill" | "decode"):
+    the run's layout knobs with the group's own (`cfg.prefill` / `cfg.decode`) on top."""
+    own = getattr(cfg, role).model_dump(exclude_none=True)
+    return cfg.model_copy(update={k: own[k] for k in GROUP_LAYOUT_KNOBS if k in own}).layout()
 
 
 def expert_parallelism_of(cfg, model, layout: ReplicaLayout):

@@ -13,20 +13,26 @@ from __future__ import annotations
 
 from sim.errors import InputError
 from sim.hardware import load_hardware
+from sim.layout_config import group_layout
 
 MAX_LISTED = 1024  # replicas / nodes listed in summary.json (a 100k-replica run would list megabytes)
 
 
 def _replica_kinds(cfg) -> list[tuple[str, str, int]]:
-    """(role, hardware, GPUs per replica) of every replica, in order."""
-    stage_gpus = cfg.layout().n_gpus // cfg.tp  # pp (x dp, vLLM-style) per TP group
+    """(role, hardware, GPUs per replica) of every replica, in order (a disaggregated group's
+    replica: its own layout's GPUs)."""
     if not cfg.is_disaggregated:
-        return [("replica", hw, cfg.tp * stage_gpus) for hw in cfg.hardware_of_replicas()]
+        return [("replica", hw, cfg.layout().n_gpus) for hw in cfg.hardware_of_replicas()]
     out = []
     for role, count, group in (("prefill", cfg.prefill_replicas, cfg.prefill), ("decode", cfg.decode_replicas,
                                                                                   cfg.decode)):
-        out += [(role, group.hardware or cfg.hardware, (group.tp or cfg.tp) * stage_gpus)] * count
+        out += [(role, group.hardware or cfg.hardware, group_layout(cfg, role).n_gpus)] * count
     return out
+
+
+def _layout_row(layout) -> dict:
+    return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.expert_parallel_size,
+            "enable_dp_attention": layout.enable_dp_attention}
 
 
 def cluster_placement(cfg) -> dict:
@@ -65,8 +71,8 @@ def cluster_placement(cfg) -> dict:
         gpus_in_nodes += spare * load_hardware(cfg.hardware).interconnect.max_gpus_per_node
         n_nodes = cfg.nodes
     n_used = sum(r["n_gpus"] for r in replicas)
-    layout = cfg.layout()
-    return {"layout": {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.expert_parallel_size,
-                       "enable_dp_attention": layout.enable_dp_attention},
+    groups = {} if not cfg.is_disaggregated else {
+        "group_layouts": {role: _layout_row(group_layout(cfg, role)) for role in ("prefill", "decode")}}
+    return {"layout": _layout_row(cfg.layout()), **groups,
             "n_nodes": n_nodes, "n_gpus": n_used, "n_gpus_idle": gpus_in_nodes - n_used,
             "n_replicas": len(replicas), "nodes": nodes[:MAX_LISTED], "replicas": replicas[:MAX_LISTED]}

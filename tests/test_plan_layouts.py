@@ -145,10 +145,10 @@ def test_disaggregated_groups_take_their_own_layouts(moe_plan):
     assert section["prefill_tp"] != section["decode_tp"]  # prefill: the cheapest tok/s; decode: the batch TPOT allows
     assert (section["prefill_tp"], section["decode_tp"]) == (section["groups"]["prefill"]["tp"],
                                                               section["groups"]["decode"]["tp"])
+    gpus = {role: section["groups"][role]["gpus_per_replica"] for role in ("prefill", "decode")}
     for split in section["splits"]:
-        for run in split["runs"]:
-            assert run["gpus"] == run["prefill_replicas"] * section["prefill_tp"] + run["decode_replicas"] * section[
-                "decode_tp"]
+        for run in split["runs"]:  # each group's replicas hold its own layout's GPUs
+            assert run["gpus"] == run["prefill_replicas"] * gpus["prefill"] + run["decode_replicas"] * gpus["decode"]
 
 
 CLI_ARGS = ["plan", "--workload", "splitwise_conv", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--tp", "1,2",

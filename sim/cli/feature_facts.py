@@ -19,9 +19,11 @@ def feature_facts(summary: dict) -> list[list[str]]:
     if disagg:
         transfer = summary.get("kv_transfer_s") or {}
         p99 = transfer.get("p99")
-        facts.append(["disaggregated", f"{disagg['prefill_replicas']}P ({disagg['prefill_hardware']} TP"
-                      f"{disagg['prefill_tp']}) : {disagg['decode_replicas']}D ({disagg['decode_hardware']} TP"
-                      f"{disagg['decode_tp']}), {disagg['n_gpus']} GPUs, link {disagg['link_kind']} "
+        cost = disagg.get("cost_per_hour_usd")
+        facts.append(["disaggregated", f"{disagg['prefill_replicas']}P ({disagg['prefill_hardware']} "
+                      f"{group_label(disagg, 'prefill')}) : {disagg['decode_replicas']}D ({disagg['decode_hardware']} "
+                      f"{group_label(disagg, 'decode')}), {disagg['n_gpus']} GPUs"
+                      f"{'' if cost is None else f' (${cost:.2f}/hour)'}, link {disagg['link_kind']} "
                       f"{disagg['link_gb_s']:g} GB/s; KV transfer p99 "
                       f"{'-' if p99 is None else f'{p99 * 1e3:.1f} ms'}"])
     attribution = summary.get("latency_attribution")
@@ -31,3 +33,13 @@ def feature_facts(summary: dict) -> list[list[str]]:
             shown = ", ".join(f"{name} {value * 1e3:.1f}" for name, value in parts if value > 0)
             facts.append([f"{rank} request (ms)", f"e2e {attribution[f'{rank}_e2e_s'] * 1e3:.1f} = {shown}"])
     return facts
+
+
+def group_label(disagg: dict, role: str, plain_prefix: str = "TP") -> str:
+    """`plain_prefix` + TP ('TP4'), or a group's EP / DP-attention layout: 'TP32 DP32 EP32 deepep normal'
+    (SGLang's numbers)."""
+    layout = disagg.get(f"{role}_layout") or {}
+    if layout.get("n_kv_ranks", 1) == 1 and layout.get("ep", 1) == 1:
+        return f"{plain_prefix}{disagg[f'{role}_tp']}"
+    dp = f" DP{layout['dp']}" if layout["n_kv_ranks"] > 1 else ""
+    return f"TP{disagg[f'{role}_tp']}{dp} EP{layout['ep']} {layout['moe_a2a']}"

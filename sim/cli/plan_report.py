@@ -147,13 +147,17 @@ def print_disaggregated(section: dict, slo: dict) -> None:
         rows.append([row["ratio"], layout, row["gpus"], f"{row['cost_per_hour_usd']:.2f}",
                      *[f"{row['attainment'][k]:.1%}" for k in keys], _fmt(row["p99_ms"]["ttft"]),
                      _fmt(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
-    prefill_tp, decode_tp = section.get("prefill_tp", section["tp"]), section.get("decode_tp", section["tp"])
-    groups = f"tp{section['tp']}" if prefill_tp == decode_tp else f"prefill tp{prefill_tp}, decode tp{decode_tp}"
+    prefill, decode = (section.get(f"{role}_layout", f"tp{section.get(f'{role}_tp', section['tp'])}")
+                       for role in ("prefill", "decode"))
+    groups = prefill if prefill == decode else f"prefill {prefill}, decode {decode}"
     title = (f"aggregated vs disaggregated: {section['hardware']} {groups} {section['policy']}, "
              f"same SLOs, whole workload at the target rate")
     _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT ms", "P99 TPOT ms", "within all",
                         "meets SLOs"), rows, left=("layout", "replicas", "meets SLOs"))
     console.print(f"[bold]disaggregated[/bold]: {section['verdict']}")
+    for role in ("prefill", "decode"):
+        for engine, line in ((section.get("launch") or {}).get(role) or {}).items():
+            console.print(f"  {role} server as {engine}: {line['command']}", soft_wrap=True)
 
 
 def _print_rows(title: str, columns: tuple, rows: list[list], left: tuple) -> None:

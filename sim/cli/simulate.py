@@ -9,7 +9,8 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
-from sim.cli.feature_facts import feature_facts
+from sim.cli.feature_facts import feature_facts, group_label
+from sim.cli.group_flags import group_option, pop_group_knobs
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.config import load_config
 from sim.errors import InputError
@@ -117,12 +118,28 @@ def simulate(
                                 "--cpu-cache-gib", "--kv-offloading-size"),
     prefill_replicas: int = _opt("disaggregated: prefill replicas (with --decode-replicas)", "--prefill-replicas"),
     decode_replicas: int = _opt("disaggregated: decode replicas", "--decode-replicas"),
-    prefill_hardware: str = _opt("disaggregated: prefill group's profile", "--prefill-hardware"),
-    prefill_tp: int = _opt("disaggregated: prefill group's TP", "--prefill-tp"),
-    prefill_policy: str = _opt("disaggregated: prefill group's policy", "--prefill-policy"),
-    decode_hardware: str = _opt("disaggregated: decode group's profile", "--decode-hardware"),
-    decode_tp: int = _opt("disaggregated: decode group's TP", "--decode-tp"),
-    decode_policy: str = _opt("disaggregated: decode group's policy", "--decode-policy"),
+    prefill_hardware: str = group_option("prefill", "hardware"),
+    prefill_tp: int = group_option("prefill", "tp"),
+    prefill_policy: str = group_option("prefill", "policy"),
+    prefill_dp: int = group_option("prefill", "dp"),
+    prefill_ep: int = group_option("prefill", "ep"),
+    prefill_enable_dp_attention: bool = group_option("prefill", "enable_dp_attention"),
+    prefill_enable_expert_parallel: bool = group_option("prefill", "enable_expert_parallel"),
+    prefill_moe_a2a_backend: str = group_option("prefill", "moe_a2a_backend"),
+    prefill_deepep_mode: str = group_option("prefill", "deepep_mode"),
+    prefill_ep_num_redundant_experts: int = group_option("prefill", "ep_num_redundant_experts"),
+    prefill_enable_two_batch_overlap: bool = group_option("prefill", "enable_two_batch_overlap"),
+    decode_hardware: str = group_option("decode", "hardware"),
+    decode_tp: int = group_option("decode", "tp"),
+    decode_policy: str = group_option("decode", "policy"),
+    decode_dp: int = group_option("decode", "dp"),
+    decode_ep: int = group_option("decode", "ep"),
+    decode_enable_dp_attention: bool = group_option("decode", "enable_dp_attention"),
+    decode_enable_expert_parallel: bool = group_option("decode", "enable_expert_parallel"),
+    decode_moe_a2a_backend: str = group_option("decode", "moe_a2a_backend"),
+    decode_deepep_mode: str = group_option("decode", "deepep_mode"),
+    decode_ep_num_redundant_experts: int = group_option("decode", "ep_num_redundant_experts"),
+    decode_enable_two_batch_overlap: bool = group_option("decode", "enable_two_batch_overlap"),
     kv_transfer_gb_s: float = _opt("disaggregated: KV link GB/s per GPU pair [from the profiles]",
                                    "--kv-transfer-gb-s"),
     kv_transfer_latency_us: float = _opt("disaggregated: KV link latency [from the profiles]",
@@ -226,11 +243,7 @@ def _feature_overrides(overrides: dict) -> None:
     """CLI spellings of the feature knobs -> config keys (lists, per-group knobs)."""
     if overrides.get("spec_acceptance") is not None:
         overrides["spec_acceptance"] = [_rate(part) for part in overrides["spec_acceptance"].split(",")]
-    for group in ("prefill", "decode"):
-        knobs = {key: overrides.pop(f"{group}_{key}") for key in ("hardware", "tp", "policy")}
-        knobs = {k: v for k, v in knobs.items() if v is not None}
-        if knobs:
-            overrides[group] = knobs
+    pop_group_knobs(overrides)
 
 
 def _rate(text: str) -> float:
@@ -245,8 +258,8 @@ def print_summary(summary: dict) -> None:
     disagg = summary.get("disaggregation")
     kinds = list(dict.fromkeys(summary.get("replica_hardware") or [summary["hardware"]]))  # a mixed cluster: each kind
     cluster = (f"{summary['replicas']} x {summary['tp']} x {'+'.join(kinds)}" if not disagg else
-               f"{disagg['prefill_replicas']}P x {disagg['prefill_tp']} x {disagg['prefill_hardware']} + "
-               f"{disagg['decode_replicas']}D x {disagg['decode_tp']} x {disagg['decode_hardware']}")
+               f"{disagg['prefill_replicas']}P x {group_label(disagg, 'prefill', '')} x {disagg['prefill_hardware']} + "
+               f"{disagg['decode_replicas']}D x {group_label(disagg, 'decode', '')} x {disagg['decode_hardware']}")
     head = (f"{summary['policy']} | {summary['model']} on {cluster} | "
             f"{summary['n_finished']}/{summary['n_requests']} finished, "
             f"{summary['n_rejected']} rejected | {summary['sim_duration_s']:.1f} s simulated in "

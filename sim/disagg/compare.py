@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.config import EngineConfig
+from sim.feature_config import GroupKnobs
 from sim.run import run
 from sim.trace import Trace
 
@@ -35,18 +36,20 @@ class SplitResult:
 def compare_splits(base: EngineConfig, workload_for: Callable[[int], Trace],
                    ratios: list[tuple[int, int]]) -> list[SplitResult]:
     """For each (P, D): the disaggregated run, and the aggregated run of P + D replicas of the same
-    TP (same GPU count, routed least_outstanding), both on `workload_for(P + D)` (scale the load
-    with the cluster to compare per GPU). `base` holds model, hardware, TP, policy, SLOs and the
-    groups' own knobs (`prefill`, `decode`)."""
+    layout (the same GPU count when the groups keep the run's layout; rows carry each one's GPUs),
+    routed least_outstanding, both on `workload_for(P + D)` (scale the load with the cluster to
+    compare per GPU). `base` holds model, hardware, layout, policy, SLOs and the groups' own knobs
+    (`prefill`, `decode`: hardware, TP, EP / DP-attention layout, ...)."""
     results: list[SplitResult] = []
     done_aggregated: set[int] = set()
     for n_prefill, n_decode in ratios:
         n_replicas = n_prefill + n_decode
         workload = workload_for(n_replicas)
         if n_replicas not in done_aggregated:
-            cfg = base.model_copy(update={"replicas": n_replicas, "router": "least_outstanding"})
+            cfg = base.model_copy(update={"replicas": n_replicas, "router": "least_outstanding",  # groups' knobs: P:D only
+                                          "prefill": GroupKnobs(), "decode": GroupKnobs()})
             summary = run(cfg, workload).summary
-            results.append(SplitResult(f"aggregated x{n_replicas}", n_replicas * base.tp, summary))
+            results.append(SplitResult(f"aggregated x{n_replicas}", n_replicas * base.layout().n_gpus, summary))
             done_aggregated.add(n_replicas)
         cfg = EngineConfig.model_validate({**base.model_dump(), "prefill_replicas": n_prefill,
                                            "decode_replicas": n_decode})

@@ -6,8 +6,10 @@ NIC (`network_gb_s`, RDMA
 over InfiniBand/RoCE). `kv_transfer_gb_s` / `kv_transfer_latency_us` override them.
 
 Each prefill GPU sends its own KV shard, in parallel with its TP peers, so a transfer of B bytes
-(the whole model's KV of the blocks moved) takes latency + B / (link bandwidth x min(tp_P, tp_D)).
-A prefill replica sends one transfer at a time (FIFO); transfers of different replicas overlap.
+(the whole model's KV of the blocks moved) takes latency + B / (link bandwidth x min(tp_P, tp_D)),
+tp being an attention rank's TP under data-parallel attention (a transfer goes from one prefill
+rank to one decode rank: sim/disagg/build.py). A prefill replica (rank) sends one transfer at a time
+(FIFO); transfers of different ones overlap.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class KVLink:
     bytes_s: float  # per GPU pair, per direction
     latency_s: float
     kind: str  # "nvlink" | "network" | "override"
-    n_parallel: int  # GPU pairs sending at once (min of the two groups' TP)
+    n_parallel: int  # GPU pairs sending at once (min of the two groups' attention TP)
 
     def transfer_s(self, n_bytes: float) -> float:
         return self.latency_s + n_bytes / (self.bytes_s * self.n_parallel)

@@ -25,12 +25,21 @@ class PrefillRole:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.handing_off: set[int] = set()
-        self.busy_until_s = -math.inf  # end of the step in flight (decode replicas' horizon)
+        self._planned: tuple[float, object] | None = None  # (start, plan) of the step in flight
+
+    @property
+    def busy_until_s(self) -> float:
+        """End of the step in flight (decode replicas' horizon): read from the plan, whose duration a
+        lockstep group (sim/lockstep.py) may re-time to its ranks' common step after planning."""
+        if self._planned is None:
+            return -math.inf
+        start_s, plan = self._planned
+        return start_s + plan.duration_s
 
     def schedule(self, now_s: float, horizon_s: float):
         plan = super().schedule(now_s, horizon_s)
         if plan is not None:
-            self.busy_until_s = now_s + plan.duration_s
+            self._planned = (now_s, plan)
         return plan
 
     def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:

@@ -16,6 +16,9 @@ from sim.config import EngineConfig
 from sim.disagg.build import group_config
 from sim.errors import InputError
 from sim.hardware import load_hardware
+from sim.layout_config import group_layout
+from sim.planner.launch_disagg import group_launch_lines
+from sim.planner.layouts import layout_label
 from sim.planner.slo import PlanSLO
 from sim.planner.verify import fewest_passing, judged_run
 from sim.trace import Trace
@@ -63,8 +66,9 @@ def split_cluster(cfg: EngineConfig, n_prefill: int, n_decode: int) -> EngineCon
 
 def split_gpus_and_cost(cfg: EngineConfig, n_prefill: int, n_decode: int,
                         prices: dict[str, float] | None = None) -> tuple[int, float]:
-    """(GPUs, $/hour) of the layout: per group, replicas x its TP, costed by `prices` (the plan's
-    --price) or its hardware profile."""
+    """(GPUs, $/hour) of the layout: per group, replicas x its replica's GPUs (its own layout:
+    tp, x dp under vLLM-style data parallelism), costed by `prices` (the plan's --price) or its
+    hardware profile."""
     counts = {"prefill": n_prefill, "decode": n_decode}
     gpus, cost_per_hour_usd = 0, 0.0
     for role in ROLES:
@@ -72,8 +76,9 @@ def split_gpus_and_cost(cfg: EngineConfig, n_prefill: int, n_decode: int,
         hourly = (prices or {}).get(group.hardware, load_hardware(group.hardware).cost_per_hour_usd)
         if hourly is None:
             raise InputError("--disagg", None, f"profile {group.hardware} ({role} group) has no cost_per_hour_usd")
-        gpus += counts[role] * group.tp
-        cost_per_hour_usd += counts[role] * group.tp * hourly
+        n_gpus = counts[role] * group_layout(cfg, role).n_gpus
+        gpus += n_gpus
+        cost_per_hour_usd += n_gpus * hourly
     return gpus, cost_per_hour_usd
 
 
@@ -125,8 +130,9 @@ def compare_layouts(recommended: dict, cfg: EngineConfig, ratios: list[tuple[int
     input order (the plan's backend)."""
     if cfg.policy not in ("continuous", "chunked", "radix"):
         return {"compared": False, "reason": f"disaggregated groups run continuous, chunked or radix, not {cfg.policy}"}
-    tp = {role: group_config(cfg, role).tp for role in ROLES}
-    tasks = [SplitTask(cfg, p, d, first_k(recommended["gpus"], p, d, tp["prefill"], tp["decode"]), max_runs,
+    groups = {role: group_config(cfg, role) for role in ROLES}
+    gpus = {role: group_layout(cfg, role).n_gpus for role in ROLES}
+    tasks = [SplitTask(cfg, p, d, first_k(recommended["gpus"], p, d, gpus["prefill"], gpus["decode"]), max_runs,
                        tuple(sorted((prices or {}).items()))) for p, d in ratios]
     all_runs = run_tasks(verify_split, [(task, trace, target_qps, slo) for task in tasks])
     aggregated = aggregated_row(recommended)
@@ -134,10 +140,12 @@ def compare_layouts(recommended: dict, cfg: EngineConfig, ratios: list[tuple[int
     for row in splits:
         row["cost_vs_aggregated_usd"] = row["cost_per_hour_usd"] - aggregated["cost_per_hour_usd"]
     cheapest = min([aggregated, *[r for r in splits if r["verified"]]], key=_cost_key)  # ties: the first
-    return {"compared": True, "hardware": cfg.hardware, "tp": cfg.tp, "prefill_tp": tp["prefill"],
-            "decode_tp": tp["decode"], "policy": cfg.policy,
+    return {"compared": True, "hardware": cfg.hardware, "tp": cfg.tp, "prefill_tp": groups["prefill"].tp,
+            "decode_tp": groups["decode"].tp, "prefill_layout": layout_label(groups["prefill"]),
+            "decode_layout": layout_label(groups["decode"]), "policy": cfg.policy,
             "decode_router": cfg.decode_router, "max_runs_per_ratio": max_runs, "aggregated": aggregated,
-            "splits": splits, "cheapest": cheapest["ratio"], "verdict": _verdict(aggregated, splits, cheapest)}
+            "splits": splits, "cheapest": cheapest["ratio"], "verdict": _verdict(aggregated, splits, cheapest),
+            "launch": group_launch_lines(groups)}
 
 
 def _cost_key(row: dict) -> float:

@@ -66,7 +66,8 @@ NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the
     "replicas": "how many commands (the launch's `replicas`)", "replica_hardware": "plan sizes one kind",
     "latency_attribution": "simulation output", "record_steps": "simulation output", "slo": "the judge, not the server",
     "prefill_replicas": "plan sizes aggregated replicas", "decode_replicas": "plan sizes aggregated replicas",
-    "prefill": "disaggregated groups: not planned here", "decode": "disaggregated groups: not planned here",
+    "prefill": "disaggregated groups: their own lines (plan.json disaggregated.launch)",
+    "decode": "disaggregated groups: their own lines (plan.json disaggregated.launch)",
     "kv_transfer_gb_s": "disaggregated only", "kv_transfer_latency_us": "disaggregated only",
     "decode_router": "disaggregated only", "nodes": "the cluster's size (placement), not a server flag",
 }

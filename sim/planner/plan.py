@@ -237,7 +237,8 @@ def _disaggregated(recommended: dict | None, searches: list[CandidateSearch], pd
     if estimates:
         groups = choose_groups(recommended["hardware"], recommended["policy"], estimates)
         if groups is None:
-            return {"compared": False, "reason": f"no plain-TP layout of {recommended['hardware']} to disaggregate"}
+            return {"compared": False, "reason": f"no layout of {recommended['hardware']} to disaggregate (each group "
+                                                 "needs one without PP whose estimate is finite)"}
         cfg = split_base(groups)
     section = compare_layouts(recommended, cfg, pd_ratios, trace, target_qps, slo, settings.max_verify_runs,
                               lambda fn, tasks: run_on(backend, fn, tasks, progress, "verifying P:D layouts"), prices)
