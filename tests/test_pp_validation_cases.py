@@ -66,3 +66,17 @@ def test_pp_column_is_checked_and_not_given_twice(tmp_path):
         load_cases([_case_file(tmp_path, "0", "")])
     with pytest.raises(InputError, match="pp column"):
         load_cases([_case_file(tmp_path, "2", "pipeline_parallel_size=2")])
+
+
+def test_pcie_all_to_all_is_priced_below_the_cards_line_rate():
+    """rtx-pro-6000's nccl all-to-all fits (measured dense PCIe exchanges): 8 GPUs sharing switches and
+    root complexes send far less per GPU than one x16 link carries; 2 GPUs about the P2P rate."""
+    from sim.cost.all_to_all import all_to_all_time_s
+    from sim.hardware import load_hardware
+
+    hw = load_hardware("rtx-pro-6000")
+    payload = 64e6  # bytes one rank sends, local copies included
+    for ep, most_per_gpu in ((2, 0.9), (8, 0.4)):
+        remote_bytes = payload * (ep - 1) / ep
+        seconds = float(all_to_all_time_s(hw, ep, payload, "nccl", "dispatch"))
+        assert remote_bytes / seconds < most_per_gpu * hw.gpu_link_bytes_s
