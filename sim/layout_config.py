@@ -74,18 +74,14 @@ class LayoutKnobs(StrictModel):
 
 def simulated_layout(cfg, model) -> ReplicaLayout:
     """The layout a simulation runs with, checked against `model`; refuses in one line what the
-    simulator does not price (PP together with EP / DP-attention, disaggregation or speculative
-    decoding; EP / DP-attention with disaggregation or speculative decoding)."""
+    simulator does not price (PP with disaggregation or speculative decoding; EP / DP-attention
+    with disaggregation or speculative decoding). PP with EP / DP-attention: sim/cost/pipeline_ep.py."""
     layout = cfg.layout().check(model.n_layers, model.moe is not None, model.n_experts if model.moe else None)
     if not layout.is_dense_tp_pp:
         flag = "--ep" if layout.uses_expert_parallel else "--dp"
         if not layout.uses_expert_parallel:
             raise InputError(flag, None, "data-parallel attention without expert parallelism (MoE layers tensor-split "
                              "over the ranks) is not simulated: give --ep equal to the MoE layer's GPUs")
-        if layout.pp > 1:
-            raise InputError("--pp", None,
-                             "pipeline stages with expert-parallel or data-parallel-attention layouts are "
-                             "not simulated: use pp 1")
         if cfg.is_disaggregated or cfg.spec_tokens:
             raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with disaggregated "
                              "prefill/decode or speculative decoding are not simulated")
