@@ -75,16 +75,20 @@ class LayoutKnobs(StrictModel):
 def simulated_layout(cfg, model) -> ReplicaLayout:
     """The layout a simulation runs with, checked against `model`; refuses in one line what the
     simulator does not price (PP with disaggregation or speculative decoding; EP / DP-attention
-    with disaggregation or speculative decoding). PP with EP / DP-attention: sim/cost/pipeline_ep.py."""
+    with disaggregation; DP-attention with speculative decoding). PP with EP / DP-attention:
+    sim/cost/pipeline_ep.py; EP with speculative decoding (one attention rank): sim/cost/mtp.py."""
     layout = cfg.layout().check(model.n_layers, model.moe is not None, model.n_experts if model.moe else None)
     if not layout.is_dense_tp_pp:
         flag = "--ep" if layout.uses_expert_parallel else "--dp"
         if not layout.uses_expert_parallel:
             raise InputError(flag, None, "data-parallel attention without expert parallelism (MoE layers tensor-split "
                              "over the ranks) is not simulated: give --ep equal to the MoE layer's GPUs")
-        if cfg.is_disaggregated or cfg.spec_tokens:
+        if cfg.is_disaggregated:
             raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with disaggregated "
-                             "prefill/decode or speculative decoding are not simulated")
+                             "prefill/decode are not simulated")
+        if cfg.spec_tokens and layout.n_kv_ranks > 1:  # EP with one attention rank speculates (sim/cost/mtp.py)
+            raise InputError("--dp", None, "speculative decoding with data-parallel attention is not simulated (ranks "
+                             "in lockstep do not re-price the verify tokens); EP without --dp runs it")
     _refuse_unused_moe_knobs(cfg, layout)
     from sim.placement import cluster_placement
 
