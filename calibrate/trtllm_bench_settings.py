@@ -9,9 +9,9 @@ runs) sizes both per run from the KV capacity. Facts taken from NVIDIA/TensorRT-
 - KV bytes per token = 2 x layers x max(tp, kv_heads) x head_dim x KV bytes (FP8 KV: 1);
 - requests that fit = (total memory - weights) x kv_cache_free_gpu_mem_fraction / (bytes per token
   x (ISL + OSL)); the CLI default fraction is 0.90;
-- batch = min(requests, 4096) / pp rounded up (to 32 with a floor of 64 below 256, to 128 below 1024,
-  else to 256); tokens = min(batch_raw x (1 + ISL / OSL), 32768) (batch_raw after / pp) rounded up (to 256 with a floor of
-  2048 below 4096, to 512 below 8192, else to 1024);
+- batch_raw = min(requests, 4096) / pp; batch = batch_raw rounded up (to 32 with a floor of 64 below
+  256, to 128 below 1024, else to 256); tokens = min(batch_raw x (1 + ISL / OSL), 32768) rounded up
+  (to 256 with a floor of 2048 below 4096, to 512 below 8192, else to 1024);
 - chunked prefill is off by default, so max num tokens is raised to at least ISL + max batch size.
 Device memory is the profile's `memory.hbm_capacity_gib` (what the GPU reports).
 

@@ -4,7 +4,8 @@ The same columns serve the bundled cases (sim/validate/cases/*.csv) and a user's
 measurements. Required columns: source, engine, model, gpu, tp, weight_dtype, workload,
 num_requests, metric, value. Optional: case_id, engine_version, kv_dtype, input_len, output_len,
 concurrency, pp (pipeline stages of `tp` GPUs each, default 1: the replica is tp x pp GPUs),
-engine_args (space-separated key=value config overrides, e.g. `policy=continuous`), split (fit | score: whether a preset's overhead terms were fitted on the row), note.
+engine_args (space-separated key=value config overrides, e.g. `policy=continuous`), split (fit |
+score: whether a preset's overhead terms were fitted on the row), note.
 
 Workloads: `fixed_batch` (num_requests identical requests of input_len/output_len sent together,
 the vLLM latency test), `infinite_rate` (num_requests fixed-length requests all queued at t=0:
@@ -29,8 +30,8 @@ import pandas as pd
 
 from sim.budget import MAX_TOTAL_TOKENS, require
 from sim.config import MAX_TP
-from sim.layout_config import MAX_PP
 from sim.errors import InputError
+from sim.layout_config import MAX_PP
 from sim.numbers import strict_number
 from sim.schema import MAX_REQUESTS, MAX_TOKENS
 
@@ -103,8 +104,8 @@ def _load_file(path: Path) -> list[Case]:
     return [_row_case(path, i, row) for i, row in enumerate(frame.to_dict("records"), start=2)]
 
 
-_COUNT_LIMITS = {"tp": MAX_TP, "pp": MAX_PP, "num_requests": MAX_REQUESTS, "input_len": MAX_TOKENS, "output_len": MAX_TOKENS,
-                 "concurrency": MAX_REQUESTS}
+_COUNT_LIMITS = {"tp": MAX_TP, "pp": MAX_PP, "num_requests": MAX_REQUESTS, "input_len": MAX_TOKENS,
+                 "output_len": MAX_TOKENS, "concurrency": MAX_REQUESTS}
 
 
 def _repeated_header_names(path: Path) -> list[str]:
