@@ -75,8 +75,8 @@ class LayoutKnobs(StrictModel):
 def simulated_layout(cfg, model) -> ReplicaLayout:
     """The layout a simulation runs with, checked against `model`; refuses in one line what the
     simulator does not price (PP with disaggregation or speculative decoding; EP / DP-attention
-    with disaggregation; DP-attention with speculative decoding). PP with EP / DP-attention:
-    sim/cost/pipeline_ep.py; EP with speculative decoding (one attention rank): sim/cost/mtp.py."""
+    with disaggregation). PP with EP / DP-attention: sim/cost/pipeline_ep.py; EP / DP-attention
+    with speculative decoding: sim/cost/mtp.py, sim/lockstep.py."""
     layout = cfg.layout().check(model.n_layers, model.moe is not None, model.n_experts if model.moe else None)
     if not layout.is_dense_tp_pp:
         flag = "--ep" if layout.uses_expert_parallel else "--dp"
@@ -86,9 +86,6 @@ def simulated_layout(cfg, model) -> ReplicaLayout:
         if cfg.is_disaggregated:
             raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with disaggregated "
                              "prefill/decode are not simulated")
-        if cfg.spec_tokens and layout.n_kv_ranks > 1:  # EP with one attention rank speculates (sim/cost/mtp.py)
-            raise InputError("--dp", None, "speculative decoding with data-parallel attention is not simulated (ranks "
-                             "in lockstep do not re-price the verify tokens); EP without --dp runs it")
     _refuse_unused_moe_knobs(cfg, layout)
     from sim.placement import cluster_placement
 

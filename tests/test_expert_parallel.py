@@ -132,9 +132,8 @@ def test_layouts_not_simulated_are_refused_by_name():
         simulated_layout(cfg, DSV3)
     cfg = EngineConfig(model="deepseek-v3", hardware="h200", tp=8, ep=8, pp=2)
     assert simulated_layout(cfg, DSV3).pp == 2  # staged EP: sim/cost/pipeline_ep.py, tests/test_pipeline_ep.py
-    cfg = EngineConfig(model="deepseek-v3", hardware="h200", tp=8, dp=8, enable_dp_attention=True, ep=8,
-                       spec_tokens=2, policy="chunked")  # EP without DP-attention speculates: tests/test_mtp_ep.py
-    with pytest.raises(InputError, match="speculative"):
+    cfg = EngineConfig(model="deepseek-v3", hardware="h200", tp=8, ep=8, pp=2, spec_tokens=2, policy="chunked")
+    with pytest.raises(InputError, match="speculative"):  # EP / DP-attention speculate: tests/test_mtp_ep.py
         simulated_layout(cfg, DSV3)
 
 
