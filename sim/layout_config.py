@@ -74,22 +74,20 @@ class LayoutKnobs(StrictModel):
 
 def simulated_layout(cfg, model) -> ReplicaLayout:
     """The layout a simulation runs with, checked against `model`; refuses in one line what the
-    simulator does not price (PP together with EP / DP-attention, disaggregation or speculative
-    decoding; EP / DP-attention with speculative decoding). A disaggregated group's config (sim/disagg:
-    the run's config with the group's knobs on top) takes its own EP / DP-attention layout."""
+    simulator does not price (PP with disaggregation or speculative decoding; EP / DP-attention with
+    speculative decoding in a disaggregated cluster). PP with EP / DP-attention: sim/cost/pipeline_ep.py;
+    EP / DP-attention with speculative decoding: sim/cost/mtp.py, sim/lockstep.py. A disaggregated
+    group's config (sim/disagg: the run's config with the group's knobs on top) takes its own EP /
+    DP-attention layout."""
     layout = cfg.layout().check(model.n_layers, model.moe is not None, model.n_experts if model.moe else None)
     if not layout.is_dense_tp_pp:
         flag = "--ep" if layout.uses_expert_parallel else "--dp"
         if not layout.uses_expert_parallel:
             raise InputError(flag, None, "data-parallel attention without expert parallelism (MoE layers tensor-split "
                              "over the ranks) is not simulated: give --ep equal to the MoE layer's GPUs")
-        if layout.pp > 1:
-            raise InputError("--pp", None,
-                             "pipeline stages with expert-parallel or data-parallel-attention layouts are "
-                             "not simulated: use pp 1")
-        if cfg.spec_tokens:
+        if cfg.spec_tokens and cfg.is_disaggregated:
             raise InputError(flag, None, "expert-parallel / data-parallel-attention layouts with speculative decoding "
-                             "are not simulated")
+                             "in a disaggregated cluster are not simulated")
     _refuse_unused_moe_knobs(cfg, layout)
     if layout.pp > 1 and (cfg.is_disaggregated or cfg.spec_tokens):
         raise InputError("--pp", None, "pipeline stages with disaggregated prefill/decode or speculative decoding are "

@@ -24,6 +24,8 @@ without a loop of its own; the router still deals requests to ranks). Each group
    a rank's swap transfer is added to its first step;
 4. every rank with a plan commits it at the group step's end.
 
+A speculating rank's T_r counts the k+1 tokens each decoding sequence verifies (`StepPlan.moe_tokens`);
+its draft's MoE layer (MTP) is priced as if every rank drafted as many (not re-priced here).
 Ranks that carry equal batches get exactly their own step times (G(T_all) = G(d T_r)). Decode runs
 past finishes (`sim.sched.past_finishes`) are off for grouped ranks. Nothing here runs for a
 replica without data-parallel attention.
@@ -136,7 +138,8 @@ def lockstep_step_times(plans: list, costs: list, n_steps: int) -> np.ndarray:
     each rank's plan or None (idle: a dummy batch); `costs`: each rank's cost model (an
     `ExpertParallelCostModel`, or an engine wrapper of one; a model without `moe_group_layer_s`,
     as a test's constant step time, keeps its own times)."""
-    tokens = [0 if plan is None else int(np.add.reduce(plan.new_tokens)) for plan in plans]
+    tokens = [0 if plan is None else plan.moe_tokens if plan.moe_tokens is not None  # speculative: k+1 each
+              else int(np.add.reduce(plan.new_tokens)) for plan in plans]
     total = sum(tokens)
     rank_times = []
     for plan, cost, n_tokens in zip(plans, costs, tokens):

@@ -102,7 +102,8 @@ class SpecDecoder:
         n_sampled = int(np.count_nonzero(~decoding & (c + q == t.n_tokens[rid]))) + n_dec * (self.k + 1)
         step_s = self.cost.step_time_s(q_cost, c, n_sampled) + self.draft_time_s(c[decoding])
         self.n_steps += 1
-        return StepPlan(rid, q, np.array([step_s]), transfer_s=transfer_s, spec_extra=extra)
+        return StepPlan(rid, q, np.array([step_s]), transfer_s=transfer_s, spec_extra=extra,
+                        moe_tokens=int(q_cost.sum()))
 
     def _accepted_within_limits(self, sched: Scheduler, rows: np.ndarray, contexts: np.ndarray) -> np.ndarray:
         """Draw, then cap by the tokens still wanted and the blocks free; grow the tables."""

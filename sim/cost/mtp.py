@@ -6,7 +6,9 @@ RMSNorm of the token embedding and of the last hidden state, a projection of the
 proposal = one decode step of that module over the speculating sequences; k proposals reuse it k
 times (vLLM's MTP proposer does so when num_speculative_tokens exceeds the modules). Its cost is
 priced by the same cost model as the target (`mtp_cost_model`), not as a guessed fraction of a
-target step; acceptance per position stays a parameter (DeepSeek reports 85-90 % for the second
+target step (an expert-parallel target's module is expert-parallel too: its MoE layer's experts over
+the same EP group, with dispatch and combine, as SGLang's NextN draft runs under the server's EP
+settings); acceptance per position stays a parameter (DeepSeek reports 85-90 % for the second
 token, arXiv:2412.19437 sec. 5.4.3).
 """
 
@@ -41,8 +43,16 @@ class MTPDraft:
 
         t = target_cost
         self.k = k
-        self.module = CostModel(mtp_module_spec(t.model), t.hw, t.tp, _weight_dtype_of(t), t.kv_dtype, t.block_size,
-                                allreduce_kind=t.allreduce_kind, step_overhead_s=0.0)
+        expert_parallel = getattr(t, "expert_parallel", None)
+        if expert_parallel is not None:  # an EP target: the module's MoE layer is expert-parallel like the target's
+            from sim.cost.expert_parallel import ExpertParallelCostModel
+
+            self.module = ExpertParallelCostModel(mtp_module_spec(t.model), t.hw, t.layout, _weight_dtype_of(t),
+                                                  t.kv_dtype, t.block_size, expert_parallel=expert_parallel,
+                                                  allreduce_kind=t.allreduce_kind, step_overhead_s=0.0)
+        else:
+            self.module = CostModel(mtp_module_spec(t.model), t.hw, t.tp, _weight_dtype_of(t), t.kv_dtype,
+                                    t.block_size, allreduce_kind=t.allreduce_kind, step_overhead_s=0.0)
         h = t.model.hidden_size
         self._eh_proj = (h // t.tp, 2 * h)  # column-split 2h -> h projection
 

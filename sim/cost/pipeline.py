@@ -53,7 +53,12 @@ def replica_cost_model(model: ModelSpec, hw: HardwareProfile, tp: int = 1, *args
     """The cost model of a replica of `pp` stages of `tp` GPUs: `CostModel` itself when pp is 1
     (the dense single-stage paths, unchanged), else `PipelineCostModel`; with `expert_parallel`
     (sim.cost.expert_parallel.ExpertParallelism of `layout`) one attention rank's
-    `ExpertParallelCostModel`."""
+    `ExpertParallelCostModel`, staged as `PipelineExpertParallelCostModel` when pp > 1."""
+    if expert_parallel is not None and pp > 1:  # stages of an EP / DP-attention layout (sim/cost/pipeline_ep.py)
+        from sim.cost.pipeline_ep import PipelineExpertParallelCostModel
+
+        return PipelineExpertParallelCostModel(model, hw, layout, *args, pp=pp, expert_parallel=expert_parallel,
+                                               **kwargs)
     if expert_parallel is not None:
         from sim.cost.expert_parallel import ExpertParallelCostModel
 

@@ -62,8 +62,8 @@ class LayoutGrid:
     def to_dict(self) -> dict:
         return {"pp": list(self.pps), "expert_parallel": list(self.expert_parallel), "dp": list(self.dps),
                 "moe_a2a_backend": list(self.a2a_backends), "max_replica_gpus": self.max_replica_gpus,
-                "not_generated": "PP with EP, DP attention without EP, EP over part of the MoE group "
-                                 "(the simulator does not price them)"}
+                "not_generated": "DP attention without EP, EP over part of the MoE group (the simulator "
+                                 "does not price them); PP with EP (priced, not searched yet)"}
 
 
 def _ints(text: str, flag: str) -> tuple[int, ...]:

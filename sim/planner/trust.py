@@ -33,7 +33,7 @@ def validation_coverage(cfg: EngineConfig) -> dict:
             continue
         if key == (cfg.hardware, cfg.model):
             same.append(case)
-    exact = [c for c in same if c.tp == cfg.tp]
+    exact = [c for c in same if c.tp == cfg.tp and c.pp == cfg.pp]
     engines = sorted({_engine(engine_name, c.engine) for c in same})
     tps = sorted({c.tp for c in same})
     if not same:

@@ -46,6 +46,9 @@ class StepPlan:
     step_end_s: np.ndarray | None = None
     n_active: np.ndarray | None = None
     block_taken: np.ndarray | None = None
+    # speculative decoding: tokens the step's layers compute (k+1 per decoding sequence), which the
+    # MoE layers of ranks in lockstep see (sim/lockstep.py); None: the sum of new_tokens
+    moe_tokens: int | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = n_steps = self.step_times_s.shape[0]

@@ -3,8 +3,9 @@
 The same columns serve the bundled cases (sim/validate/cases/*.csv) and a user's own
 measurements. Required columns: source, engine, model, gpu, tp, weight_dtype, workload,
 num_requests, metric, value. Optional: case_id, engine_version, kv_dtype, input_len, output_len,
-concurrency, engine_args (space-separated key=value config overrides, e.g. `policy=continuous`),
-split (fit | score: whether a preset's overhead terms were fitted on the row), note.
+concurrency, pp (pipeline stages of `tp` GPUs each, default 1: the replica is tp x pp GPUs),
+engine_args (space-separated key=value config overrides, e.g. `policy=continuous`), split (fit |
+score: whether a preset's overhead terms were fitted on the row), note.
 
 Workloads: `fixed_batch` (num_requests identical requests of input_len/output_len sent together,
 the vLLM latency test), `infinite_rate` (num_requests fixed-length requests all queued at t=0:
@@ -30,13 +31,14 @@ import pandas as pd
 from sim.budget import MAX_TOTAL_TOKENS, require
 from sim.config import MAX_TP
 from sim.errors import InputError
+from sim.layout_config import MAX_PP
 from sim.numbers import strict_number
 from sim.schema import MAX_REQUESTS, MAX_TOKENS
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 REQUIRED = ("source", "engine", "model", "gpu", "tp", "weight_dtype", "workload", "num_requests", "metric", "value")
 OPTIONAL = ("case_id", "engine_version", "kv_dtype", "input_len", "output_len", "concurrency", "engine_args", "split",
-            "note", "workload_args")
+            "note", "workload_args", "pp")
 WORKLOADS = ("fixed_batch", "infinite_rate", "sharegpt", "closed_loop", "shared_prefix_stages", "steady_decode")
 METRICS = ("mean_e2e_latency_ms", "mean_ttft_ms", "mean_tpot_ms", "request_throughput_req_s",
            "output_throughput_tok_s", "p99_ttft_ms")
@@ -66,6 +68,7 @@ class Case:
     split: str = ""
     note: str = ""
     file: str = ""
+    pp: int = 1
 
 
 def bundled_case_files() -> list[Path]:
@@ -101,8 +104,8 @@ def _load_file(path: Path) -> list[Case]:
     return [_row_case(path, i, row) for i, row in enumerate(frame.to_dict("records"), start=2)]
 
 
-_COUNT_LIMITS = {"tp": MAX_TP, "num_requests": MAX_REQUESTS, "input_len": MAX_TOKENS, "output_len": MAX_TOKENS,
-                 "concurrency": MAX_REQUESTS}
+_COUNT_LIMITS = {"tp": MAX_TP, "pp": MAX_PP, "num_requests": MAX_REQUESTS, "input_len": MAX_TOKENS,
+                 "output_len": MAX_TOKENS, "concurrency": MAX_REQUESTS}
 
 
 def _repeated_header_names(path: Path) -> list[str]:
@@ -156,7 +159,16 @@ def _row_case(path: Path, line: int, row: dict) -> Case:
         engine_args=_engine_args(path, line, str(row.get("engine_args", ""))),
         workload_args=_engine_args(path, line, str(row.get("workload_args", "")), "workload_args"),
         split=_choice(path, line, row, "split", SPLITS), note=str(row.get("note", "")).strip(), file=str(path),
+        pp=_pp(path, line, row),
     ))
+
+
+def _pp(path: Path, line: int, row: dict) -> int:
+    """The row's pipeline stages: the `pp` column (1 when empty); a `pp` in engine_args as well is
+    refused (one place says it)."""
+    if set(_engine_args(path, line, str(row.get("engine_args", "")))) & {"pp", "pipeline_parallel_size", "pp_size"}:
+        raise InputError(f"{path}:{line}", "engine_args", "pipeline stages go in the pp column, not engine_args")
+    return _int(path, line, row, "pp", required=False) or 1
 
 
 def _checked_size(path: Path, line: int, case: Case) -> Case:

@@ -40,7 +40,7 @@ class Prediction:
 
 
 def case_config(case: Case, engine: str | None = None) -> EngineConfig:
-    """The config of a case: its engine's preset, its model/GPU/TP/dtypes, its engine_args on top.
+    """The config of a case: its engine's preset, its model/GPU/TP/PP/dtypes, its engine_args on top.
     Unknown names raise InputError (bad input, exit 2)."""
     where = case.case_id
     data: dict = {
@@ -48,6 +48,7 @@ def case_config(case: Case, engine: str | None = None) -> EngineConfig:
         "model": model_name(where, case.model),
         "hardware": gpu_name(where, case.gpu),
         "tp": case.tp,
+        **({"pp": case.pp} if case.pp > 1 else {}),
         "weight_dtype": dtype_name(where, "weight_dtype", case.weight_dtype),
     }
     if case.kv_dtype:

@@ -29,6 +29,8 @@ def predict_steady_decode(case, cfg):
         memory, cost = _replica_parts(cfg, model, cfg.hardware, None)
     except InputError as exc:
         return None, exc.line()
+    if cfg.spec_tokens:  # one plain decode step is priced here, never a verify step and its draft
+        return None, "speculative decoding in a steady_decode row is not modelled (the step priced is a plain decode)"
     batch, longest = int(case.concurrency), int(case.input_len) + int(case.output_len)
     context = int(case.input_len) + int(case.output_len) // 2
     need_blocks = batch * -(-longest // cfg.block_size)
