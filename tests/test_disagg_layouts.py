@@ -109,7 +109,7 @@ def test_sglang_spelling_and_engine_keys_in_a_group():
 
 @pytest.mark.parametrize("decode, knobs, words", [
     ({"tp": 2, "pp": 2}, {}, "pipeline stages with disaggregated"),
-    ({**DP4_EP4, "pp": 2}, {}, "pipeline stages with expert-parallel"),
+    ({**DP4_EP4, "pp": 2}, {}, "pipeline stages with disaggregated"),
     (DP4_EP4, {"spec_tokens": 2}, "speculative decoding"),
     ({"dp": 4}, {}, "--enable-expert-parallel"),
 ])
