@@ -8,7 +8,9 @@ simulated once with zero engine overhead (sim.validate.fit.tap_case), the overhe
 point with the smallest mean, write it into b200.yaml, then rerun
 `infersim calibrate engine ... --engine trtllm --split fit` to write the overheads.
 
-Run: python -m calibrate.trtllm_b200_attention --scales 1.0 0.9 0.8 --fp4 0.42   (one JSON line per point)
+Run: python -m calibrate.trtllm_b200_attention --scales 1.0 0.85 0.7 [--fp4 0.42 0.46] [--nccl 1.0 0.7 0.5]
+(one JSON line per point; 2026-12-02: flat, mean |error| 5.78 / 5.70 / 6.18 % over the attention scales and
+5.78 / 5.78 / 6.20 % over the NCCL scales, so neither term was changed)
 """
 
 from __future__ import annotations
@@ -54,17 +56,16 @@ def main(scales: list[float], fp4s: list[float | None], nccls: list[float]) -> N
     start = EngineOverhead.from_preset(load_engine("trtllm"))
     with tempfile.TemporaryDirectory() as tmp:
         for fp4, scale, nccl in ((f, s, n) for f in fp4s for s in scales for n in nccls):
-            if True:
-                path = Path(tmp) / f"b200-attn-{scale}-{fp4}-{nccl}.yaml"
-                path.write_text(yaml.safe_dump(profile_at(base, scale, fp4, nccl)))
-                tap_b200 = _tap([dataclasses.replace(c, gpu=str(path)) for c in b200])
-                fitted = fit_overhead(tap_other + tap_b200, start, "mean")
-                errors = abs_errors(tap_other + tap_b200, fitted)
-                print(json.dumps({
-                    "attention_scale": scale, "fp4_ceiling": fp4, "nccl_scale": nccl, "n_fit_rows": len(errors),
-                    "per_step_us": round(fitted.per_step_s * 1e6, 1), "per_seq_us": round(fitted.per_seq_s * 1e6, 2),
-                    "per_token_us": round(fitted.per_token_s * 1e6, 3), "mean_abs_error": round(float(errors.mean()), 4),
-                    "median_abs_error_b200": round(float(np.median(abs_errors(tap_b200, fitted))), 4)}), flush=True)
+            path = Path(tmp) / f"b200-attn-{scale}-{fp4}-{nccl}.yaml"
+            path.write_text(yaml.safe_dump(profile_at(base, scale, fp4, nccl)))
+            tap_b200 = _tap([dataclasses.replace(c, gpu=str(path)) for c in b200])
+            fitted = fit_overhead(tap_other + tap_b200, start, "mean")
+            errors = abs_errors(tap_other + tap_b200, fitted)
+            print(json.dumps({
+                "attention_scale": scale, "fp4_ceiling": fp4, "nccl_scale": nccl, "n_fit_rows": len(errors),
+                "per_step_us": round(fitted.per_step_s * 1e6, 1), "per_seq_us": round(fitted.per_seq_s * 1e6, 2),
+                "per_token_us": round(fitted.per_token_s * 1e6, 3), "mean_abs_error": round(float(errors.mean()), 4),
+                "median_abs_error_b200": round(float(np.median(abs_errors(tap_b200, fitted))), 4)}), flush=True)
 
 
 if __name__ == "__main__":

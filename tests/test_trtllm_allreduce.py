@@ -53,3 +53,19 @@ def test_b200_nccl_fits_are_the_ring_formula_it_used_before():
     for tp in (2, 4, 8):
         ring = 8e-6 + 2 * (tp - 1) / tp * payload / (900e9 * 0.7)
         np.testing.assert_allclose(link_time_s(payload, allreduce_fit(hw, tp, "nccl")), ring, rtol=1e-9)
+
+
+def test_the_b200_grid_scales_only_the_terms_it_names():
+    import yaml
+
+    from calibrate.trtllm_b200_attention import profile_at
+    from sim.paths import bundled_dir
+
+    base = yaml.safe_load((bundled_dir("hwprofiles") / "b200.yaml").read_text())
+    out = profile_at(base, 0.5, 0.4, nccl=0.5)
+    attention = base["efficiency"]["paged_attention_memory"]
+    assert out["efficiency"]["paged_attention_memory"][32] == pytest.approx(attention[32] * 0.5)
+    assert out["efficiency"]["gemm_compute_max_by_dtype"]["fp4"] == 0.4
+    assert out["collectives"]["allreduce"]["nccl"][2]["bus_gb_s"] == pytest.approx(315.0)
+    assert out["collectives"]["allreduce"]["custom"] == base["collectives"]["allreduce"]["custom"]
+    assert base["collectives"]["allreduce"]["nccl"][2]["bus_gb_s"] == 630.0  # the base is not mutated
