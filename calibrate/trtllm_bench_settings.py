@@ -36,7 +36,7 @@ from sim.hardware import load_hardware
 from sim.model import load_model
 from sim.validate.names import dtype_name, gpu_name, model_name
 
-BYTES_PER_WEIGHT = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}
+BYTES_PER_WEIGHT = {"fp4": 0.5, "nvfp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}  # trtllm-bench's NVFP4: .5
 BYTES_PER_KV = {"fp8": 1.0, "bf16": 2.0, "fp16": 2.0}
 KV_CACHE_FREE_GPU_MEM_FRACTION = 0.90  # trtllm-bench throughput CLI default
 

@@ -45,6 +45,11 @@ def kv_bytes_per_element(dtype: str, where: str = "--kv-dtype") -> float:
     return bytes_per_element(dtype, where)
 
 
+def is_linear_only(dtype: str, where: str = "--weight-dtype") -> bool:
+    """Whether checkpoints in `dtype` quantize only the linear layers (embedding, LM head, router stay bf16)."""
+    return bool(_entry(dtype, where).get("linear_only", False))
+
+
 def peak_key(dtype: str, where: str = "--dtype") -> str:
     """The profile `compute` key whose peak this dtype's GEMMs run at."""
     return str(_entry(dtype, where)["peak"])

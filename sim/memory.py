@@ -101,6 +101,7 @@ def plan_memory(
     draft: ModelSpec | None = None,
     mtp: bool = False,
     weight_bytes_override: int | None = None,
+    share_of_free: bool = False,
 ) -> MemoryPlan:
     """Blocks per replica = floor((HBM * util - runtime reserve - weights/GPU - activations) /
     (block_size * KV bytes per token per GPU)). Refuses a config whose weights do not fit.
@@ -108,7 +109,10 @@ def plan_memory(
     its KV per token to every block (its cache follows the target's block tables). `mtp`: the
     model's MTP layers are loaded (speculative decoding with them): their weights, and their KV
     per token, join the plan.
-    `weight_bytes_override` replaces the weights of plain TP (a layout's own, sim/layout_memory.py)."""
+    `weight_bytes_override` replaces the weights of plain TP (a layout's own, sim/layout_memory.py).
+    `share_of_free` (TensorRT-LLM's kv_cache_free_gpu_mem_fraction): the KV budget is
+    gpu_memory_utilization x (HBM - runtime - weights - activations), the share of what the model
+    leaves, as its KvCacheCreator sizes the pool after a profiling forward pass."""
     if not 0 < gpu_memory_utilization <= 1:
         raise InputError("--gpu-memory-utilization", None, "must be in (0, 1]")
     if block_size < 1:
@@ -119,15 +123,16 @@ def plan_memory(
     kv_el = kv_bytes_per_element(kv_dtype, "--kv-dtype")
     activations = activation_reserve_bytes(model, tp, max_num_batched_tokens, max_num_seqs, 2)
     runtime = int(hw.memory.runtime_reserve_gib * GIB)
-    usable = int(hw.hbm_bytes * gpu_memory_utilization)
-    kv_budget = usable - runtime - weight_bytes - activations
+    usable = int(hw.hbm_bytes * (1.0 if share_of_free else gpu_memory_utilization))
     kv_token_gpu = kv_bytes_per_token_gpu(model, tp, kv_el)
     if mtp:
         kv_token_gpu += math.ceil(model.mtp_layers * kv_elements_per_token_layer(model, "full", tp) * kv_el)
     if draft is not None:
         weight_bytes += weight_bytes_per_gpu(draft, tp, weight_dtype)
         kv_token_gpu += kv_bytes_per_token_gpu(draft, tp, kv_el)
-        kv_budget = usable - runtime - weight_bytes - activations
+    kv_budget = usable - runtime - weight_bytes - activations
+    if share_of_free and kv_budget > 0:
+        kv_budget = int(kv_budget * gpu_memory_utilization)
     window_reserve = kv_window_reserve_bytes(model, tp, kv_el, block_size, max_num_seqs, kv_budget, kv_token_gpu)
     if window_reserve:
         kv_budget -= window_reserve

@@ -17,6 +17,7 @@ from sim.cost.pipeline import replica_cost_model
 from sim.engine import ArrivalSource, ClosedLoopSource, Replica
 from sim.engines import EngineCost, EngineOverhead, load_engine
 from sim.engines.frontend import shift_to_client
+from sim.engines.preset import kv_pool_share_of_free
 from sim.hardware import GIB, load_hardware
 from sim.kv.blocks import BlockManager
 from sim.layout_config import expert_parallelism_of, simulated_layout
@@ -228,7 +229,7 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     mtp = bool(cfg.spec_tokens) and cfg.spec_method == "mtp"
     memory = plan_layout_memory(model, hw, layout, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                                 cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg),
-                                mtp=mtp)
+                                mtp=mtp, share_of_free=kv_pool_share_of_free(cfg.engine))
     preset = None if cfg.engine is None else load_engine(cfg.engine)
     if cost is None:
         cost = replica_cost_model(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size, pp=layout.pp,

@@ -81,4 +81,4 @@ def engine_allreduce(hw: HardwareProfile, tp: int, rule) -> tuple[LinkFit | None
     custom = allreduce_fit(hw, tp, "custom") if custom_enabled(hw, tp, rule) else None
     if custom is nccl:  # the profile has no custom fit: NCCL numbers answer both
         custom = None
-    return custom, nccl, float(rule.max_bytes)
+    return custom, nccl, float(rule.max_bytes_for(tp))

@@ -41,6 +41,9 @@ class Scheduling(StrictModel):
     kv_admission: Literal["on_demand", "reserve_full"] = "on_demand"  # see sim/config.py
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"
     gpu_memory_utilization: float = Field(gt=0, le=1)
+    # what gpu_memory_utilization is a share of: all HBM (vLLM, SGLang's mem_fraction_static, LMDeploy), or the
+    # memory left after weights, activations and runtime (TensorRT-LLM's kv_cache_free_gpu_mem_fraction): the KV pool
+    kv_pool: Literal["share_of_hbm", "share_of_free"] = "share_of_hbm"
 
 
 class KVDefaults(StrictModel):
@@ -110,6 +113,12 @@ class CustomAllreduce(StrictModel):
     world_sizes: list[PositiveInt]
     max_bytes: PositiveInt
     pcie_max_world_size: int = Field(2, ge=0)
+    # a group size with its own limit (TensorRT-LLM's custom workspace: 16 MB for 2 GPUs, 8 MB above)
+    max_bytes_by_world_size: dict[PositiveInt, PositiveInt] = {}
+
+    def max_bytes_for(self, world_size: int) -> int:
+        """The largest message the custom kernel takes on a group of `world_size` GPUs."""
+        return self.max_bytes_by_world_size.get(world_size, self.max_bytes)
 
 
 class EnginePreset(StrictModel):
@@ -188,3 +197,9 @@ def load_engine(name_or_path: str) -> EnginePreset:
     bytes_per_element(preset.kv.dtype, f"{path}: kv.dtype")
     bytes_per_element(preset.kv.dtype_quantized_checkpoint, f"{path}: kv.dtype_quantized_checkpoint")
     return preset
+
+
+def kv_pool_share_of_free(engine: str | None) -> bool:
+    """Whether `engine`'s preset sizes the KV pool as gpu_memory_utilization x the memory the model leaves
+    (TensorRT-LLM) rather than as a share of all HBM (no preset: all HBM)."""
+    return engine is not None and load_engine(engine).scheduling.kv_pool == "share_of_free"

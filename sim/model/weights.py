@@ -6,14 +6,15 @@
   for a model without per-group dtypes.
 - any dtype name: every linear layer (attention, MLPs, experts) in it; router and embeddings as
   the checkpoint stores them (bf16). For a model without per-group dtypes every weight takes it,
-  as before (so `bf16`, the default, is the bf16 checkpoint: DeepSeek's fp8_cast_bf16.py output).
+  as before (so `bf16`, the default, is the bf16 checkpoint: DeepSeek's fp8_cast_bf16.py output),
+  except a `linear_only` format (nvfp4, mxfp4: sim/specs/dtypes.yaml), which leaves embeddings bf16.
 """
 
 from __future__ import annotations
 
 import math
 
-from sim.dtypes import bytes_per_element
+from sim.dtypes import bytes_per_element, is_linear_only
 from sim.model.params import weight_elements_by_group
 from sim.model.spec import WEIGHT_GROUPS, ModelSpec
 
@@ -25,6 +26,8 @@ CHECKPOINT_DEFAULT = "bf16"  # a group a quantization_config leaves out is store
 def group_dtypes(model: ModelSpec, weight_dtype: str) -> dict[str, str] | None:
     """dtype per tensor group, or None when every weight takes `weight_dtype` (no per-group dtypes)."""
     if model.weight_dtypes is None:
+        if weight_dtype != AUTO and is_linear_only(weight_dtype):  # NVFP4 / MXFP4: linear layers only
+            return {**dict.fromkeys(WEIGHT_GROUPS, CHECKPOINT_DEFAULT), **dict.fromkeys(LINEAR_GROUPS, weight_dtype)}
         return None if weight_dtype != AUTO else dict.fromkeys(WEIGHT_GROUPS, CHECKPOINT_DEFAULT)
     out = {group: model.weight_dtypes.get(group, CHECKPOINT_DEFAULT) for group in WEIGHT_GROUPS}
     if weight_dtype != AUTO:

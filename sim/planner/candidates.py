@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from sim.config import POLICIES, EngineConfig
 from sim.engines.apply import fit_inherited_to_policy
+from sim.engines.preset import kv_pool_share_of_free
 from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.layout_config import simulated_layout
@@ -163,7 +164,8 @@ def _why_not(model, hw, tp: int, base: EngineConfig, price: float | None) -> str
         return f"tp {tp} exceeds the {hw.interconnect.max_gpus_per_node} GPUs of one node"
     try:
         plan_memory(model, hw, tp, base.block_size, base.gpu_memory_utilization, base.weight_dtype,
-                    base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs)
+                    base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs,
+                    share_of_free=kv_pool_share_of_free(base.engine))
     except InputError as exc:
         return f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed
     return None
@@ -176,7 +178,8 @@ def _why_not_layout(model, hw, cfg: EngineConfig, price: float | None) -> str | 
     try:
         layout = simulated_layout(cfg, model)
         plan_layout_memory(model, hw, layout, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
-                           cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
+                           cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
+                           share_of_free=kv_pool_share_of_free(cfg.engine))
     except InputError as exc:
         return exc.line()
     return None

@@ -9,6 +9,7 @@ import numpy as np
 
 from sim.config import EngineConfig
 from sim.cost import CostModel
+from sim.engines.preset import kv_pool_share_of_free
 from sim.hardware import load_hardware
 from sim.memory import plan_memory
 from sim.model import load_model
@@ -27,7 +28,8 @@ def saturation_qps(cfg: EngineConfig, trace: Trace) -> float:
         return _laid_out_saturation_qps(cfg, trace)
     model, hw = load_model(cfg.model), load_hardware(cfg.hardware)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
-                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs)
+                         cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
+                         share_of_free=kv_pool_share_of_free(cfg.engine))
     cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
     prompt, output = float(trace.prompt_tokens.mean()), float(trace.output_tokens.mean())
     batch = int(max(1, min(cfg.max_num_seqs, memory.max_cached_tokens // (prompt + output))))
