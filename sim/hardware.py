@@ -50,8 +50,9 @@ class Interconnect(StrictModel):
 
 
 # GEMM op classes a profile may give its own ceiling / ramp. experts: MoE grouped GEMM; experts_ep: the same
-# under expert parallelism (sim/cost/expert_parallel.py)
-GEMM_OP_CLASSES = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "experts", "experts_ep")
+# under expert parallelism; experts_deepgemm: DeepGEMM's grouped GEMMs behind DeepEP (sim/cost/expert_parallel.py)
+GEMM_OP_CLASSES = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "experts", "experts_ep",
+                   "experts_deepgemm")
 
 
 class Efficiency(StrictModel):

@@ -86,3 +86,24 @@ def test_bad_half_points_are_refused():
     for table, match in (({"experts_epp": 10.0}, "unknown GEMM op class"), ({"experts_ep": -1.0}, ">= 0")):
         with pytest.raises(ValidationError, match=match):
             Efficiency(**{**base, "gemm_half_tokens_by_op": table})
+
+
+def test_deepep_experts_run_at_deepgemms_ramp_others_at_the_fitted_one():
+    h100, dsv3 = load_hardware("h100-sxm"), load_model("deepseek-v3")
+    layout = ReplicaLayout(tp=16, dp=16, ep=16, enable_dp_attention=True)
+
+    def cost(**knobs):
+        return ExpertParallelCostModel(dsv3, h100, layout, "fp8", "bf16", 16,
+                                       expert_parallel=ExpertParallelism.of(layout, **knobs))
+
+    deepep, nccl = cost(backend="deepep", deepep_mode="low_latency"), cost(backend="nccl")
+    assert (deepep._experts_op(), nccl._experts_op()) == ("experts_deepgemm", "experts_ep")
+    eff = h100.efficiency
+    rows = 4096.0  # prefill: M per expert far above both half points, compute-bound either way
+    e_deepgemm = gemm_compute_efficiency(rows, eff, op="experts_deepgemm")
+    e_fitted = gemm_compute_efficiency(rows, eff, op="experts_ep")
+    assert float(e_deepgemm) == pytest.approx(0.625 * rows / (rows + 106))
+    a, b = (next(op for op in c.breakdown([8192], [0]).ops if op.name == "moe_mlp") for c in (deepep, nccl))
+    assert a.flops == b.flops and a.bound == b.bound == "compute"
+    launches_s = 3 * eff.kernel_launch_us * 1e-6 * dsv3.n_moe_layers / dsv3.n_layers
+    assert (a.time_s - launches_s) / (b.time_s - launches_s) == pytest.approx(float(e_fitted / e_deepgemm), rel=0.02)

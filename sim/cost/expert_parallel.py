@@ -36,6 +36,12 @@ only where `MnnvlMemory.supports_mnnvl()` (NVL72 racks) or DeepEP is opted into
 HGX / DGX board every GPU receives the whole MoE batch: ep / top_k times an all-to-all's bytes
 (8x for Llama-4's top-1 over 8 GPUs, 1x for Qwen3's top-8).
 
+**Expert GEMMs** (`_experts_op`): ceiling(op) x M / (M + half(op)) of peak with M the rows per touched
+expert (sim.cost.roofline.gemm_compute_efficiency), so their compute is proportional to pairs + half x
+experts touched. `deepep` runs DeepGEMM's grouped GEMMs: the profile's `experts_deepgemm` ramp (derived
+from DeepGEMM's published throughputs) where it has one; otherwise `experts_ep` (fitted on TensorRT-LLM
+EP rows), else `experts`.
+
 **Load imbalance** (`moe_load_imbalance`, else the model's `moe.load_imbalance`, 1.0): max / mean
 tokens per EP GPU. 1.0 is perfect balance, what EPLB with redundant experts aims at (DeepSeek-V3
 report, arXiv:2412.19437 sec. 3.4); the published cost of imperfect balance, SGLang's DeepSeek-V3
@@ -77,6 +83,9 @@ FP8_DISPATCH_SCALE_CHANNELS = 128  # DeepEP FP8 dispatch: one fp32 scale per 128
 # the profile's ceiling of expert-parallel grouped GEMMs (`efficiency.gemm_compute_max_by_op`), where it
 # has one of its own (fitted on EP runs), else the `experts` one
 EP_EXPERTS_OP = "experts_ep"
+# DeepEP's dispatch feeds DeepGEMM's grouped GEMMs (contiguous layout after normal kernels, masked after
+# low-latency ones: SGLang's DeepEP MoE path): their own ramp where the profile has one (from DeepGEMM's tables)
+DEEPGEMM_EXPERTS_OP = "experts_deepgemm"
 MOE_OP_NAMES = ("moe_mlp", "moe_dispatch", "moe_combine")  # the ops of a step that see every rank's tokens
 
 
@@ -181,13 +190,21 @@ class ExpertParallelCostModel(CostModel):
         flops = 2.0 * pairs * elems
         act_bytes = pairs * (2 * m.hidden_size + 3 * m.expert_intermediate_size) * self.act_bytes_el
         bytes_ = touched * elems * self._experts_bytes_el + act_bytes
-        own = {**(self._experts_eff.gemm_compute_max_by_op or {}), **(self._experts_eff.gemm_half_tokens_by_op or {})}
-        op = EP_EXPERTS_OP if EP_EXPERTS_OP in own else "experts"
+        op = self._experts_op()
         e_c = gemm_compute_efficiency(np.maximum(pairs / np.maximum(touched, 1e-300), 1.0), self._experts_eff, op=op)
         time, t_c, t_m = op_time_s(flops, bytes_, self._experts_peak, e_c, self.bandwidth, self._experts_eff.memory,
                                    self._experts_eff, 3)
         time = np.where(moe_tokens > 0, time, 0.0) * self.time_scale["gemm"]
         return "moe_mlp", time, flops, bytes_, np.where(t_c >= t_m, "compute", "memory")
+
+    def _experts_op(self) -> str:
+        """The GEMM op class whose ceiling and ramp price the routed experts: DeepGEMM's behind DeepEP,
+        else the profile's expert-parallel one, else the MoE grouped GEMM's (`experts`)."""
+        eff = self._experts_eff
+        own = {**(eff.gemm_compute_max_by_op or {}), **(eff.gemm_half_tokens_by_op or {})}
+        if self.expert_parallel.backend == "deepep" and DEEPGEMM_EXPERTS_OP in own:
+            return DEEPGEMM_EXPERTS_OP
+        return EP_EXPERTS_OP if EP_EXPERTS_OP in own else "experts"
 
     def _a2a(self, moe_tokens: np.ndarray, phase: str):
         xp, m = self.expert_parallel, self.model
