@@ -107,3 +107,11 @@ def test_deepep_experts_run_at_deepgemms_ramp_others_at_the_fitted_one():
     assert a.flops == b.flops and a.bound == b.bound == "compute"
     launches_s = 3 * eff.kernel_launch_us * 1e-6 * dsv3.n_moe_layers / dsv3.n_layers
     assert (a.time_s - launches_s) / (b.time_s - launches_s) == pytest.approx(float(e_fitted / e_deepgemm), rel=0.02)
+
+
+def test_trtllm_preset_pads_to_the_perf_overview_graph_sizes():
+    """The perf-overview runs pass cuda_graph_config batch_sizes 1, 2, 4, ..., 256, 384, 512, 1024, ..., 8192."""
+    from sim.engines import EngineOverhead, load_engine
+
+    overhead = EngineOverhead.from_preset(load_engine("trtllm@1.0"))
+    assert [overhead.padded_size(n) for n in (200, 375, 385, 3000, 8192, 9000)] == [256, 384, 512, 4096, 8192, 9000]
