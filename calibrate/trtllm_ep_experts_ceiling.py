@@ -1,13 +1,19 @@
-"""Fit the H100 / H200 profiles' expert-parallel grouped-GEMM ceiling (`efficiency.gemm_compute_max_by_op.experts_ep`,
-the one `sim.cost.expert_parallel` reads before `experts`)
-on the split=fit multi-GPU rows (attention DP + EP) of the TensorRT-LLM MoE perf-overview table only.
+"""Fit the expert-parallel grouped-GEMM compute ramp of GPU profiles, `efficiency.gemm_compute_max_by_op.experts_ep`
+(the ceiling) and `efficiency.gemm_half_tokens_by_op.experts_ep` (the rows per expert at half the ceiling), the
+terms `sim.cost.expert_parallel` reads before `experts`, on the split=fit multi-GPU rows (attention DP + EP) of the
+TensorRT-LLM MoE perf-overview table only.
 
-For each ceiling on the grid: a copy of hwprofiles/<gpu>.yaml with that ceiling, every split=fit
-row of that GPU with tp > 1 in sim/validate/cases/trtllm_perf_overview_moe_v1.0.csv predicted with
-the trtllm preset as it stands, and the median |error| printed. The split=score rows are never
-read. Pick the ceiling with the smallest median and write it into the profile with its provenance.
+For each (ceiling, half rows) on the grid: a copy of hwprofiles/<gpu>.yaml with them, every split=fit row of that
+GPU with tp > 1 in sim/validate/cases/trtllm_perf_overview_moe_v1.0.csv predicted with the trtllm preset as it
+stands, and the median |error| printed. The split=score rows are never read. Pick the point with the smallest
+median and write it into the profile with its provenance.
 
-Run: python -m calibrate.trtllm_ep_experts_ceiling h100-sxm,h200 0.2 0.15 0.1   (one JSON line per ceiling)
+The ramp ceiling * M / (M + half) prices a grouped GEMM's compute as proportional to pairs + half x experts
+touched: `half` is the rows of padding and pipeline fill every expert's GEMM costs (a batch-independent cost per
+step once a decode batch touches all its experts), the ceiling the large-M efficiency (prefill).
+
+Run: python -m calibrate.trtllm_ep_experts_ceiling h100-sxm,h200 0.3,0.5 128,256   (one JSON line per point;
+a ceiling list, then a half-rows list; without the half list the profile's own half point is kept)
 """
 
 from __future__ import annotations
@@ -35,23 +41,33 @@ def fit_rows(gpu: str) -> list:
     return [c for c in load_cases([path]) if c.split == "fit" and c.tp > 1 and gpu_name(c.case_id, c.gpu) == gpu]
 
 
-def main(gpus: list[str], ceilings: list[float]) -> None:
-    """One ceiling shared by `gpus` (the same die: H100 SXM and H200 are both GH100), each
-    profile copied with it, the fit rows of all of them pooled."""
+def profile_with(gpu: str, ceiling: float, half_rows: float | None) -> dict:
+    """hwprofiles/<gpu>.yaml with the experts_ep ceiling (and half point, unless None) replaced."""
+    base = yaml.safe_load((bundled_dir("hwprofiles") / f"{gpu}.yaml").read_text())
+    eff = dict(base["efficiency"])
+    eff["gemm_compute_max_by_op"] = {**(eff.get("gemm_compute_max_by_op") or {}), EP_EXPERTS_OP: ceiling}
+    if half_rows is not None:
+        eff["gemm_half_tokens_by_op"] = {**(eff.get("gemm_half_tokens_by_op") or {}), EP_EXPERTS_OP: half_rows}
+    return {**base, "efficiency": eff}
+
+
+def main(gpus: list[str], ceilings: list[float], halves: list[float | None]) -> None:
+    """One ramp shared by `gpus` (the same die: H100 SXM and H200 are both GH100), each profile
+    copied with it, the fit rows of all of them pooled."""
     with tempfile.TemporaryDirectory() as tmp:
-        for ceiling in ceilings:
-            errors = []
-            for gpu in gpus:
-                base = yaml.safe_load((bundled_dir("hwprofiles") / f"{gpu}.yaml").read_text())
-                by_op = {**(base["efficiency"].get("gemm_compute_max_by_op") or {}), EP_EXPERTS_OP: ceiling}
-                profile = {**base, "efficiency": {**base["efficiency"], "gemm_compute_max_by_op": by_op}}
-                path = Path(tmp) / f"{gpu}-experts-{ceiling}.yaml"
-                path.write_text(yaml.safe_dump(profile))
-                errors += [predict(dataclasses.replace(c, gpu=str(path))).error for c in fit_rows(gpu)]
-            errors = np.array([abs(e) for e in errors if e is not None])
-            print(json.dumps({"gpus": gpus, "experts_ceiling": ceiling, "n_fit_rows": len(errors),
-                              "median_abs_error": round(float(np.median(errors)), 4)}), flush=True)
+        for half_rows in halves:
+            for ceiling in ceilings:
+                errors = []
+                for gpu in gpus:
+                    path = Path(tmp) / f"{gpu}-experts-{ceiling}-{half_rows}.yaml"
+                    path.write_text(yaml.safe_dump(profile_with(gpu, ceiling, half_rows)))
+                    errors += [predict(dataclasses.replace(c, gpu=str(path))).error for c in fit_rows(gpu)]
+                signed = np.array([e for e in errors if e is not None])
+                print(json.dumps({"gpus": gpus, "experts_ceiling": ceiling, "experts_half_tokens": half_rows,
+                                  "n_fit_rows": len(signed), "median_abs_error": round(float(np.median(abs(signed))), 4),
+                                  "median_error": round(float(np.median(signed)), 4)}), flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1].split(","), [float(x) for x in sys.argv[2:]])
+    halves_arg = [float(x) for x in sys.argv[3].split(",")] if len(sys.argv) > 3 else [None]
+    main(sys.argv[1].split(","), [float(x) for x in sys.argv[2].split(",")], halves_arg)

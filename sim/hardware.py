@@ -49,6 +49,12 @@ class Interconnect(StrictModel):
     gpu_link_kind: Literal["nvlink", "pcie", "xgmi"] | None = None
 
 
+# GEMM op classes a profile may give its own ceiling / ramp. experts: MoE grouped GEMM; experts_ep: the same
+# under expert parallelism; experts_deepgemm: DeepGEMM's grouped GEMMs behind DeepEP (sim/cost/expert_parallel.py)
+GEMM_OP_CLASSES = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "experts", "experts_ep",
+                   "experts_deepgemm")
+
+
 class Efficiency(StrictModel):
     """Roofline efficiency terms (documented defaults in each YAML; calibration refits them)."""
 
@@ -69,6 +75,10 @@ class Efficiency(StrictModel):
     # replacing gemm_compute_max for that class (its N:K aspect and fused kernels); None or a class
     # not listed: gemm_compute_max. See sim/cost/roofline.py `gemm_compute_efficiency`.
     gemm_compute_max_by_op: dict[str, float] | None = None
+    # Compute-ramp half point (rows M at which half the ceiling is reached) per GEMM op class, replacing
+    # gemm_half_tokens for that class: a grouped GEMM (`experts_ep`) pads and pipelines every expert's
+    # rows separately, so its ramp is its own. None or a class not listed: gemm_half_tokens.
+    gemm_half_tokens_by_op: dict[str, float] | None = None
     # Output elements (M * N per GPU) added to the compute ramp's half point: half-M =
     # gemm_half_tokens + this / N (a narrow output has few tiles per row to fill the SMs).
     # None (the default): half-M = gemm_half_tokens.
@@ -123,13 +133,22 @@ class Efficiency(StrictModel):
     @classmethod
     def _per_op_ceilings(cls, table: dict[str, float] | None) -> dict[str, float] | None:
         """Keys are GEMM op classes; values efficiencies in (0, 1]."""
-        # experts: MoE grouped GEMM; experts_ep: the same under expert parallelism (sim/cost/expert_parallel.py)
-        allowed = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "experts", "experts_ep")
         for op, value in (table or {}).items():
-            if op not in allowed:
-                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(allowed)}")
+            if op not in GEMM_OP_CLASSES:
+                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
             if not 0 < value <= 1 or value != value:
                 raise ValueError(f"efficiency {value} of {op} must be in (0, 1]")
+        return table
+
+    @field_validator("gemm_half_tokens_by_op")
+    @classmethod
+    def _per_op_half_tokens(cls, table: dict[str, float] | None) -> dict[str, float] | None:
+        """Keys are GEMM op classes; values rows, finite and >= 0."""
+        for op, value in (table or {}).items():
+            if op not in GEMM_OP_CLASSES:
+                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
+            if not 0 <= value < float("inf"):
+                raise ValueError(f"half-point rows {value} of {op} must be a finite number >= 0")
         return table
 
     def paged_efficiency(self, block_size: int) -> float:

@@ -4,7 +4,8 @@ YAML keys: `pp` (also `pipeline_parallel_size`, vLLM; `pp_size`, SGLang), `dp` (
 `data_parallel_size`, vLLM; `dp_size`, SGLang), `ep` (also `expert_parallel_size`; `ep_size`,
 SGLang), `enable_expert_parallel` (vLLM), `enable_dp_attention` (SGLang), `nodes` (the scale-up
 domains the cluster has; None: as many as the replicas need); the MoE all-to-all: `moe_a2a_backend`
-(`nccl` | `deepep`, SGLang's `--moe-a2a-backend`), `deepep_mode` (`auto` | `normal` | `low_latency`,
+(`nccl` | `deepep`, SGLang's `--moe-a2a-backend`; `allgather_reducescatter`, vLLM's all2all backend of that
+name and TensorRT-LLM's attention-DP MoE without MNNVL), `deepep_mode` (`auto` | `normal` | `low_latency`,
 SGLang's `--deepep-mode`), `moe_load_imbalance` (max / mean tokens per EP GPU; None: the model's,
 1.0), `enable_two_batch_overlap` (SGLang's), `ep_num_redundant_experts` (SGLang's
 `--ep-num-redundant-experts`; vLLM's `num_redundant_experts`). `EngineConfig` inherits them
@@ -53,7 +54,7 @@ class LayoutKnobs(StrictModel):
     enable_expert_parallel: bool = False
     enable_dp_attention: bool = False
     nodes: PositiveInt | None = Field(None, le=MAX_NODES)
-    moe_a2a_backend: Literal["nccl", "deepep"] = "nccl"
+    moe_a2a_backend: Literal["nccl", "deepep", "allgather_reducescatter"] = "nccl"
     deepep_mode: Literal["auto", "normal", "low_latency"] = "auto"
     moe_load_imbalance: float | None = Field(None, ge=1.0, le=64.0)
     enable_two_batch_overlap: bool = False

@@ -141,7 +141,7 @@ def roofline(
     ep: int = typer.Option(None, "--ep", "--expert-parallel-size", show_default=False),
     enable_expert_parallel: bool = typer.Option(False, "--enable-expert-parallel"),
     enable_dp_attention: bool = typer.Option(False, "--enable-dp-attention"),
-    moe_a2a_backend: str = typer.Option("nccl", "--moe-a2a-backend", help="nccl | deepep"),
+    moe_a2a_backend: str = typer.Option("nccl", "--moe-a2a-backend", help="nccl | deepep | allgather_reducescatter"),
     deepep_mode: str = typer.Option("auto", "--deepep-mode", help="auto | normal | low_latency"),
     as_json: bool = JsonOpt,
 ) -> None:

@@ -77,7 +77,7 @@ def simulate(
     enable_dp_attention: bool = typer.Option(None, "--enable-dp-attention", show_default=False,
                                              help="SGLang: --dp attention ranks inside --tp"),
     nodes: int = _opt("scale-up domains (nodes, NVL racks) the cluster has [as many as needed]", "--nodes"),
-    moe_a2a_backend: str = _opt("EP all-to-all: nccl | deepep [nccl]", "--moe-a2a-backend"),
+    moe_a2a_backend: str = _opt("EP all-to-all: nccl | deepep | allgather_reducescatter [nccl]", "--moe-a2a-backend"),
     deepep_mode: str = _opt("deepep kernels: auto | normal | low_latency [auto]", "--deepep-mode"),
     moe_load_imbalance: float = _opt("EP: max / mean tokens per GPU [the model's, 1.0]", "--moe-load-imbalance"),
     enable_two_batch_overlap: bool = typer.Option(None, "--enable-two-batch-overlap", show_default=False,

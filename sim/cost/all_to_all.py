@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.cost.collectives import link_time_s
+from sim.cost.collectives import allreduce_fit, link_time_s
+from sim.cost.roofline import allreduce_time_s
 from sim.cost.topology import network_link
 from sim.errors import InputError
 from sim.hardware import A2A_BACKENDS, A2A_PHASES, HardwareProfile, LinkFit
@@ -95,3 +96,26 @@ def _check(backend: str, phase: str, ep: int) -> None:
         raise ValueError(f"phase {phase!r}: {' | '.join(A2A_PHASES)}")
     if ep < 1:
         raise InputError("--ep", None, f"a positive number of ranks (got {ep})")
+
+
+def allgather_reducescatter_time_s(hw: HardwareProfile, ep: int, buffer_bytes, phase: str = "dispatch") -> np.ndarray:
+    """MoE dispatch as an all-gather and combine as a reduce-scatter over `ep` GPUs of one scale-up
+    domain (TensorRT-LLM's attention-DP MoE without an all-to-all path; vLLM's `allgather_reducescatter`
+    all2all backend): `buffer_bytes` is the whole gathered buffer, every rank's tokens (dispatch), or
+    the partial outputs each GPU reduces (combine). Priced as half a ring all-reduce of the same
+    buffer, latency and bandwidth: a ring all-reduce is a reduce-scatter followed by an all-gather,
+    each moving (ep-1)/ep of it per GPU. From the profile's NCCL all-reduce fit, else the ring formula."""
+    if phase not in A2A_PHASES:
+        raise ValueError(f"phase {phase!r}: {' | '.join(A2A_PHASES)}")
+    payload = np.asarray(buffer_bytes, dtype=np.float64)
+    if ep <= 1:
+        return np.zeros_like(payload)
+    if ep > hw.scale_up_gpus:
+        raise InputError("--moe-a2a-backend", "allgather_reducescatter",
+                         f"an all-gather over --ep {ep} GPUs beyond the {hw.scale_up_gpus}-GPU scale-up domain "
+                         "is not simulated: use nccl or deepep")
+    fit = allreduce_fit(hw, ep, "nccl")
+    if fit is not None:
+        return 0.5 * link_time_s(payload, fit)
+    latency_s = hw.interconnect.gpu_link_latency_us * 1e-6
+    return 0.5 * allreduce_time_s(payload, ep, hw.gpu_link_bytes_s, latency_s, hw.efficiency)

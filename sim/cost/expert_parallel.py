@@ -28,6 +28,19 @@ kernels while a GPU dispatches at most `DEEPEP_LL_MAX_TOKENS_PER_RANK` tokens (S
 `nccl`: NCCL all-to-all (the profile's fit, else the alpha-beta exchange at line rates). Dispatch
 travels in FP8 with one fp32 scale per 128 channels when the routed experts are FP8 or narrower
 (DeepEP's FP8 dispatch), else in the activation dtype; combine in the activation dtype.
+`allgather_reducescatter` (vLLM's all2all backend of that name): dispatch is an all-gather of every
+rank's tokens and combine a reduce-scatter of every GPU's partial outputs (`_allgather`), what
+TensorRT-LLM's attention-DP MoE does on boards without MNNVL: its fused MoE enables an all-to-all
+only where `MnnvlMemory.supports_mnnvl()` (NVL72 racks) or DeepEP is opted into
+(tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py, `enable_alltoall`, 1.0), so on an 8-GPU
+HGX / DGX board every GPU receives the whole MoE batch: ep / top_k times an all-to-all's bytes
+(8x for Llama-4's top-1 over 8 GPUs, 1x for Qwen3's top-8).
+
+**Expert GEMMs** (`_experts_op`): ceiling(op) x M / (M + half(op)) of peak with M the rows per touched
+expert (sim.cost.roofline.gemm_compute_efficiency), so their compute is proportional to pairs + half x
+experts touched. `deepep` runs DeepGEMM's grouped GEMMs: the profile's `experts_deepgemm` ramp (derived
+from DeepGEMM's published throughputs) where it has one; otherwise `experts_ep` (fitted on TensorRT-LLM
+EP rows), else `experts`.
 
 **Load imbalance** (`moe_load_imbalance`, else the model's `moe.load_imbalance`, 1.0): max / mean
 tokens per EP GPU. 1.0 is perfect balance, what EPLB with redundant experts aims at (DeepSeek-V3
@@ -53,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.cost.all_to_all import a2a_payload_bytes, all_to_all_fit, all_to_all_time_s
+from sim.cost.all_to_all import a2a_payload_bytes, all_to_all_fit, all_to_all_time_s, allgather_reducescatter_time_s
 from sim.cost.model import CostModel
 from sim.cost.roofline import gemm_compute_efficiency, op_time_s
 from sim.dtypes import bytes_per_element
@@ -61,13 +74,18 @@ from sim.errors import InputError
 from sim.layout import ReplicaLayout
 from sim.model import ModelSpec
 
-MOE_A2A_BACKENDS = ("nccl", "deepep")  # config names (SGLang's --moe-a2a-backend deepep; nccl)
+# config names (SGLang's --moe-a2a-backend deepep; nccl; vLLM's all2all backend allgather_reducescatter)
+MOE_A2A_BACKENDS = ("nccl", "deepep", "allgather_reducescatter")
+ALLGATHER = "allgather_reducescatter"
 DEEPEP_MODES = ("auto", "normal", "low_latency")  # SGLang's --deepep-mode
 DEEPEP_LL_MAX_TOKENS_PER_RANK = 128  # SGLang's SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default
 FP8_DISPATCH_SCALE_CHANNELS = 128  # DeepEP FP8 dispatch: one fp32 scale per 128 channels
 # the profile's ceiling of expert-parallel grouped GEMMs (`efficiency.gemm_compute_max_by_op`), where it
 # has one of its own (fitted on EP runs), else the `experts` one
 EP_EXPERTS_OP = "experts_ep"
+# DeepEP's dispatch feeds DeepGEMM's grouped GEMMs (contiguous layout after normal kernels, masked after
+# low-latency ones: SGLang's DeepEP MoE path): their own ramp where the profile has one (from DeepGEMM's tables)
+DEEPGEMM_EXPERTS_OP = "experts_deepgemm"
 MOE_OP_NAMES = ("moe_mlp", "moe_dispatch", "moe_combine")  # the ops of a step that see every rank's tokens
 
 
@@ -104,8 +122,8 @@ class ExpertParallelism:
 
     def a2a_kernels(self) -> tuple[str, ...]:
         """The all-to-all backends (sim.hardware.A2A_BACKENDS) steps may use."""
-        if self.backend == "nccl":
-            return ("nccl",)
+        if self.backend in ("nccl", ALLGATHER):
+            return (self.backend,)
         return {"normal": ("deepep_normal",), "low_latency": ("deepep_low_latency",)}.get(
             self.deepep_mode, ("deepep_low_latency", "deepep_normal"))
 
@@ -124,7 +142,7 @@ class ExpertParallelCostModel(CostModel):
         super().__init__(model, hw, layout.attention_tp, *args, **kwargs)
         self.layout, self.expert_parallel = layout, expert_parallel
         for kernel in expert_parallel.a2a_kernels():  # refuse a missing DeepEP fit now, not mid-run
-            if kernel != "nccl" and all_to_all_fit(hw, expert_parallel.ep, kernel, "dispatch") is None:
+            if kernel not in ("nccl", ALLGATHER) and all_to_all_fit(hw, expert_parallel.ep, kernel, "dispatch") is None:
                 all_to_all_time_s(hw, expert_parallel.ep, np.ones(1), kernel, "dispatch")  # raises its one line
         g = self.group_gemm["experts"] if self.group_gemm is not None else None
         self._experts_bytes_el = g.bytes_el if g else self.weight_bytes_el
@@ -172,15 +190,26 @@ class ExpertParallelCostModel(CostModel):
         flops = 2.0 * pairs * elems
         act_bytes = pairs * (2 * m.hidden_size + 3 * m.expert_intermediate_size) * self.act_bytes_el
         bytes_ = touched * elems * self._experts_bytes_el + act_bytes
-        op = EP_EXPERTS_OP if EP_EXPERTS_OP in (self._experts_eff.gemm_compute_max_by_op or {}) else "experts"
+        op = self._experts_op()
         e_c = gemm_compute_efficiency(np.maximum(pairs / np.maximum(touched, 1e-300), 1.0), self._experts_eff, op=op)
         time, t_c, t_m = op_time_s(flops, bytes_, self._experts_peak, e_c, self.bandwidth, self._experts_eff.memory,
                                    self._experts_eff, 3)
         time = np.where(moe_tokens > 0, time, 0.0) * self.time_scale["gemm"]
         return "moe_mlp", time, flops, bytes_, np.where(t_c >= t_m, "compute", "memory")
 
+    def _experts_op(self) -> str:
+        """The GEMM op class whose ceiling and ramp price the routed experts: DeepGEMM's behind DeepEP,
+        else the profile's expert-parallel one, else the MoE grouped GEMM's (`experts`)."""
+        eff = self._experts_eff
+        own = {**(eff.gemm_compute_max_by_op or {}), **(eff.gemm_half_tokens_by_op or {})}
+        if self.expert_parallel.backend == "deepep" and DEEPGEMM_EXPERTS_OP in own:
+            return DEEPGEMM_EXPERTS_OP
+        return EP_EXPERTS_OP if EP_EXPERTS_OP in own else "experts"
+
     def _a2a(self, moe_tokens: np.ndarray, phase: str):
         xp, m = self.expert_parallel, self.model
+        if xp.backend == ALLGATHER:
+            return self._allgather(moe_tokens, phase)
         per_gpu = moe_tokens / xp.moe_group
         if phase == "dispatch":
             payload = a2a_payload_bytes(per_gpu, m.n_active_experts, m.hidden_size, self._dispatch_el,
@@ -195,6 +224,22 @@ class ExpertParallelCostModel(CostModel):
             time = np.where(per_gpu <= DEEPEP_LL_MAX_TOKENS_PER_RANK, time, normal)
         time = time * self.time_scale["collective"]
         return f"moe_{phase}", time, np.zeros_like(payload), payload, np.full(payload.shape, "network")
+
+
+    def _allgather(self, moe_tokens: np.ndarray, phase: str):
+        """Dispatch as an all-gather of every rank's tokens (hidden state in the dispatch dtype with its
+        scales, plus each token's top-k expert ids and weights, 4 bytes each), combine as a reduce-scatter
+        of every GPU's partial outputs in the activation dtype: the whole MoE batch either way, whatever
+        the top-k, and not stretched by load imbalance (every GPU gets every token)."""
+        m = self.model
+        if phase == "dispatch":
+            routing = 2 * m.n_active_experts * bytes_per_element("fp32", "--weight-dtype")  # int32 ids, fp32 weights
+            buffer = moe_tokens * (m.hidden_size * self._dispatch_el + self._dispatch_scale + routing)
+        else:
+            buffer = moe_tokens * m.hidden_size * self.act_bytes_el
+        time = allgather_reducescatter_time_s(self.hw, self.expert_parallel.ep, buffer, phase)
+        time = time * self.time_scale["collective"]
+        return f"moe_{phase}", time, np.zeros_like(buffer), buffer, np.full(buffer.shape, "network")
 
 
 def _overlapped(a2a: list[tuple], compute_s: np.ndarray) -> list[tuple]:

@@ -30,17 +30,18 @@ def gemm_compute_efficiency(m_tokens: np.ndarray, eff: Efficiency, n_out: np.nda
                             op: str | None = None) -> np.ndarray:
     """Share of peak a GEMM with M rows and N outputs per row reaches, rising with M to its ceiling:
 
-        ceiling(op) * M / (M + half_M),   half_M = gemm_half_tokens + gemm_half_output_elems / N
+        ceiling(op) * M / (M + half_M),   half_M = half(op) + gemm_half_output_elems / N
 
     ceiling(op): `gemm_compute_max_by_op[op]` (the op class's own: its N:K aspect, fused kernels),
-    else gemm_compute_max. half_M: the rows at which half the ceiling is reached; a narrow output
+    else gemm_compute_max. half(op): `gemm_half_tokens_by_op[op]`, else gemm_half_tokens. half_M: the
+    rows at which half the ceiling is reached; a narrow output
     (small N, e.g. a TP-8 shard) has fewer output tiles per row to spread over the SMs, so it needs
     more rows (the second term, when the profile sets gemm_half_output_elems and N is given).
     The compute time, FLOPs / (peak * efficiency), is proportional to M + half_M: it rises with M,
     and the efficiency never exceeds the ceiling (<= 1)."""
     m = np.asarray(m_tokens, dtype=np.float64)
     ceiling = (eff.gemm_compute_max_by_op or {}).get(op, eff.gemm_compute_max) if op else eff.gemm_compute_max
-    half_m = eff.gemm_half_tokens
+    half_m = (eff.gemm_half_tokens_by_op or {}).get(op, eff.gemm_half_tokens) if op else eff.gemm_half_tokens
     if eff.gemm_half_output_elems is not None and n_out is not None:
         half_m = half_m + eff.gemm_half_output_elems / np.asarray(n_out, dtype=np.float64)
     return ceiling * m / (m + half_m)

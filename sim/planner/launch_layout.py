@@ -35,7 +35,10 @@ def sglang_layout_args(cfg, missing: list[str]) -> list[str]:
         args += ["--ep-size", str(layout.expert_parallel_size)]
     if layout.pp > 1:
         args += ["--pp-size", str(layout.pp)]
-    if layout.uses_expert_parallel and cfg.moe_a2a_backend != "nccl":
+    if layout.uses_expert_parallel and cfg.moe_a2a_backend == "allgather_reducescatter":
+        missing.append("MoE dispatch as an all-gather + reduce-scatter (allgather_reducescatter): SGLang has no "
+                       "--moe-a2a-backend of that name")
+    elif layout.uses_expert_parallel and cfg.moe_a2a_backend != "nccl":
         args += ["--moe-a2a-backend", cfg.moe_a2a_backend, "--deepep-mode", cfg.deepep_mode]
     if cfg.enable_two_batch_overlap:
         args.append("--enable-two-batch-overlap")

@@ -85,11 +85,12 @@ UNMODELLED_ARGS: dict[str, str] = {}
 def _trtllm_attention_dp(case: Case, value: str) -> dict:
     """TensorRT-LLM `enable_attention_dp: true` with `--tp T --ep T` (the perf-overview MoE recipe):
     every GPU an attention rank with its own requests and KV, the MoE layers expert-parallel over
-    all T, i.e. SGLang's `--tp T --dp T --enable-dp-attention --ep T`. TensorRT-LLM's own MoE
-    communication kernels are priced as the `nccl` all-to-all (sim/cost/expert_parallel.py)."""
+    all T, i.e. SGLang's `--tp T --dp T --enable-dp-attention --ep T`. Its MoE communication on the
+    perf-overview's 8-GPU boards (no MNNVL) is an all-gather of every rank's tokens and a
+    reduce-scatter of the outputs: `moe_a2a_backend: allgather_reducescatter` (sim/cost/expert_parallel.py)."""
     if str(value).lower() not in ("true", "1"):
         return {}
-    return {"dp": case.tp, "enable_dp_attention": True, "ep": case.tp, "moe_a2a_backend": "nccl"}
+    return {"dp": case.tp, "enable_dp_attention": True, "ep": case.tp, "moe_a2a_backend": "allgather_reducescatter"}
 
 
 # engine layout settings under another engine's name -> infersim's layout keys
