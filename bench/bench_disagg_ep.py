@@ -13,8 +13,8 @@ output tok/s per node at 2K input / 100 output, 256 sequences per GPU); here the
 
 Workload: Poisson arrivals of 2,000-token prompts with 100 output tokens (the blog's decode shape),
 `--seconds` of arrivals at `--rate` req/s per 32 prefill GPUs (each layout's prefill GPUs see the same
-load; 2P:1D twice the 1P:1D rate). Throughputs are the run's (offered load while it keeps up). Rows: 1P:1D and 2P:1D of the EP layout,
-and plain-TP groups on about the same GPUs (prefill 2 x TP16, decode 4 x TP16: DeepSeek-V3's FP8
+load; 2P:1D twice the 1P:1D rate). Throughputs are the run's (offered load while it keeps up).
+Rows: 1P:1D and 2P:1D of the EP layout, and plain-TP groups on about the same GPUs (prefill 2 x TP16, decode 4 x TP16: DeepSeek-V3's FP8
 weights do not fit TP8 on 80 GB).
 
     python bench/bench_disagg_ep.py [--rate 60] [--seconds 20]
@@ -71,7 +71,8 @@ def row(label: str, n_prefill: int, n_decode: int, groups: dict, rate_qps: float
     blocks = s["num_gpu_blocks_per_replica"]
     decode_blocks = blocks[-1]  # a decode rank's (or replica's) KV blocks
     return [label, str(d["n_gpus"]), f"{d['cost_per_hour_usd']:.0f}", f"{s['n_finished']}/{s['n_requests']}",
-            f"{s['input_throughput_tok_s'] / prefill_nodes:,.0f}", f"{s['output_throughput_tok_s'] / decode_nodes:,.0f}",
+            f"{s['input_throughput_tok_s'] / prefill_nodes:,.0f}",
+            f"{s['output_throughput_tok_s'] / decode_nodes:,.0f}",
             f"{s['ttft_s']['p50'] * 1e3:.0f} / {s['ttft_s']['p99'] * 1e3:.0f}",
             f"{s['tpot_s']['p50'] * 1e3:.1f} / {s['tpot_s']['p99'] * 1e3:.1f}",
             f"{decode_blocks:,} x {len(blocks) - n_prefill * (d['prefill_layout']['n_kv_ranks'])}",

@@ -64,7 +64,8 @@ def main(gpus: list[str], ceilings: list[float], halves: list[float | None]) -> 
                     errors += [predict(dataclasses.replace(c, gpu=str(path))).error for c in fit_rows(gpu)]
                 signed = np.array([e for e in errors if e is not None])
                 print(json.dumps({"gpus": gpus, "experts_ceiling": ceiling, "experts_half_tokens": half_rows,
-                                  "n_fit_rows": len(signed), "median_abs_error": round(float(np.median(abs(signed))), 4),
+                                  "n_fit_rows": len(signed),
+                                  "median_abs_error": round(float(np.median(abs(signed))), 4),
                                   "median_error": round(float(np.median(signed)), 4)}), flush=True)
 
 

@@ -24,7 +24,8 @@ def test_every_moe_row_is_expressible_and_split_fit_and_score():
 def test_attention_dp_rows_run_as_dp_attention_with_expert_parallelism():
     row = next(c for c in moe_cases() if c.tp == 8 and c.gpu == "H200")
     cfg = case_config(row)
-    assert (cfg.tp, cfg.dp, cfg.ep, cfg.enable_dp_attention, cfg.moe_a2a_backend) == (8, 8, 8, True, "allgather_reducescatter")
+    layout = (cfg.tp, cfg.dp, cfg.ep, cfg.enable_dp_attention, cfg.moe_a2a_backend)
+    assert layout == (8, 8, 8, True, "allgather_reducescatter")
     assert "enable_attention_dp" not in cfg.model_dump()  # translated, never passed on as a knob
     prediction = predict(row, max_sim_requests=400)
     assert prediction.predicted is not None and prediction.predicted > 0

@@ -46,7 +46,8 @@ def compare_splits(base: EngineConfig, workload_for: Callable[[int], Trace],
         n_replicas = n_prefill + n_decode
         workload = workload_for(n_replicas)
         if n_replicas not in done_aggregated:
-            cfg = base.model_copy(update={"replicas": n_replicas, "router": "least_outstanding",  # groups' knobs: P:D only
+            cfg = base.model_copy(update={"replicas": n_replicas, "router": "least_outstanding",
+                                          # groups' knobs: P:D only
                                           "prefill": GroupKnobs(), "decode": GroupKnobs()})
             summary = run(cfg, workload).summary
             results.append(SplitResult(f"aggregated x{n_replicas}", n_replicas * base.layout().n_gpus, summary))
