@@ -14,8 +14,8 @@ output tok/s per node at 2K input / 100 output, 256 sequences per GPU); here the
 Workload: Poisson arrivals of 2,000-token prompts with 100 output tokens (the blog's decode shape),
 `--seconds` of arrivals at `--rate` req/s per 32 prefill GPUs (each layout's prefill GPUs see the same
 load; 2P:1D twice the 1P:1D rate). Throughputs are the run's (offered load while it keeps up).
-Rows: 1P:1D and 2P:1D of the EP layout, and plain-TP groups on about the same GPUs (prefill 2 x TP16, decode 4 x TP16: DeepSeek-V3's FP8
-weights do not fit TP8 on 80 GB).
+Rows: 1P:1D and 2P:1D of the EP layout, and plain-TP groups on about the same GPUs (prefill 2 x TP16,
+decode 4 x TP16: DeepSeek-V3's FP8 weights do not fit TP8 on 80 GB).
 
     python bench/bench_disagg_ep.py [--rate 60] [--seconds 20]
 """
