@@ -92,7 +92,7 @@ class LockstepGroup:
             for rank in ranks:
                 if rank._pending:
                     rank._admit_pending(everyone=False)
-            horizon_s = min(rank._horizon_s() for rank in ranks)
+            horizon_s = self._horizon_s(now_s)
             plans = [rank.plan_now(now_s, horizon_s) for rank in ranks]
             if all(plan is None for plan in plans):
                 self._idle = env.event()
@@ -118,6 +118,20 @@ class LockstepGroup:
             if finished and self.source.reacts_to_completions:
                 yield env.timeout(0)
 
+    def _horizon_s(self, now_s: float) -> float:
+        """The earliest of the ranks' horizons (`Replica._horizon_s`): now if any holds arrivals back,
+        else the next arrival that could join a rank. A source whose next arrival is the same for
+        every rank (`replica_blind`: the disaggregated decode horizon; an arrival source that does
+        not place arrivals up front) is asked once, not once per rank."""
+        source = self.source
+        if not getattr(source, "replica_blind", False):
+            return min(rank._horizon_s() for rank in self.ranks)
+        next_s = source.next_arrival_s()
+        for rank in self.ranks:
+            if rank._pending:
+                return min(now_s, next_s)
+        return next_s
+
     def _group_times(self, plans: list, now_s: float, horizon_s: float) -> np.ndarray:
         """The group's step times: L = the fewest steps any rank planned, cut after the step during
         which `horizon_s` falls."""
@@ -136,19 +150,42 @@ def lockstep_step_times(plans: list, costs: list, n_steps: int) -> np.ndarray:
     each rank's plan or None (idle: a dummy batch); `costs`: each rank's cost model (an
     `ExpertParallelCostModel`, or an engine wrapper of one; a model without `moe_group_layer_s`,
     as a test's constant step time, keeps its own times)."""
-    tokens = [0 if plan is None else int(np.add.reduce(plan.new_tokens)) for plan in plans]
+    tokens = [0 if plan is None else _n_tokens(plan) for plan in plans]
     total = sum(tokens)
+    if n_steps == 1:  # most group steps: the same sums on Python floats (IEEE, so bit for bit)
+        return np.array([max(_first_step_s(plan, cost, n_tokens, total)
+                             for plan, cost, n_tokens in zip(plans, costs, tokens) if plan is not None)])
     rank_times = []
     for plan, cost, n_tokens in zip(plans, costs, tokens):
         if plan is None:
             continue
         times = np.array(plan.step_times_s[:n_steps], dtype=np.float64)
         if n_tokens and hasattr(cost, "moe_group_layer_s"):  # a static batching window keeps its own time
-            d = cost.expert_parallel.token_ranks
-            times += cost.model.n_layers * (cost.moe_group_layer_s(total) - cost.moe_group_layer_s(d * n_tokens))
+            times += _moe_correction_s(cost, n_tokens, total)
         times[0] += plan.transfer_s
         rank_times.append(times)
     return rank_times[0] if len(rank_times) == 1 else np.maximum.reduce(rank_times)
+
+
+def _n_tokens(plan) -> int:
+    """Tokens a rank's plan brings to each of its steps (a decode run: one per sequence)."""
+    if plan.is_decode_run and plan.seq_steps is None:
+        return plan.req_ids.shape[0]
+    return int(np.add.reduce(plan.new_tokens))
+
+
+def _moe_correction_s(cost, n_tokens: int, total: int) -> float:
+    """What re-pricing a rank's MoE layers on every rank's `total` tokens adds to its own step time."""
+    d = cost.expert_parallel.token_ranks
+    return cost.model.n_layers * (cost.moe_group_layer_s(total) - cost.moe_group_layer_s(d * n_tokens))
+
+
+def _first_step_s(plan, cost, n_tokens: int, total: int) -> float:
+    """`lockstep_step_times`' one-step value for one rank, in the same order of operations."""
+    time_s = float(plan.step_times_s[0])
+    if n_tokens and hasattr(cost, "moe_group_layer_s"):
+        time_s += _moe_correction_s(cost, n_tokens, total)
+    return time_s + plan.transfer_s
 
 
 def _retime(plan, times_s: np.ndarray) -> None:
