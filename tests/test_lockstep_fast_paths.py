@@ -124,3 +124,30 @@ def test_lockstep_runs_with_and_without_the_memo_are_identical(monkeypatch):
     for (summary, requests, steps), (summary_0, requests_0, steps_0) in zip(with_memo, without, strict=True):
         assert summary == summary_0
         assert requests.equals(requests_0) and steps.equals(steps_0)
+
+
+
+@pytest.mark.parametrize("knobs", [
+    dict(model="qwen3-30b-a3b", hardware="h100-sxm", tp=4, dp=4, enable_dp_attention=True, ep=4),
+    dict(model="llama-3-8b", hardware="a100-80g-sxm", num_gpu_blocks_override=500)])
+def test_one_step_runs_recorded_on_floats_equal_the_array_record(knobs, monkeypatch):
+    """Without a steps table a one-step decode run is recorded on Python floats
+    (`Recorder._one_step_run`); each such run, recorded afresh both ways, adds the same busy time,
+    KV utilisation and fragmentation as the array path (with a steps table) adds, bit for bit."""
+    from sim.metrics import Recorder
+
+    record_run, compared = Recorder.run, []
+
+    def both_ways(self, sched, start_s, plan):
+        if plan.n_steps == 1 and not self.record_steps:
+            fast, arrays = Recorder(False), Recorder(True)
+            record_run(fast, sched, start_s, plan)
+            record_run(arrays, sched, start_s, plan)
+            compared.append([(r.busy_s, r._kv_util_time, r._kv_waste_time, r.n_steps) for r in (fast, arrays)])
+        return record_run(self, sched, start_s, plan)
+
+    monkeypatch.setattr(Recorder, "run", both_ways)
+    workload = load_run_workload("splitwise_conv", max_requests=200, qps=10.0, seed=0)
+    simulate(EngineConfig(policy="chunked", **knobs), workload)
+    assert len(compared) > 20 and any(fast[2] > 0 for fast, _ in compared)
+    assert all(fast == arrays for fast, arrays in compared)

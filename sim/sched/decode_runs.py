@@ -122,7 +122,7 @@ class DecodeRuns:
         if n != priced.shape[0] or not n:
             return None
         offset = int(contexts[0]) - int(priced[0])
-        if offset < 0 or offset >= times.shape[0] or not np.array_equal(contexts, priced + offset):
+        if offset < 0 or offset >= times.shape[0] or (contexts - offset).tobytes() != priced.tobytes():
             return None
         return times[offset:], None if block_tokens is None else block_tokens[offset:]
 
