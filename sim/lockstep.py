@@ -87,6 +87,7 @@ class LockstepGroup:
         env, ranks = self.env, self.ranks
         for rank in ranks:  # a run past finishes cannot be cut to the group's steps
             rank.sched.runs_past_finishes = False
+            rank.sched.defers_run_blocks = True  # blocks for the steps the group runs, taken below
         while True:
             now_s = env.now
             for rank in ranks:
@@ -102,7 +103,9 @@ class LockstepGroup:
             times_s = self._group_times(plans, now_s, horizon_s)
             for rank, plan in zip(ranks, plans):
                 if plan is not None:
-                    if plan.n_steps > times_s.shape[0]:
+                    if plan.blocks_to_take is not None:
+                        rank.sched.take_run_blocks(plan, times_s.shape[0])
+                    elif plan.n_steps > times_s.shape[0]:
                         rank.sched.truncate_run(plan, times_s.shape[0])
                     _retime(plan, times_s)
             duration_s = float(np.add.reduce(times_s))

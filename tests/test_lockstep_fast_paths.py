@@ -151,3 +151,27 @@ def test_one_step_runs_recorded_on_floats_equal_the_array_record(knobs, monkeypa
     simulate(EngineConfig(policy="chunked", **knobs), workload)
     assert len(compared) > 20 and any(fast[2] > 0 for fast, _ in compared)
     assert all(fast == arrays for fast, arrays in compared)
+
+
+def test_deferred_run_blocks_equal_taking_them_all_then_giving_back(monkeypatch):
+    """A lockstep rank takes its decode run's blocks once its group knows how many steps run
+    (`take_run_blocks`); taking all of them and cutting the run (`truncate_run`) gives the same run."""
+    workload = load_run_workload("splitwise_conv", max_requests=150, qps=6.0, seed=0)
+    cfg = EngineConfig(model="qwen3-30b-a3b", hardware="h100-sxm", policy="chunked", tp=4, dp=4,
+                       enable_dp_attention=True, ep=4, record_steps=True)
+    deferred = _outputs(cfg, workload)
+    n_cut = []
+
+    def take_all_then_cut(self, plan, n_steps):
+        ids, contexts, n_grown = plan.blocks_to_take
+        plan.blocks_to_take = None
+        self._grow_run(ids, contexts, plan.n_steps, n_grown)
+        if n_steps < plan.n_steps:
+            n_cut.append(n_steps)
+            self.truncate_run(plan, n_steps)
+
+    monkeypatch.setattr(DecodeRuns, "take_run_blocks", take_all_then_cut)
+    eager = _outputs(cfg, workload)
+    assert len(n_cut) > 50  # runs really were cut
+    assert deferred[0] == eager[0]
+    assert deferred[1].equals(eager[1]) and deferred[2].equals(eager[2])

@@ -27,6 +27,8 @@ class DecodeRuns:
     # reuse the last costed run's later steps for a batch that is the same sequences some steps on
     # (`_priced_ahead`): set by the Scheduler for cost models whose runs are element-wise in the step
     prices_runs_ahead = False
+    # a decode run's blocks are taken by the caller once it knows how many steps run (sim.lockstep)
+    defers_run_blocks = False
     _last_run: tuple | None = None  # (contexts, times, KV tokens or None) of the last costed run
 
     def decode_run(self, ids: list[int], now_s: float, horizon_s: float, transfer_s: float = 0.0,
@@ -58,6 +60,10 @@ class DecodeRuns:
                 return plan
         times, block_tokens = self._run_times(contexts, k, now_s + transfer_s, horizon_s)
         k = times.shape[0]
+        if self.defers_run_blocks:  # its group takes them for the steps it runs (take_run_blocks)
+            return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
+                            block_tokens=block_tokens, steps_to_first_finish=remaining,
+                            blocks_to_take=(ids, contexts, int(first_step_grown)))
         self._grow_run(ids, contexts, k, int(first_step_grown))
         return StepPlan(rid, ones_int64(len(ids)), times, is_decode_run=True, transfer_s=transfer_s,
                         block_tokens=block_tokens, steps_to_first_finish=remaining)
@@ -158,6 +164,14 @@ class DecodeRuns:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if blocks_for_steps(counts, n_seqs, mid) <= free else (lo, mid)
         return lo
+
+    def take_run_blocks(self, plan: StepPlan, n_steps: int) -> None:
+        """Take the blocks of a deferred decode run's first `n_steps` steps (`defers_run_blocks`: a
+        rank in lockstep, whose group runs the fewest steps any rank planned); what taking them all
+        and then `truncate_run` would leave, without the round trip."""
+        ids, contexts, n_grown = plan.blocks_to_take
+        plan.blocks_to_take = None
+        self._grow_run(ids, contexts, n_steps, n_grown)
 
     def truncate_run(self, plan: StepPlan, n_steps: int) -> None:
         """Cut a planned, not yet committed decode run to its first `n_steps` steps (its ranks' group

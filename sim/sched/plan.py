@@ -46,6 +46,9 @@ class StepPlan:
     step_end_s: np.ndarray | None = None
     n_active: np.ndarray | None = None
     block_taken: np.ndarray | None = None
+    # decode runs of ranks in lockstep (sim.lockstep): (ids, contexts, steps already grown) of the blocks
+    # still to take, for the steps the group runs (`DecodeRuns.take_run_blocks`)
+    blocks_to_take: tuple | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = n_steps = self.step_times_s.shape[0]
