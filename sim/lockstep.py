@@ -75,6 +75,7 @@ class LockstepGroup:
     def __init__(self, env: simpy.Environment, ranks: list[LockstepRank], source: ArrivalSource):
         self.env, self.ranks, self.source = env, ranks, source
         self._idle: simpy.Event | None = None
+        self._moe_memo: dict = {}  # (cost, rank tokens, all ranks' tokens) -> MoE re-pricing s (_moe_correction_s)
         for rank in ranks:
             rank.group = self
         env.process(self._loop())
@@ -140,23 +141,23 @@ class LockstepGroup:
         which `horizon_s` falls."""
         n_steps = min(plan.n_steps for plan in plans if plan is not None)
         costs = [rank.sched.cost for rank in self.ranks]
-        times_s = lockstep_step_times(plans, costs, n_steps)
+        times_s = lockstep_step_times(plans, costs, n_steps, self._moe_memo)
         if n_steps > 1 and math.isfinite(horizon_s):
             ends_s = np.add.accumulate(times_s) + now_s
             times_s = times_s[: min(n_steps, int(np.searchsorted(ends_s, horizon_s)) + 1)]
         return times_s
 
 
-def lockstep_step_times(plans: list, costs: list, n_steps: int) -> np.ndarray:
+def lockstep_step_times(plans: list, costs: list, n_steps: int, memo: dict | None = None) -> np.ndarray:
     """Step times of ranks stepping together for `n_steps` steps: per step the slowest rank's own
     time with its MoE part re-priced on every rank's tokens (module docstring, step 3). `plans`:
     each rank's plan or None (idle: a dummy batch); `costs`: each rank's cost model (an
     `ExpertParallelCostModel`, or an engine wrapper of one; a model without `moe_group_layer_s`,
-    as a test's constant step time, keeps its own times)."""
+    as a test's constant step time, keeps its own times). `memo`: the group's MoE re-pricings."""
     tokens = [0 if plan is None else _n_tokens(plan) for plan in plans]
     total = sum(tokens)
     if n_steps == 1:  # most group steps: the same sums on Python floats (IEEE, so bit for bit)
-        return np.array([max(_first_step_s(plan, cost, n_tokens, total)
+        return np.array([max(_first_step_s(plan, cost, n_tokens, total, memo)
                              for plan, cost, n_tokens in zip(plans, costs, tokens) if plan is not None)])
     rank_times = []
     for plan, cost, n_tokens in zip(plans, costs, tokens):
@@ -164,7 +165,7 @@ def lockstep_step_times(plans: list, costs: list, n_steps: int) -> np.ndarray:
             continue
         times = np.array(plan.step_times_s[:n_steps], dtype=np.float64)
         if n_tokens and hasattr(cost, "moe_group_layer_s"):  # a static batching window keeps its own time
-            times += _moe_correction_s(cost, n_tokens, total)
+            times += _moe_correction_s(cost, n_tokens, total, memo)
         times[0] += plan.transfer_s
         rank_times.append(times)
     return rank_times[0] if len(rank_times) == 1 else np.maximum.reduce(rank_times)
@@ -177,17 +178,24 @@ def _n_tokens(plan) -> int:
     return int(np.add.reduce(plan.new_tokens))
 
 
-def _moe_correction_s(cost, n_tokens: int, total: int) -> float:
-    """What re-pricing a rank's MoE layers on every rank's `total` tokens adds to its own step time."""
-    d = cost.expert_parallel.token_ranks
-    return cost.model.n_layers * (cost.moe_group_layer_s(total) - cost.moe_group_layer_s(d * n_tokens))
+def _moe_correction_s(cost, n_tokens: int, total: int, memo: dict | None = None) -> float:
+    """What re-pricing a rank's MoE layers on every rank's `total` tokens adds to its own step time
+    (from `memo` when it was priced before: the same value)."""
+    key = (id(cost), n_tokens, total)
+    value = None if memo is None else memo.get(key)
+    if value is None:
+        d = cost.expert_parallel.token_ranks
+        value = cost.model.n_layers * (cost.moe_group_layer_s(total) - cost.moe_group_layer_s(d * n_tokens))
+        if memo is not None:
+            memo[key] = value
+    return value
 
 
-def _first_step_s(plan, cost, n_tokens: int, total: int) -> float:
+def _first_step_s(plan, cost, n_tokens: int, total: int, memo: dict | None) -> float:
     """`lockstep_step_times`' one-step value for one rank, in the same order of operations."""
     time_s = float(plan.step_times_s[0])
     if n_tokens and hasattr(cost, "moe_group_layer_s"):
-        time_s += _moe_correction_s(cost, n_tokens, total)
+        time_s += _moe_correction_s(cost, n_tokens, total, memo)
     return time_s + plan.transfer_s
 
 
@@ -197,7 +205,7 @@ def _retime(plan, times_s: np.ndarray) -> None:
     own[0] -= plan.transfer_s
     plan.step_times_s = own
     plan.n_steps = own.shape[0]
-    plan.duration_s = float(np.add.reduce(times_s))
+    plan.duration_s = float(times_s[0]) if plan.n_steps == 1 else float(np.add.reduce(times_s))
     if plan.block_tokens is not None:
         plan.block_tokens = plan.block_tokens[: plan.n_steps]
 
