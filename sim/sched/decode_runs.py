@@ -79,6 +79,8 @@ class DecodeRuns:
                 return np.array(scalar[0]), np.array(scalar[1], dtype=np.float64)
         n_probe = min(k, HORIZON_PROBE_STEPS)
         ahead = self._priced_ahead(contexts)
+        if ahead is not None and float(ahead[0][0]) + start_s >= horizon_s:  # the probe's cut: one step
+            return ahead[0][:1], None if ahead[1] is None else ahead[1][:1]
         if ahead is not None and ahead[0].shape[0] < n_probe:  # fewer steps priced than the probe's
             ends = np.add.accumulate(ahead[0])
             ends += start_s
