@@ -15,8 +15,9 @@ without a loop of its own; the router still deals requests to ranks). Each group
 
 1. every rank plans its next step (or decode run) with the group's horizon (the earliest next
    arrival of any rank: an arrival anywhere changes the MoE layer's tokens);
-2. the group runs L steps, L the fewest any rank planned (decode runs of the others are cut to L,
-   their extra blocks given back: `DecodeRuns.truncate_run`), fewer if the horizon falls earlier;
+2. the group runs L steps, L the fewest any rank planned (decode runs of the others are cut to L;
+   a rank's decode run takes its blocks for those L steps only: `DecodeRuns.take_run_blocks`),
+   fewer if the horizon falls earlier;
 3. step i of the group lasts  max_r (own_r,i + n_layers (G(T_all) - G(d T_r))): a rank's own step
    time priced as if every rank carried its T_r tokens (`ExpertParallelCostModel`), with its MoE
    part (routed experts, dispatch, combine) replaced by the MoE part of the tokens all ranks hold,
@@ -26,7 +27,10 @@ without a loop of its own; the router still deals requests to ranks). Each group
 
 Ranks that carry equal batches get exactly their own step times (G(T_all) = G(d T_r)). Decode runs
 past finishes (`sim.sched.past_finishes`) are off for grouped ranks. Nothing here runs for a
-replica without data-parallel attention.
+replica without data-parallel attention. Fast paths, each the same value bit for bit
+(tests/test_lockstep_fast_paths.py): the horizon of a source that is the same for every rank is
+asked once; one-step group times are summed on Python floats; MoE re-pricings are remembered per
+(rank tokens, all tokens); ranks reuse their last costed decode run (`DecodeRuns._priced_ahead`).
 """
 
 from __future__ import annotations
