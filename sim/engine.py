@@ -130,6 +130,11 @@ class ArrivalSource:
         self._own: list[np.ndarray] = []  # per replica: its arrivals' times, in order
         self._own_next: list[int] = []  # per replica: how many of them have arrived
 
+    @property
+    def replica_blind(self) -> bool:
+        """Whether `next_arrival_s` is the same for every replica (sim.lockstep asks it once)."""
+        return self._replica_of is None
+
     def next_arrival_s(self, replica: int | None = None) -> float:
         """The time of the next arrival that could join `replica` (of any arrival: None)."""
         if replica is not None and self._replica_of is not None:

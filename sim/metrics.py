@@ -204,6 +204,9 @@ class Recorder:
         """A committed decode run, recorded exactly as its k single steps would have been (up to the
         order of float sums): per step, blocks used = now - blocks the run takes after that step."""
         blocks, k = sched.blocks, plan.n_steps
+        if k == 1 and not self.record_steps:
+            self._one_step_run(sched, plan)
+            return
         block_tokens = sched.run_block_tokens(plan)
         later_growth = (block_tokens[-1] - block_tokens) / blocks.block_size  # blocks taken after each step
         n_growing = plan.req_ids.shape[0] + plan.padded_ids.shape[0]
@@ -230,6 +233,23 @@ class Recorder:
                     np.full(k, plan.req_ids.shape[0]), used_now - later_growth)
             for name, value in zip(STEP_COLUMNS, cols):
                 self._steps[name].extend(value)
+
+    def _one_step_run(self, sched: Scheduler, plan: StepPlan) -> None:
+        """`run` of a one-step run on Python floats (many are: ranks in lockstep, runs cut at
+        arrivals). The same operations bit for bit: its sums and dot products have one term, the
+        blocks taken after the step are 0, and the slots held are the request blocks now."""
+        blocks = sched.blocks
+        duration_s = float(plan.step_times_s[0])
+        if plan.transfer_s:
+            duration_s += plan.transfer_s
+        self.busy_s += duration_s
+        self._kv_util_time += blocks.n_used * duration_s / blocks.n_blocks
+        request_blocks_now = sched.n_request_blocks()
+        if request_blocks_now > 0:
+            slots = float(request_blocks_now * blocks.block_size)
+            empty = slots - self._run_tokens(sched, plan, plan.req_ids.shape[0] + plan.padded_ids.shape[0])
+            self._kv_waste_time += duration_s * (max(empty, 0.0) / slots)
+        self.n_steps += 1
 
     def run_past_finishes(self, sched: Scheduler, plan: StepPlan, contexts: np.ndarray, used_now: int,
                           request_blocks_now: int, released: list[tuple[int, int, int]]) -> None:

@@ -130,6 +130,8 @@ class DecodeHorizon:
     """What a decode replica's engine loop sees as its arrival source: the run's own next arrival
     or the coordinator's horizon, whichever is earlier."""
 
+    replica_blind = True  # the same for every decode replica (sim.lockstep asks it once per group)
+
     def __init__(self, env: simpy.Environment, source, coordinator: Coordinator):
         self.env, self.source, self.coordinator = env, source, coordinator
         self.reacts_to_completions = source.reacts_to_completions

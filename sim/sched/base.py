@@ -18,7 +18,7 @@ from sim.kv.blocks import BlockManager
 from sim.metrics import Recorder
 from sim.request import RequestTable, Status
 from sim.sched.commit import Commits
-from sim.sched.decode_runs import DecodeRuns
+from sim.sched.decode_runs import DecodeRuns, runs_are_elementwise
 from sim.sched.past_finishes import PastFinishes
 from sim.sched.plan import StepPlan
 from sim.sched.reserve import Reservations
@@ -45,6 +45,7 @@ class Scheduler(DecodeRuns, PastFinishes, Commits, Reservations):
         self._unsettled: set[int] = set()
         self.init_reservations(cfg)
         self._hot = cost._hot if type(cost) is CostModel else None  # the plain roofline model's scalar paths
+        self.prices_runs_ahead = runs_are_elementwise(cost)
         swap_bytes_per_block = blocks.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
         self._swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
 

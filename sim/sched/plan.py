@@ -49,6 +49,9 @@ class StepPlan:
     # speculative decoding: tokens the step's layers compute (k+1 per decoding sequence), which the
     # MoE layers of ranks in lockstep see (sim/lockstep.py); None: the sum of new_tokens
     moe_tokens: int | None = None
+    # decode runs of ranks in lockstep (sim.lockstep): (ids, contexts, steps already grown) of the blocks
+    # still to take, for the steps the group runs (`DecodeRuns.take_run_blocks`)
+    blocks_to_take: tuple | None = None
 
     def __post_init__(self) -> None:
         self.n_steps = n_steps = self.step_times_s.shape[0]
