@@ -9,8 +9,6 @@ steps, so the fast path cannot drift from the explained one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from sim.cost.arch import (
@@ -27,52 +25,20 @@ from sim.cost.hot import HotPath
 from sim.cost.mla import mla_context_shape, mla_kv_elements_per_token, mla_pair_flops
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.shapes import AttentionLoad, attention_load
+from sim.cost.step_cost import OpCost, StepCost
 from sim.cost.tables import gemm_tables
+from sim.cost.time_scale import checked_time_scale
 from sim.cost.topology import scale_out_allreduce_s, tp_scale_out
 from sim.cost.window import Window, window_sums
 from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
-from sim.errors import InputError
 from sim.hardware import HardwareProfile
 from sim.model import ModelSpec
 from sim.model.kv import window_kept_blocks
 from sim.model.weights import uniform_dtype
 
 
-@dataclass(frozen=True)
-class OpCost:
-    name: str
-    time_s: float
-    flops: float
-    bytes: float
-    bound: str  # "compute" | "memory" | "network"
-    per_layer: bool
-
-
-@dataclass(frozen=True)
-class StepCost:
-    ops: list[OpCost]
-    n_layers: int
-    overhead_s: float
-
-    @property
-    def time_s(self) -> float:
-        return sum(op.time_s * (self.n_layers if op.per_layer else 1) for op in self.ops) + self.overhead_s
-
-    @property
-    def bound(self) -> str:
-        """The bound of the ops that take most of the step's time."""
-        totals: dict[str, float] = {}
-        for op in self.ops:
-            weight = self.n_layers if op.per_layer else 1
-            totals[op.bound] = totals.get(op.bound, 0.0) + op.time_s * weight
-        return max(totals, key=totals.get)
-
-
 def _bound(t_compute: np.ndarray, t_memory: np.ndarray) -> np.ndarray:
     return np.where(t_compute >= t_memory, "compute", "memory")
-
-
-TIME_SCALE_KEYS = ("gemm", "elementwise", "attention", "collective", "overhead")
 
 
 class CostModel:
@@ -80,7 +46,7 @@ class CostModel:
 
     `allreduce_kind`: `nccl` or `custom` (one-shot kernels of vLLM / TensorRT-LLM), read from the
     profile's `collectives` (engine presets pick it); `nvlink_bridge`: a TP-2 pair of PCIe cards
-    joined by an NVLink bridge. `time_scale`: a multiplier per op class (`TIME_SCALE_KEYS`) on
+    joined by an NVLink bridge. `time_scale`: a multiplier per op class (sim/cost/time_scale.py) on
     every time of that class, what the prediction intervals perturb (sim/cost/uncertainty.py).
     GEMM shapes found in the profile's measured tables (`calibration.tables`) use them.
     """
@@ -135,7 +101,7 @@ class CostModel:
             self.kv_bytes_per_token_layer_gpu = mla_kv_elements_per_token(model) * self.kv_bytes_el
             self.pair_flops = mla_pair_flops(model, self.q_heads_gpu)
         self.mla_context = mla_context_shape(model, self.q_heads_gpu) if model.mla is not None else None
-        self.time_scale = _checked_scale(time_scale)
+        self.time_scale = checked_time_scale(time_scale)
         base_overhead_s = self.eff.step_overhead_us * 1e-6 if step_overhead_s is None else step_overhead_s
         self.overhead_s = base_overhead_s * self.time_scale["overhead"]
         # Attention time scales as 1/rate: dividing both rates by the factor scales the blend.
@@ -370,15 +336,3 @@ class CostModel:
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """`decode_run_times_s` plus the KV tokens (whole blocks) the run's sequences hold per step."""
         return self._hot.decode_run(np.asarray(contexts, dtype=np.int64), int(n_steps))
-
-
-def _checked_scale(time_scale: dict[str, float] | None) -> dict[str, float]:
-    """Every `TIME_SCALE_KEYS` entry (1.0 when not given); unknown keys or factors <= 0 refused."""
-    out = dict.fromkeys(TIME_SCALE_KEYS, 1.0)
-    for key, value in (time_scale or {}).items():
-        if key not in out:
-            raise InputError("time_scale", key, " | ".join(TIME_SCALE_KEYS))
-        if not np.isfinite(value) or value <= 0:
-            raise InputError("time_scale", key, "a finite factor > 0")
-        out[key] = float(value)
-    return out
