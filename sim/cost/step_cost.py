@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class OpCost:
@@ -33,3 +35,8 @@ class StepCost:
             weight = self.n_layers if op.per_layer else 1
             totals[op.bound] = totals.get(op.bound, 0.0) + op.time_s * weight
         return max(totals, key=totals.get)
+
+
+def op_bound(t_compute: np.ndarray, t_memory: np.ndarray) -> np.ndarray:
+    """Per step: "compute" where the compute time is at least the memory time, else "memory"."""
+    return np.where(t_compute >= t_memory, "compute", "memory")
