@@ -91,7 +91,7 @@ def network_frame(setup: str) -> pd.DataFrame:
 
 
 def elementwise_rows(models: dict[str, str]) -> pd.DataFrame:
-    """Per Vidur mlp.csv row: tokens, our elementwise bytes (sim/cost/model.py `_elementwise_op`)
+    """Per Vidur mlp.csv row: tokens, our elementwise bytes (sim/cost/layer_ops.py `elementwise_op`)
     and Vidur's measured time of the same kernels (the residual add counted twice per layer)."""
     out = []
     for name, rel in models.items():

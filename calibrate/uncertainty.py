@@ -1,7 +1,7 @@
 """Uncertainty of each op class's time, from the residuals of its fit (1 sigma of log(predicted /
 measured), so a time scale drawn as exp(N(0, sigma)) covers the fit's spread).
 
-Classes (`sim.cost.model.TIME_SCALE_KEYS` plus `gemm_table`): gemm (smooth model), gemm_table
+Classes (`sim.cost.time_scale.TIME_SCALE_KEYS` plus `gemm_table`): gemm (smooth model), gemm_table
 (measured tables, from leave-every-other-M-out), elementwise, attention, collective, overhead.
 A class no measurement constrains gets `GUESSED_SIGMA` (documented wide default, 0.25 = about
 +-25 % at 1 sigma); `overhead` (no kernel measures the step overhead) always does.

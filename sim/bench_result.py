@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from sim.metrics import weighted_percentiles
+from sim.weighted_percentiles import weighted_percentiles
 
 PERCENTILES = (90, 95, 99)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.attribution import attribution_summary
+from sim.attribution_summary import attribution_summary
 
 if TYPE_CHECKING:
     from sim.simulate import SimResult

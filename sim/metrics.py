@@ -12,51 +12,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.growable import Growable
+from sim.step_counts import countdown, step_numbers
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from sim.sched.base import Scheduler
     from sim.sched.plan import StepPlan
-
-
-class Growable:
-    """A numpy buffer that doubles when full."""
-
-    def __init__(self, dtype=np.float64, capacity: int = 1024):
-        self._data = np.empty(capacity, dtype=dtype)
-        self.size = 0
-
-    @classmethod
-    def holding(cls, values: np.ndarray) -> Growable:
-        """A buffer holding exactly `values` (no spare room until the next extend)."""
-        out = cls(values.dtype, 0)
-        out._data, out.size = values, values.shape[0]
-        return out
-
-    def extend(self, values) -> None:
-        if not isinstance(values, np.ndarray):
-            values = np.atleast_1d(values)
-        end = self._room(values.shape[0])
-        self._data[self.size : end] = values
-        self.size = end
-
-    def claim(self, n: int) -> np.ndarray:
-        """Append n slots and return them (a writable view) for the caller to fill."""
-        start = self.size
-        self.size = self._room(n)
-        return self._data[start : self.size]
-
-    def _room(self, n: int) -> int:
-        """Make room for n more values; returns the new size."""
-        end = self.size + n
-        if end > self._data.shape[0]:
-            grown = np.empty(max(end, 2 * self._data.shape[0]), dtype=self._data.dtype)
-            grown[: self.size] = self._data[: self.size]
-            self._data = grown
-        return end
-
-    def array(self) -> np.ndarray:
-        return self._data[: self.size]
 
 
 GAP_COMPACT_AT = 4_000_000  # weighted gap samples kept before equal values are merged
@@ -223,7 +186,7 @@ class Recorder:
             self._kv_waste_time += float(durations @ self._run_waste(sched, plan, n_growing, request_blocks_now,
                                                                      block_tokens))
         else:
-            tokens = self._run_tokens(sched, plan, n_growing) - n_growing * _countdown(k)
+            tokens = self._run_tokens(sched, plan, n_growing) - n_growing * countdown(k)
             self._waste_where_held(durations, request_blocks_now - later_growth, tokens, blocks.block_size)
         self.n_steps += k
         if self.record_steps:
@@ -271,7 +234,7 @@ class Recorder:
         np.subtract(request_blocks_now + later_growth, request_blocks, out=request_blocks)
         tokens = np.add.accumulate(np.bincount(steps, weights=contexts, minlength=k + 1)[:k])  # of those gone
         np.subtract(float(np.add.reduce(contexts)), tokens, out=tokens)
-        tokens += plan.n_active * _step_numbers(k)  # each has computed one more token per step
+        tokens += plan.n_active * step_numbers(k)  # each has computed one more token per step
         self.busy_s += float(np.add.reduce(durations))
         self._kv_util_time += float(durations @ used) / blocks.n_blocks
         if request_blocks.min() > 0:
@@ -301,7 +264,7 @@ class Recorder:
         Slots at step s: all held now less those taken after s (integers, so exact in any order)."""
         slots = block_tokens + (request_blocks_now * sched.blocks.block_size - block_tokens[-1])
         empty = slots - self._run_tokens(sched, plan, n_growing)
-        empty += n_growing * _countdown(plan.n_steps)  # tokens the steps after s add (the run's last has all)
+        empty += n_growing * countdown(plan.n_steps)  # tokens the steps after s add (the run's last has all)
         np.maximum(empty, 0.0, out=empty)
         empty /= slots
         return empty
@@ -321,37 +284,3 @@ class Recorder:
         for name in ("replica", "batch_size", "prefill_tokens", "decode_tokens", "kv_blocks_used"):
             frame[name] = frame[name].astype(np.int64)
         return frame
-
-
-_STEP_NUMBERS = np.arange(1.0, 4097.0)
-
-
-def _step_numbers(k: int) -> np.ndarray:
-    """[1.0, 2.0, ..., k] (a view of a shared table; do not mutate)."""
-    global _STEP_NUMBERS
-    if k > _STEP_NUMBERS.shape[0]:
-        _STEP_NUMBERS = np.arange(1.0, 2.0 * k + 1.0)
-    return _STEP_NUMBERS[:k]
-
-
-_COUNTDOWN = np.arange(4095, -1, -1)
-
-
-def _countdown(k: int) -> np.ndarray:
-    """[k-1, k-2, ..., 0] (a view of a shared table; do not mutate)."""
-    global _COUNTDOWN
-    if k > _COUNTDOWN.shape[0]:
-        _COUNTDOWN = np.arange(2 * k - 1, -1, -1)
-    return _COUNTDOWN[_COUNTDOWN.shape[0] - k :]
-
-
-def weighted_percentiles(values: np.ndarray, weights: np.ndarray, quantiles=(0.5, 0.9, 0.99)) -> list[float]:
-    """Percentiles of a weighted sample (inverted CDF: the smallest value whose cumulative weight
-    reaches q of the total), exactly as if each value were repeated `weight` times."""
-    if values.size == 0:
-        return [float("nan")] * len(quantiles)
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    total = cumulative[-1]
-    picks = [np.searchsorted(cumulative, q * total, side="left") for q in quantiles]
-    return [float(values[order][min(i, values.size - 1)]) for i in picks]

@@ -15,11 +15,11 @@ import numpy as np
 from sim.engines.apply import effective_settings
 from sim.errors import InputError
 from sim.feature_summary import feature_summary
-from sim.metrics import weighted_percentiles
 from sim.placement import cluster_placement
 from sim.request import Status
 from sim.simulate import SimResult
 from sim.slo import good_requests
+from sim.weighted_percentiles import weighted_percentiles
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -7,7 +7,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from sim.kv.blocks import BlockManager, NoFreeBlocks
+from sim.kv.block_pool import NoFreeBlocks
+from sim.kv.blocks import BlockManager
 
 # ---- exact scenarios -----------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.config import EngineConfig
-from sim.cost.model import TIME_SCALE_KEYS
+from sim.cost.time_scale import TIME_SCALE_KEYS
 from sim.planner.band import band_line, capacity_band, draw_outcome, recommended_config
 from sim.planner.burst import search_slice
 from sim.planner.plan import SearchSettings, make_plan

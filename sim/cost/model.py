@@ -3,13 +3,11 @@
 `CostModel` answers two questions:
 - `breakdown(new_tokens, cached_tokens)`: every op of one step, for people (tables, plots).
 - `step_time_s(...)` / `decode_run_times_s(...)`: the total only, on the simulator's hot path.
-Both come from the same formulas (`_layer_ops`, `_attention_ops`, `_lm_head_op`), vectorized over
-steps, so the fast path cannot drift from the explained one.
+Both come from the same formulas (`_layer_ops` with sim/cost/layer_ops.py, sim/cost/attention_ops.py,
+`_lm_head_op`), vectorized over steps, so the fast path cannot drift from the explained one.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,58 +19,24 @@ from sim.cost.arch import (
     model_main_dtype,
     needs_arch_ops,
 )
+from sim.cost.attention_ops import attention_ops, window_ops
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fits, engine_allreduce, link_time_s
 from sim.cost.hot import HotPath
+from sim.cost.layer_ops import elementwise_op, moe_op
 from sim.cost.mla import mla_context_shape, mla_kv_elements_per_token, mla_pair_flops
-from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
-from sim.cost.shapes import AttentionLoad, attention_load
+from sim.cost.roofline import allreduce_time_s, gemm_time_s
+from sim.cost.shapes import attention_load
+from sim.cost.step_cost import OpCost, StepCost, op_bound
 from sim.cost.tables import gemm_tables
+from sim.cost.time_scale import checked_time_scale
 from sim.cost.topology import scale_out_allreduce_s, tp_scale_out
-from sim.cost.window import Window, window_sums
+from sim.cost.window import Window
 from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
-from sim.errors import InputError
 from sim.hardware import HardwareProfile
 from sim.model import ModelSpec
 from sim.model.kv import window_kept_blocks
 from sim.model.weights import uniform_dtype
-
-
-@dataclass(frozen=True)
-class OpCost:
-    name: str
-    time_s: float
-    flops: float
-    bytes: float
-    bound: str  # "compute" | "memory" | "network"
-    per_layer: bool
-
-
-@dataclass(frozen=True)
-class StepCost:
-    ops: list[OpCost]
-    n_layers: int
-    overhead_s: float
-
-    @property
-    def time_s(self) -> float:
-        return sum(op.time_s * (self.n_layers if op.per_layer else 1) for op in self.ops) + self.overhead_s
-
-    @property
-    def bound(self) -> str:
-        """The bound of the ops that take most of the step's time."""
-        totals: dict[str, float] = {}
-        for op in self.ops:
-            weight = self.n_layers if op.per_layer else 1
-            totals[op.bound] = totals.get(op.bound, 0.0) + op.time_s * weight
-        return max(totals, key=totals.get)
-
-
-def _bound(t_compute: np.ndarray, t_memory: np.ndarray) -> np.ndarray:
-    return np.where(t_compute >= t_memory, "compute", "memory")
-
-
-TIME_SCALE_KEYS = ("gemm", "elementwise", "attention", "collective", "overhead")
 
 
 class CostModel:
@@ -80,7 +44,7 @@ class CostModel:
 
     `allreduce_kind`: `nccl` or `custom` (one-shot kernels of vLLM / TensorRT-LLM), read from the
     profile's `collectives` (engine presets pick it); `nvlink_bridge`: a TP-2 pair of PCIe cards
-    joined by an NVLink bridge. `time_scale`: a multiplier per op class (`TIME_SCALE_KEYS`) on
+    joined by an NVLink bridge. `time_scale`: a multiplier per op class (sim/cost/time_scale.py) on
     every time of that class, what the prediction intervals perturb (sim/cost/uncertainty.py).
     GEMM shapes found in the profile's measured tables (`calibration.tables`) use them.
     """
@@ -135,7 +99,7 @@ class CostModel:
             self.kv_bytes_per_token_layer_gpu = mla_kv_elements_per_token(model) * self.kv_bytes_el
             self.pair_flops = mla_pair_flops(model, self.q_heads_gpu)
         self.mla_context = mla_context_shape(model, self.q_heads_gpu) if model.mla is not None else None
-        self.time_scale = _checked_scale(time_scale)
+        self.time_scale = checked_time_scale(time_scale)
         base_overhead_s = self.eff.step_overhead_us * 1e-6 if step_overhead_s is None else step_overhead_s
         self.overhead_s = base_overhead_s * self.time_scale["overhead"]
         # Attention time scales as 1/rate: dividing both rates by the factor scales the blend.
@@ -218,10 +182,10 @@ class CostModel:
         for name, n_out, k_in in ([] if self.group_gemm is not None else self._gemm_shapes()):
             time, flops, bytes_ = self._gemm(tokens, n_out, k_in, name)
             t_c = flops / self.peak_flops
-            ops.append((name, time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth)))
+            ops.append((name, time, flops, bytes_, op_bound(t_c, bytes_ / self.bandwidth)))
         if self.model.moe is not None and self.group_gemm is None:
-            ops.append(self._moe_op(tokens))
-        ops.append(self._elementwise_op(tokens))
+            ops.append(moe_op(self, tokens))
+        ops.append(elementwise_op(self, tokens))
         if self.tp > 1:
             payload = tokens * self.model.hidden_size * self.act_bytes_el
             time = 2 * self._allreduce_s(payload) * self.time_scale["collective"]
@@ -232,77 +196,6 @@ class CostModel:
                 ops.append(("allreduce_scale_out", time, np.zeros_like(tokens), shard_bytes,
                             np.full(tokens.shape, "network")))
         return ops
-
-    def _moe_op(self, tokens: np.ndarray):
-        """Expert MLPs: FLOPs follow the active experts; bytes follow the distinct experts touched."""
-        m, t = self.model, self.tp
-        n_exp, k = m.moe.n_experts, m.moe.experts_per_token
-        expert_elems = m.expert_params // t
-        experts_touched = n_exp * (1.0 - (1.0 - k / n_exp) ** tokens)
-        flops = 2.0 * tokens * k * expert_elems
-        act_bytes = tokens * k * (m.hidden_size * 2 + m.intermediate_size * 3 // t) * self.act_bytes_el
-        bytes_ = experts_touched * expert_elems * self.weight_bytes_el + act_bytes
-        tokens_per_expert = np.maximum(tokens * k / n_exp, 1.0)
-        e_c = self.eff.gemm_compute_max * tokens_per_expert / (tokens_per_expert + self.eff.gemm_half_tokens)
-        time, t_c, t_m = op_time_s(flops, bytes_, self.peak_flops, e_c, self.bandwidth, self.eff.memory, self.eff, 3)
-        time = time * self.time_scale["gemm"]
-        return ("moe_mlp", np.where(tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m))
-
-    def _elementwise_op(self, tokens: np.ndarray):
-        """Norms, rotary, activation, residual adds: memory-bound streams over activations."""
-        m, t = self.model, self.tp
-        width = (
-            4 * m.hidden_size  # two norms, read + write
-            + 2 * (self.q_heads_gpu + self.kv_heads_gpu) * m.head_dim  # rotary on q and k
-            + m.mlp_matrices * m.intermediate_size // t  # activation (and gating)
-            + 6 * m.hidden_size  # two residual adds, two reads + a write each
-        )
-        bytes_ = tokens * width * self.act_bytes_el
-        e_mem = self.eff.elementwise_memory or self.eff.memory
-        fixed_us = self.eff.elementwise_fixed_us
-        n_launches = 5 if fixed_us is None else 0
-        time, _, _ = op_time_s(0.0, bytes_, self.peak_flops, 1.0, self.bandwidth, e_mem, self.eff, n_launches)
-        time = time + (fixed_us or 0.0) * 1e-6
-        time = time * self.time_scale["elementwise"]
-        return ("elementwise", np.where(tokens > 0, time, 0.0), np.zeros_like(tokens), bytes_,
-                np.full(tokens.shape, "memory"))
-
-    def _attention_ops(self, load: AttentionLoad, share: float | None = None, suffix: str = ""):
-        """Prefill and decode attention of one layer, vectorized over steps. Both read the paged KV
-        cache, so both stream it at the paged-attention efficiency of the block size. `share`:
-        the layers' share these ops stand for (hybrid attention: full vs windowed layers)."""
-        d, qh = self.model.head_dim, self.q_heads_gpu
-        if share is None and self.window is not None:
-            share = self.full_attention_share
-        out = []
-        kinds = (
-            ("prefill_attention", load.prefill_pairs, load.prefill_kv_tokens, load.prefill_tokens, self._paged_eff),
-            ("decode_attention", load.decode_context, load.decode_kv_tokens, load.decode_tokens, self._paged_eff),
-        )
-        for name, pairs, kv_tokens, n_tokens, e_mem in kinds:
-            flops = self.pair_flops[name] * np.asarray(pairs, dtype=np.float64)
-            bytes_ = kv_tokens * self.kv_bytes_per_token_layer_gpu + 2.0 * n_tokens * qh * d * self.act_bytes_el
-            kernels = 1
-            if share is not None:
-                flops, bytes_, kernels = flops * share, bytes_ * share, share
-            time, t_c, t_m = op_time_s(
-                flops, bytes_, self.attn_peak_flops, self.eff.attention_compute, self.bandwidth, e_mem, self.eff,
-                kernels)
-            ratio = self.prefill_ratio if name == "prefill_attention" else self.decode_ratio
-            if ratio is not None:
-                time = time * ratio.factor(np.asarray(pairs, dtype=np.float64) if name == "prefill_attention"
-                                           else np.asarray(kv_tokens, dtype=np.float64))
-            out.append((name + suffix, np.where(n_tokens > 0, time, 0.0), flops, bytes_, _bound(t_c, t_m)))
-        return out
-
-    def _window_ops(self, q: np.ndarray, c: np.ndarray):
-        """The windowed layers' attention (none without them): keys and KV bounded by the window."""
-        if self.window is None:
-            return []
-        pairs_p, kv_p, pairs_d, kv_d = window_sums(q, c, self.window)
-        load = AttentionLoad(np.array([pairs_p]), np.array([kv_p]), np.array([float(q[q > 1].sum())]),
-                             np.array([pairs_d]), np.array([kv_d]), np.array([float((q == 1).sum())]))
-        return self._attention_ops(load, 1.0 - self.full_attention_share, " (windowed layers)")
 
     def mla_context_op(self, context_tokens: np.ndarray):
         """MLA only: the kv_b up-projection of the cached latents of a step's prefill sequences
@@ -321,7 +214,7 @@ class CostModel:
             return ("lm_head", time, flops, bytes_, bound)
         time, flops, bytes_ = self._gemm(sampled, m.vocab_size // self.tp, m.hidden_size, "lm_head")
         t_c = flops / self.peak_flops
-        return ("lm_head", time, flops, bytes_, _bound(t_c, bytes_ / self.bandwidth))
+        return ("lm_head", time, flops, bytes_, op_bound(t_c, bytes_ / self.bandwidth))
 
     # ---------------------------------------------------------------- for people
     def breakdown(self, new_tokens, cached_tokens, n_sampled: int | None = None) -> StepCost:
@@ -330,7 +223,7 @@ class CostModel:
         c = np.atleast_1d(np.asarray(cached_tokens, dtype=np.int64))
         sampled = len(q) if n_sampled is None else n_sampled
         load = attention_load(q, c, self.block_size)
-        rows = self._layer_ops(np.array([q.sum()])) + self._attention_ops(load) + self._window_ops(q, c)
+        rows = self._layer_ops(np.array([q.sum()])) + attention_ops(self, load) + window_ops(self, q, c)
         if self.mla_context is not None:
             rows.append(self.mla_context_op(np.array([float(c[q > 1].sum())])))
         ops = [
@@ -370,15 +263,3 @@ class CostModel:
     def decode_run(self, contexts: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
         """`decode_run_times_s` plus the KV tokens (whole blocks) the run's sequences hold per step."""
         return self._hot.decode_run(np.asarray(contexts, dtype=np.int64), int(n_steps))
-
-
-def _checked_scale(time_scale: dict[str, float] | None) -> dict[str, float]:
-    """Every `TIME_SCALE_KEYS` entry (1.0 when not given); unknown keys or factors <= 0 refused."""
-    out = dict.fromkeys(TIME_SCALE_KEYS, 1.0)
-    for key, value in (time_scale or {}).items():
-        if key not in out:
-            raise InputError("time_scale", key, " | ".join(TIME_SCALE_KEYS))
-        if not np.isfinite(value) or value <= 0:
-            raise InputError("time_scale", key, "a finite factor > 0")
-        out[key] = float(value)
-    return out

@@ -38,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from sim.cost.collectives import link_time_s
-from sim.cost.model import CostModel, OpCost, StepCost
+from sim.cost.model import CostModel
+from sim.cost.step_cost import OpCost, StepCost
 from sim.cost.topology import network_link, stage_boundaries_cross
 from sim.errors import InputError
 from sim.hardware import HardwareProfile, LinkFit

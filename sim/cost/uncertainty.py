@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.cost.model import TIME_SCALE_KEYS, CostModel
+from sim.cost.model import CostModel
+from sim.cost.time_scale import TIME_SCALE_KEYS
 
 GUESSED_SIGMA = 0.25  # documented wide default: about +-25 % at one sigma
 
