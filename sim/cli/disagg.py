@@ -9,7 +9,7 @@ import typer
 
 from sim.budget import check_layouts
 from sim.cli.common import print_json, print_table
-from sim.cli.group_flags import group_option, pop_group_knobs
+from sim.cli.group_flags import with_group_flags
 from sim.config import load_config
 from sim.disagg.compare import compare_splits
 from sim.errors import InputError
@@ -20,6 +20,7 @@ COLUMNS = ("layout", "gpus", "finished", "ttft_p99_s", "tpot_p99_s", "slo_met", 
            "kv_transfer_p99_s")
 
 
+@with_group_flags  # --prefill-* / --decode-* (sim/cli/group_flags.py)
 def disagg(
     trace: str = typer.Option("AzureLLMInferenceTrace_conv", "--trace", "-t", help="trace or bundled name"),
     config: Path = typer.Option(None, "--config", "-c", help="config YAML (model, hardware, tp, policy, groups)"),
@@ -34,28 +35,7 @@ def disagg(
     ttft_slo: float = typer.Option(2.0, "--ttft-slo", help="TTFT SLO, seconds"),
     tpot_slo: float = typer.Option(0.1, "--tpot-slo", help="TPOT SLO, seconds"),
     as_json: bool = typer.Option(False, "--json", help="print the rows as JSON"),
-    prefill_hardware: str = group_option("prefill", "hardware"),
-    prefill_tp: int = group_option("prefill", "tp"),
-    prefill_policy: str = group_option("prefill", "policy"),
-    prefill_dp: int = group_option("prefill", "dp"),
-    prefill_ep: int = group_option("prefill", "ep"),
-    prefill_enable_dp_attention: bool = group_option("prefill", "enable_dp_attention"),
-    prefill_enable_expert_parallel: bool = group_option("prefill", "enable_expert_parallel"),
-    prefill_moe_a2a_backend: str = group_option("prefill", "moe_a2a_backend"),
-    prefill_deepep_mode: str = group_option("prefill", "deepep_mode"),
-    prefill_ep_num_redundant_experts: int = group_option("prefill", "ep_num_redundant_experts"),
-    prefill_enable_two_batch_overlap: bool = group_option("prefill", "enable_two_batch_overlap"),
-    decode_hardware: str = group_option("decode", "hardware"),
-    decode_tp: int = group_option("decode", "tp"),
-    decode_policy: str = group_option("decode", "policy"),
-    decode_dp: int = group_option("decode", "dp"),
-    decode_ep: int = group_option("decode", "ep"),
-    decode_enable_dp_attention: bool = group_option("decode", "enable_dp_attention"),
-    decode_enable_expert_parallel: bool = group_option("decode", "enable_expert_parallel"),
-    decode_moe_a2a_backend: str = group_option("decode", "moe_a2a_backend"),
-    decode_deepep_mode: str = group_option("decode", "deepep_mode"),
-    decode_ep_num_redundant_experts: int = group_option("decode", "ep_num_redundant_experts"),
-    decode_enable_two_batch_overlap: bool = group_option("decode", "enable_two_batch_overlap"),
+    group_knobs: dict | None = None,
 ) -> None:
     """Aggregated vs P:D disaggregated clusters of equal GPU count: TTFT/TPOT p99, goodput per GPU."""
     if not (math.isfinite(load) and load > 0):
@@ -68,9 +48,7 @@ def disagg(
     layouts = parse_pd_ratios(ratios, "--ratios")
     check_layouts(layouts, "--ratios")
     overrides = {"model": model, "hardware": hardware, "tp": tp, "policy": policy,
-                 "slo": {"ttft_s": ttft_slo, "tpot_s": tpot_slo},
-                 **{k: v for k, v in locals().items() if k.startswith(("prefill_", "decode_"))}}
-    pop_group_knobs(overrides)
+                 "slo": {"ttft_s": ttft_slo, "tpot_s": tpot_slo}, **(group_knobs or {})}
     base = load_config(config, overrides)
 
     def workload_for(n_replicas: int):

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json, print_table
 from sim.cli.feature_facts import feature_facts, group_label
-from sim.cli.group_flags import group_option, pop_group_knobs
+from sim.cli.group_flags import with_group_flags
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.config import load_config
 from sim.errors import InputError
@@ -23,7 +23,8 @@ from sim.workload.bench import bench_workload
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
               "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers", "backend",
-              "address", "goodput_pairs", "ctx", "trace_qps", "enable_prefix_caching", "enable_chunked_prefill")
+              "address", "goodput_pairs", "ctx", "trace_qps", "enable_prefix_caching", "enable_chunked_prefill",
+              "group_knobs")
 
 
 def _opt(help_text: str, *names: str):
@@ -54,6 +55,7 @@ class _LazyProgress:
             self.bar.stop()
 
 
+@with_group_flags  # --prefill-* / --decode-* (sim/cli/group_flags.py)
 def simulate(
     ctx: typer.Context,
     trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
@@ -118,28 +120,6 @@ def simulate(
                                 "--cpu-cache-gib", "--kv-offloading-size"),
     prefill_replicas: int = _opt("disaggregated: prefill replicas (with --decode-replicas)", "--prefill-replicas"),
     decode_replicas: int = _opt("disaggregated: decode replicas", "--decode-replicas"),
-    prefill_hardware: str = group_option("prefill", "hardware"),
-    prefill_tp: int = group_option("prefill", "tp"),
-    prefill_policy: str = group_option("prefill", "policy"),
-    prefill_dp: int = group_option("prefill", "dp"),
-    prefill_ep: int = group_option("prefill", "ep"),
-    prefill_enable_dp_attention: bool = group_option("prefill", "enable_dp_attention"),
-    prefill_enable_expert_parallel: bool = group_option("prefill", "enable_expert_parallel"),
-    prefill_moe_a2a_backend: str = group_option("prefill", "moe_a2a_backend"),
-    prefill_deepep_mode: str = group_option("prefill", "deepep_mode"),
-    prefill_ep_num_redundant_experts: int = group_option("prefill", "ep_num_redundant_experts"),
-    prefill_enable_two_batch_overlap: bool = group_option("prefill", "enable_two_batch_overlap"),
-    decode_hardware: str = group_option("decode", "hardware"),
-    decode_tp: int = group_option("decode", "tp"),
-    decode_policy: str = group_option("decode", "policy"),
-    decode_dp: int = group_option("decode", "dp"),
-    decode_ep: int = group_option("decode", "ep"),
-    decode_enable_dp_attention: bool = group_option("decode", "enable_dp_attention"),
-    decode_enable_expert_parallel: bool = group_option("decode", "enable_expert_parallel"),
-    decode_moe_a2a_backend: str = group_option("decode", "moe_a2a_backend"),
-    decode_deepep_mode: str = group_option("decode", "deepep_mode"),
-    decode_ep_num_redundant_experts: int = group_option("decode", "ep_num_redundant_experts"),
-    decode_enable_two_batch_overlap: bool = group_option("decode", "enable_two_batch_overlap"),
     kv_transfer_gb_s: float = _opt("disaggregated: KV link GB/s per GPU pair [from the profiles]",
                                    "--kv-transfer-gb-s"),
     kv_transfer_latency_us: float = _opt("disaggregated: KV link latency [from the profiles]",
@@ -169,6 +149,7 @@ def simulate(
                                      "and the --uncertainty replays in up to N processes: same output, faster"),
     backend: str = typer.Option("local", "--backend", help="where --workers run: local (processes) | ray"),
     address: str = typer.Option(None, "--address", help="ray: address of a running cluster"),
+    group_knobs: dict | None = None,
 ) -> None:
     """Replay a trace through a scheduler policy on simulated GPUs.
 
@@ -183,6 +164,7 @@ def simulate(
     if slo_spec is not None:
         overrides["slo"] = slo_spec.per_request_limits_s()
     _feature_overrides(overrides)
+    overrides.update(group_knobs or {})
     overrides["policy"], radix_chunked = policy_from_vllm_flags(policy, enable_prefix_caching, enable_chunked_prefill)
     if radix_chunked is not None:
         overrides["radix_chunked"] = radix_chunked
@@ -240,10 +222,9 @@ def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qp
 
 
 def _feature_overrides(overrides: dict) -> None:
-    """CLI spellings of the feature knobs -> config keys (lists, per-group knobs)."""
+    """CLI spellings of the feature knobs -> config keys (lists)."""
     if overrides.get("spec_acceptance") is not None:
         overrides["spec_acceptance"] = [_rate(part) for part in overrides["spec_acceptance"].split(",")]
-    pop_group_knobs(overrides)
 
 
 def _rate(text: str) -> float:
