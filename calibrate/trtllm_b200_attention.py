@@ -24,12 +24,19 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from calibrate.trtllm_fp4_ceiling import _tap
 from sim.engines.overhead import EngineOverhead
 from sim.engines.preset import load_engine
 from sim.paths import bundled_dir
 from sim.validate.cases import bundled_case_files, load_cases
-from sim.validate.fit import abs_errors, fit_overhead
+from sim.validate.fit import abs_errors, fit_overhead, tap_case
+
+
+def _tap(cases):
+    tapped = [tap_case(c, "trtllm") for c in cases]
+    bad = [t for t in tapped if isinstance(t, str)]
+    if bad:
+        raise SystemExit(f"cannot fit on: {bad[:3]}")
+    return tapped
 
 
 def profile_at(base: dict, scale: float, fp4: float | None, nccl: float = 1.0) -> dict:

@@ -41,32 +41,38 @@ def fit_rows(gpu: str) -> list:
     return [c for c in load_cases([path]) if c.split == "fit" and c.tp > 1 and gpu_name(c.case_id, c.gpu) == gpu]
 
 
-def profile_with(gpu: str, ceiling: float, half_rows: float | None) -> dict:
-    """hwprofiles/<gpu>.yaml with the experts_ep ceiling (and half point, unless None) replaced."""
+def profile_with(gpu: str, ceiling: float, half_rows: float | None, op: str = EP_EXPERTS_OP) -> dict:
+    """hwprofiles/<gpu>.yaml with the `op` ceiling (and half point, unless None) replaced."""
     base = yaml.safe_load((bundled_dir("hwprofiles") / f"{gpu}.yaml").read_text())
     eff = dict(base["efficiency"])
-    eff["gemm_compute_max_by_op"] = {**(eff.get("gemm_compute_max_by_op") or {}), EP_EXPERTS_OP: ceiling}
+    eff["gemm_compute_max_by_op"] = {**(eff.get("gemm_compute_max_by_op") or {}), op: ceiling}
     if half_rows is not None:
-        eff["gemm_half_tokens_by_op"] = {**(eff.get("gemm_half_tokens_by_op") or {}), EP_EXPERTS_OP: half_rows}
+        eff["gemm_half_tokens_by_op"] = {**(eff.get("gemm_half_tokens_by_op") or {}), op: half_rows}
     return {**base, "efficiency": eff}
 
 
-def main(gpus: list[str], ceilings: list[float], halves: list[float | None]) -> None:
-    """One ramp shared by `gpus` (the same die: H100 SXM and H200 are both GH100), each profile
-    copied with it, the fit rows of all of them pooled."""
+def grid(gpus: list[str], ceilings: list[float], halves: list[float | None], rows_of, op: str) -> None:
+    """One JSON line per (ceiling, half) point: the median |error| of `rows_of(gpu)` pooled over `gpus`,
+    each predicted on a copy of its profile with the `op` ramp set to the point."""
     with tempfile.TemporaryDirectory() as tmp:
         for half_rows in halves:
             for ceiling in ceilings:
                 errors = []
                 for gpu in gpus:
-                    path = Path(tmp) / f"{gpu}-experts-{ceiling}-{half_rows}.yaml"
-                    path.write_text(yaml.safe_dump(profile_with(gpu, ceiling, half_rows)))
-                    errors += [predict(dataclasses.replace(c, gpu=str(path))).error for c in fit_rows(gpu)]
+                    path = Path(tmp) / f"{gpu}-{op}-{ceiling}-{half_rows}.yaml"
+                    path.write_text(yaml.safe_dump(profile_with(gpu, ceiling, half_rows, op)))
+                    errors += [predict(dataclasses.replace(c, gpu=str(path))).error for c in rows_of(gpu)]
                 signed = np.array([e for e in errors if e is not None])
-                print(json.dumps({"gpus": gpus, "experts_ceiling": ceiling, "experts_half_tokens": half_rows,
+                print(json.dumps({"gpus": gpus, "op": op, "experts_ceiling": ceiling, "experts_half_tokens": half_rows,
                                   "n_fit_rows": len(signed),
                                   "median_abs_error": round(float(np.median(abs(signed))), 4),
                                   "median_error": round(float(np.median(signed)), 4)}), flush=True)
+
+
+def main(gpus: list[str], ceilings: list[float], halves: list[float | None]) -> None:
+    """One ramp shared by `gpus` (the same die: H100 SXM and H200 are both GH100), each profile
+    copied with it, the fit rows of all of them pooled."""
+    grid(gpus, ceilings, halves, fit_rows, EP_EXPERTS_OP)
 
 
 if __name__ == "__main__":
