@@ -1,5 +1,5 @@
 """How much the long-output TensorRT-LLM rows move with the KV pool: predicted output tok/s of the
-trtllm_perf_overview_v0.19.0 rows at the pool the preset plans and at 99 / 97 / 94 % of it.
+trtllm_perf_overview_v0.19.0 Llama-3.3-70B B200 rows at the pool the preset plans and at 99 / 97 / 94 % of it.
 
 Every request of a trtllm-bench run has the same lengths and reserves its whole KV at admission
 (GUARANTEED_NO_EVICT), so requests run in waves of floor(pool / blocks per request); 1500 requests of
@@ -28,7 +28,7 @@ def main() -> int:
     files = [p for p in bundled_case_files() if p.name == "trtllm_perf_overview_v0.19.0.csv"]
     print(f"{'case':48s} {'split':5s} {'measured':>9s} " + " ".join(f"{f'{s:.0%} pool':>14s}" for s in SHARES))
     for case in load_cases(files):
-        if (case.output_len or 0) < 2048:
+        if (case.output_len or 0) < 2048 or (case.model, case.gpu) != ("Llama-3.3-70B", "B200"):
             continue
         cfg = case_config(case)
         blocks = summarize(simulate(cfg, case_workload(case, 1)))["num_gpu_blocks"]
