@@ -386,6 +386,7 @@ CASES = [
     case("preset-capture-1e18", f"{SIM} --engine {{d}}/e.yaml", "cuda_graph.capture_sizes", t__csv=TRACE, e__yaml=preset(cuda_graph__capture_sizes=[1, 10**18])),
     case("preset-capture-many", f"{SIM} --engine {{d}}/e.yaml", "cuda_graph.capture_sizes", t__csv=TRACE, e__yaml=preset(cuda_graph__capture_sizes=list(range(1, 5000)))),
     case("preset-capture-unsorted", f"{SIM} --engine {{d}}/e.yaml", "strictly increasing", t__csv=TRACE, e__yaml=preset(cuda_graph__capture_sizes=[8, 4])),
+    case("preset-capture-cap-alone", f"{SIM} --engine {{d}}/e.yaml", "capture_cap needs a cap", t__csv=TRACE, e__yaml=preset(cuda_graph__capture_cap=True, cuda_graph__max_per_seq=None)),
     case("preset-capture-bool", f"{SIM} --engine {{d}}/e.yaml", "true/false", t__csv=TRACE, e__yaml=preset(cuda_graph__capture_sizes=[1, True])),
     case("preset-capture-zero", f"{SIM} --engine {{d}}/e.yaml", "cuda_graph.capture_sizes", t__csv=TRACE, e__yaml=preset(cuda_graph__capture_sizes=[0, 4])),
     case("preset-utilization-over-1", f"{SIM} --engine {{d}}/e.yaml", "scheduling.gpu_memory_utilization", t__csv=TRACE, e__yaml=preset(scheduling__gpu_memory_utilization=1.5)),

@@ -19,7 +19,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.engines.preset import EnginePreset
+from sim.engines.preset import CudaGraph, EnginePreset
+
+
+def captured_sizes(graph: CudaGraph, max_num_seqs: int | None = None,
+                   max_num_batched_tokens: int | None = None) -> tuple[int, ...]:
+    """The batch sizes a run captures graphs for: the preset's listed sizes up to the run's cap.
+
+    The cap is max_per_seq x max_num_seqs (vLLM V1, TensorRT-LLM), and also max_num_batched_tokens
+    when `within_token_budget` (TensorRT-LLM: a pure decode batch of n sequences is n tokens); a limit
+    the run does not give caps nothing. With `capture_cap`, the cap itself is captured when a listed
+    size above it was dropped (TensorRT-LLM 1.0 with padding), so a batch between the largest listed
+    size under the cap and the cap pads to the cap instead of running eager."""
+    sizes = tuple(graph.capture_sizes)
+    caps = []
+    if graph.max_per_seq is not None and max_num_seqs is not None:
+        caps.append(graph.max_per_seq * max_num_seqs)
+    if graph.within_token_budget and max_num_batched_tokens is not None:
+        caps.append(max_num_batched_tokens)
+    if not caps:
+        return sizes
+    cap = min(caps)
+    kept = tuple(size for size in sizes if size <= cap)
+    if graph.capture_cap and len(kept) < len(sizes) and (not kept or kept[-1] != cap):
+        kept += (cap,)
+    return kept
 
 
 @dataclass(frozen=True)
@@ -39,11 +63,10 @@ class EngineOverhead:
 
     @classmethod
     def from_preset(cls, preset: EnginePreset, num_scheduler_steps: int | None = None,
-                    enforce_eager: bool | None = None, max_num_seqs: int | None = None) -> EngineOverhead:
-        o, graph = preset.overhead, preset.cuda_graph
-        sizes = () if enforce_eager else tuple(graph.capture_sizes)
-        if graph.max_per_seq is not None and max_num_seqs is not None:
-            sizes = tuple(size for size in sizes if size <= graph.max_per_seq * max_num_seqs)
+                    enforce_eager: bool | None = None, max_num_seqs: int | None = None,
+                    max_num_batched_tokens: int | None = None) -> EngineOverhead:
+        o = preset.overhead
+        sizes = () if enforce_eager else captured_sizes(preset.cuda_graph, max_num_seqs, max_num_batched_tokens)
         return cls(o.per_step_us * 1e-6, o.per_seq_us * 1e-6, o.per_token_us * 1e-6, o.overlap, o.residue_us * 1e-6,
                    num_scheduler_steps or o.num_scheduler_steps, sizes, preset.cuda_graph.scope, o.async_scheduling,
                    o.frontend_ms * 1e-3)

@@ -57,17 +57,25 @@ class CudaGraph(StrictModel):
     """Captured batch sizes: a step whose size is at most the largest captured size runs the graph
     of the next captured size up, so its GPU time is that of the padded batch. `scope` says which
     steps replay graphs: `decode` (pure decode steps; size = sequences) or `all` (piecewise graphs
-    around attention; size = tokens of any step)."""
+    around attention; size = tokens of any step). A step larger than the largest captured size runs
+    eager, unpadded. Which listed sizes a run captures depends on its limits: `captured_sizes` in
+    sim/engines/overhead.py."""
 
     capture_sizes: list[CaptureSize] = Field([], max_length=MAX_CAPTURE_SIZES)
     scope: Literal["decode", "all"] = "decode"
     # only sizes up to max_per_seq x max_num_seqs are captured (vLLM V1: min(2 x max_num_seqs, 512))
     max_per_seq: PositiveInt | None = None
+    # sizes above max_num_batched_tokens are dropped too (a decode step of n sequences is n tokens: TensorRT-LLM)
+    within_token_budget: bool = False
+    # the cap itself is captured when a listed size above it was dropped (TensorRT-LLM 1.0 with enable_padding)
+    capture_cap: bool = False
 
     @model_validator(mode="after")
     def _sorted_unique(self) -> CudaGraph:
         if list(self.capture_sizes) != sorted(set(self.capture_sizes)):
             raise ValueError("capture_sizes must be strictly increasing")
+        if self.capture_cap and self.max_per_seq is None and not self.within_token_budget:
+            raise ValueError("capture_cap needs a cap: max_per_seq or within_token_budget")
         return self
 
 

@@ -72,7 +72,7 @@ def tap_case(case: Case, engine: str, max_sim_requests: int = DEFAULT_MAX_SIM_RE
     if reason is not None:
         return f"cannot express: {reason}"
     over = EngineOverhead.from_preset(load_engine(cfg.engine), cfg.num_scheduler_steps, cfg.enforce_eager,
-                                      cfg.max_num_seqs)
+                                      cfg.max_num_seqs, cfg.max_num_batched_tokens)
     if case.workload == "closed_loop" and over.frontend_s > 0:
         return ("not fittable in closed form: the preset's front end delays each client's next request, so "
                 "the schedule depends on step durations")
