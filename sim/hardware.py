@@ -91,6 +91,24 @@ class Efficiency(StrictModel):
     # weights are in that dtype (e.g. {fp4: 0.4}: FP4 tensor-core kernels reach a smaller share of
     # their higher peak than bf16 ones). None / a dtype not listed: gemm_compute_max.
     gemm_compute_max_by_dtype: dict[str, float] | None = None
+    # The weight dtype a gemm_compute_max_by_op ceiling was measured or fitted at (e.g. {experts_deepgemm: fp8}:
+    # DeepGEMM's FP8 tables): that ceiling is a share of that dtype's own peak, so a gemm_compute_max_by_dtype
+    # entry rescales it relative to that dtype's entry (unchanged at that dtype). Classes not listed are
+    # relative to gemm_compute_max. None: all are. See `for_weight_dtype`.
+    gemm_ceiling_dtype_by_op: dict[str, str] | None = None
+
+    @field_validator("gemm_ceiling_dtype_by_op")
+    @classmethod
+    def _ceiling_dtypes(cls, table: dict[str, str] | None) -> dict[str, str] | None:
+        """Keys are GEMM op classes; values weight dtypes infersim knows."""
+        from sim.dtypes import dtype_names
+
+        for op, dtype in (table or {}).items():
+            if op not in GEMM_OP_CLASSES:
+                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
+            if dtype not in dtype_names():
+                raise ValueError(f"unknown dtype {dtype!r} of {op}; allowed: {', '.join(dtype_names())}")
+        return table
 
     @field_validator("gemm_compute_max_by_dtype")
     @classmethod
@@ -107,13 +125,19 @@ class Efficiency(StrictModel):
 
     def for_weight_dtype(self, weight_dtype: str) -> Efficiency:
         """These terms with gemm_compute_max replaced by that dtype's entry, if it has one; per-op
-        ceilings (gemm_compute_max_by_op) scale by the same ratio (entry / gemm_compute_max)."""
+        ceilings (gemm_compute_max_by_op) scale by the same ratio (entry / gemm_compute_max), except those
+        measured at a dtype of their own (gemm_ceiling_dtype_by_op), which scale by entry / that dtype's
+        entry (gemm_compute_max where it has none): unchanged when priced at the dtype they were measured
+        at. A dtype without an entry gets these terms as they stand (every ceiling, as written)."""
         by_dtype = self.gemm_compute_max_by_dtype or {}
         if weight_dtype not in by_dtype:
             return self
-        ratio = by_dtype[weight_dtype] / self.gemm_compute_max
-        by_op = {op: min(1.0, value * ratio) for op, value in (self.gemm_compute_max_by_op or {}).items()}
-        return self.model_copy(update={"gemm_compute_max": by_dtype[weight_dtype],
+        entry = by_dtype[weight_dtype]
+        bases = {op: by_dtype.get(dtype, self.gemm_compute_max)
+                 for op, dtype in (self.gemm_ceiling_dtype_by_op or {}).items()}
+        by_op = {op: min(1.0, value * (entry / bases.get(op, self.gemm_compute_max)))
+                 for op, value in (self.gemm_compute_max_by_op or {}).items()}
+        return self.model_copy(update={"gemm_compute_max": entry,
                                        "gemm_compute_max_by_op": by_op or self.gemm_compute_max_by_op})
 
     @field_validator("paged_attention_memory")
