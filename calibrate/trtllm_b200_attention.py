@@ -9,6 +9,7 @@ point with the smallest mean, write it into b200.yaml, then rerun
 `infersim calibrate engine ... --engine trtllm --split fit` to write the overheads.
 
 Run: python -m calibrate.trtllm_b200_attention --scales 1.0 0.85 0.7 [--fp4 0.42 0.46] [--nccl 1.0 0.7 0.5]
+     [--objective mean|median]
 (one JSON line per point; 2026-12-02: flat, mean |error| 5.78 / 5.70 / 6.18 % over the attention scales and
 5.78 / 5.78 / 6.20 % over the NCCL scales, so neither term was changed)
 """
@@ -54,7 +55,7 @@ def profile_at(base: dict, scale: float, fp4: float | None, nccl: float = 1.0) -
     return out
 
 
-def main(scales: list[float], fp4s: list[float | None], nccls: list[float]) -> None:
+def main(scales: list[float], fp4s: list[float | None], nccls: list[float], objective: str = "mean") -> None:
     files = [p for p in bundled_case_files() if p.name.startswith("trtllm_perf_overview_v")]  # the dense tables
     cases = [c for c in load_cases(files) if c.split == "fit"]
     b200 = [c for c in cases if c.gpu.lower() == "b200"]
@@ -66,12 +67,14 @@ def main(scales: list[float], fp4s: list[float | None], nccls: list[float]) -> N
             path = Path(tmp) / f"b200-attn-{scale}-{fp4}-{nccl}.yaml"
             path.write_text(yaml.safe_dump(profile_at(base, scale, fp4, nccl)))
             tap_b200 = _tap([dataclasses.replace(c, gpu=str(path)) for c in b200])
-            fitted = fit_overhead(tap_other + tap_b200, start, "mean")
+            fitted = fit_overhead(tap_other + tap_b200, start, objective)
             errors = abs_errors(tap_other + tap_b200, fitted)
             print(json.dumps({
-                "attention_scale": scale, "fp4_ceiling": fp4, "nccl_scale": nccl, "n_fit_rows": len(errors),
+                "objective": objective, "attention_scale": scale, "fp4_ceiling": fp4, "nccl_scale": nccl,
+                "n_fit_rows": len(errors),
                 "per_step_us": round(fitted.per_step_s * 1e6, 1), "per_seq_us": round(fitted.per_seq_s * 1e6, 2),
                 "per_token_us": round(fitted.per_token_s * 1e6, 3), "mean_abs_error": round(float(errors.mean()), 4),
+                "median_abs_error": round(float(np.median(errors)), 4),
                 "median_abs_error_b200": round(float(np.median(abs_errors(tap_b200, fitted))), 4)}), flush=True)
 
 
@@ -80,5 +83,6 @@ if __name__ == "__main__":
     parser.add_argument("--scales", type=float, nargs="+", default=[1.0, 0.9, 0.8])
     parser.add_argument("--fp4", type=float, nargs="+", default=None, help="FP4 ceilings (default: the profile's)")
     parser.add_argument("--nccl", type=float, nargs="+", default=[1.0], help="NCCL all-reduce bandwidth scales")
+    parser.add_argument("--objective", default="mean", help="fit_overhead objective: mean | median")
     args = parser.parse_args()
-    main(args.scales, args.fp4 or [None], args.nccl)
+    main(args.scales, args.fp4 or [None], args.nccl, args.objective)
