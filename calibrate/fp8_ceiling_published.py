@@ -111,12 +111,14 @@ def main() -> None:
             print(f"{p.source[:52]:<52} {p.gpu:<9} {p.scaling:<12} {p.m:>5} {p.n:>5} {p.k:>6} {p.fp8_tflops:>7.0f} "
                   f"{p.share:>6.3f} {model:>6.3f} {p.share / model - 1:>+6.1%} {ratio:>7}")
     worst = max(INPUTS, key=lambda p: abs(math.log(p.share / (ceiling * _ramp(p)))))
-    print(f"least squares on log efficiency over {len(INPUTS)} points: ceiling {ceiling:.4f} -> {derived_fp8_ceiling()}; "
+    print(f"least squares on log efficiency over {len(INPUTS)} points: ceiling {ceiling:.4f} -> "
+          f"{derived_fp8_ceiling()}; "
           f"largest deviation {worst.share / (ceiling * _ramp(worst)) - 1:+.1%} ({worst.source[:40]}, K {worst.k})")
     pairs = [p for p in INPUTS + CROSS_CHECKS if p.ratio is not None and p.scaling != "per-tensor"]
     r = math.exp(sum(math.log(p.ratio) for p in pairs) / len(pairs))
+    per_tensor = ", ".join(f"{p.ratio:.2f}" for p in INPUTS if p.scaling == "per-tensor")
     print(f"cross-check: FP8/BF16 share ratio, tilelang + FBGEMM pairs ({len(pairs)}): {r:.4f} -> 0.751 x r = "
-          f"{0.751 * r:.3f}; the float8_experimental pairs give {', '.join(f'{p.ratio:.2f}' for p in INPUTS if p.scaling == 'per-tensor')}"
+          f"{0.751 * r:.3f}; the float8_experimental pairs give {per_tensor}"
           f" (its BF16 at {min(p.bf16_tflops for p in INPUTS if p.scaling == 'per-tensor') / BF16_PEAK_TFLOPS:.2f}-"
           f"{max(p.bf16_tflops for p in INPUTS if p.scaling == 'per-tensor') / BF16_PEAK_TFLOPS:.2f} of the BF16 peak)")
 

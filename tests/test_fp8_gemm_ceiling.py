@@ -45,10 +45,12 @@ def test_fp8_compute_bound_gemm_on_h200_runs_at_peak_times_the_fp8_ceiling():
     fp8_share_of_bf16 = eff.gemm_compute_max_by_dtype["fp8"] / eff.gemm_compute_max
     for name, op in ops.items():
         assert op.bound == "compute"
-        n_out = op.flops / (2.0 * PREFILL_TOKENS * cost.model.hidden_size) if name != "down_proj" else cost.model.hidden_size
+        hidden = cost.model.hidden_size
+        n_out = op.flops / (2.0 * PREFILL_TOKENS * hidden) if name != "down_proj" else hidden
         half_m = eff.gemm_half_tokens + eff.gemm_half_output_elems / n_out
         ceiling = eff.gemm_compute_max_by_op[name] * fp8_share_of_bf16
-        expected_s = op.flops / (hw.peak_flops("dense_fp8_tflops") * ceiling * PREFILL_TOKENS / (PREFILL_TOKENS + half_m))
+        ramp = PREFILL_TOKENS / (PREFILL_TOKENS + half_m)
+        expected_s = op.flops / (hw.peak_flops("dense_fp8_tflops") * ceiling * ramp)
         assert op.time_s == pytest.approx(expected_s + eff.kernel_launch_us * 1e-6, rel=2e-3), name
 
 
