@@ -12,6 +12,7 @@ from sim.engines import EngineCost, EngineOverhead, load_engine
 from sim.engines.overhead import captured_sizes
 from sim.engines.preset import CudaGraph
 from sim.errors import InputError
+from tests.test_engines import LinearGpu
 
 PERF_OVERVIEW = [1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192]
 
@@ -69,21 +70,8 @@ def test_vllm_presets_keep_their_rule():
         tuple(sglang.cuda_graph.capture_sizes)
 
 
-class _LinearGpu:
-    """Non-attention layer time n_tokens x 1 us over 2 layers; 10 ms for the rest of any step."""
-
-    class model:
-        n_layers = 2
-
-    def layer_time_s(self, n_tokens: int) -> float:
-        return n_tokens * 1e-6
-
-    def step_time_s(self, q, c, n_sampled) -> float:
-        return 0.010
-
-
 def test_padding_cost_follows_the_captured_cap():
-    cost = EngineCost(_LinearGpu(), _trtllm(768))
+    cost = EngineCost(LinearGpu(), _trtllm(768))
     q, c = np.ones(680, dtype=np.int64), np.full(680, 100, dtype=np.int64)
     assert cost.gpu_step_time_s(q, c, 680) == pytest.approx(0.010 + 2 * (768 - 680) * 1e-6)
 
