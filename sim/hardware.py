@@ -55,6 +55,13 @@ GEMM_OP_CLASSES = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head",
                    "experts_deepgemm")
 
 
+def _check_op_classes(table: dict | None) -> None:
+    """Every key of a per-op table is a GEMM op class."""
+    for op in table or {}:
+        if op not in GEMM_OP_CLASSES:
+            raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
+
+
 class Efficiency(StrictModel):
     """Roofline efficiency terms (documented defaults in each YAML; calibration refits them)."""
 
@@ -103,9 +110,8 @@ class Efficiency(StrictModel):
         """Keys are GEMM op classes; values weight dtypes infersim knows."""
         from sim.dtypes import dtype_names
 
+        _check_op_classes(table)
         for op, dtype in (table or {}).items():
-            if op not in GEMM_OP_CLASSES:
-                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
             if dtype not in dtype_names():
                 raise ValueError(f"unknown dtype {dtype!r} of {op}; allowed: {', '.join(dtype_names())}")
         return table
@@ -157,9 +163,8 @@ class Efficiency(StrictModel):
     @classmethod
     def _per_op_ceilings(cls, table: dict[str, float] | None) -> dict[str, float] | None:
         """Keys are GEMM op classes; values efficiencies in (0, 1]."""
+        _check_op_classes(table)
         for op, value in (table or {}).items():
-            if op not in GEMM_OP_CLASSES:
-                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
             if not 0 < value <= 1 or value != value:
                 raise ValueError(f"efficiency {value} of {op} must be in (0, 1]")
         return table

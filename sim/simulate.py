@@ -241,7 +241,6 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     if preset is None:
         return memory, cost
     if overhead is None:
-        overhead = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager, cfg.max_num_seqs,
-                                              cfg.max_num_batched_tokens)
+        overhead = EngineOverhead.for_run(preset, cfg)
     return memory, EngineCost(cost, overhead)
 

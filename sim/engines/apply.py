@@ -87,8 +87,7 @@ def effective_settings(cfg) -> dict | None:
     knobs = {key: getattr(cfg, key) for key in PRESET_KEYS}
     knobs.update(weight_dtype=cfg.weight_dtype, kv_dtype=cfg.kv_dtype)
     preset = load_engine(cfg.engine)
-    over = EngineOverhead.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager, cfg.max_num_seqs,
-                                      cfg.max_num_batched_tokens)
+    over = EngineOverhead.for_run(preset, cfg)
     return {
         "engine": preset.name, "engine_version": f"{preset.engine} {preset.version}",
         "engine_version_range": preset.version_range, "async_scheduling": over.async_scheduling,

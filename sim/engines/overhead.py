@@ -71,6 +71,13 @@ class EngineOverhead:
                    num_scheduler_steps or o.num_scheduler_steps, sizes, preset.cuda_graph.scope, o.async_scheduling,
                    o.frontend_ms * 1e-3)
 
+    @classmethod
+    def for_run(cls, preset: EnginePreset, cfg) -> EngineOverhead:
+        """The terms of one run of `cfg` (an EngineConfig): its multi-step, eager and batch limits
+        applied to the preset, as the simulation, the reported settings and the fits all take them."""
+        return cls.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager, cfg.max_num_seqs,
+                               cfg.max_num_batched_tokens)
+
     def padded_size(self, size: int) -> int:
         """The captured graph size a step of `size` runs at (itself when beyond the largest)."""
         if not self.capture_sizes or size > self.capture_sizes[-1] or size <= 0:

@@ -71,8 +71,7 @@ def tap_case(case: Case, engine: str, max_sim_requests: int = DEFAULT_MAX_SIM_RE
     reason = cannot_express(case)
     if reason is not None:
         return f"cannot express: {reason}"
-    over = EngineOverhead.from_preset(load_engine(cfg.engine), cfg.num_scheduler_steps, cfg.enforce_eager,
-                                      cfg.max_num_seqs, cfg.max_num_batched_tokens)
+    over = EngineOverhead.for_run(load_engine(cfg.engine), cfg)
     if case.workload == "closed_loop" and over.frontend_s > 0:
         return ("not fittable in closed form: the preset's front end delays each client's next request, so "
                 "the schedule depends on step durations")
