@@ -23,8 +23,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.cost import CostModel
-from sim.hardware import load_hardware
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
 
 PUBLISHED_TFLOPS = 620.73
 HEADS, SEQ, HEAD_DIM = 16, 16384, 128

@@ -30,7 +30,7 @@ from calibrate.fit import fit_profile, with_terms
 from calibrate.fit_tables import gemm_table_entries, holdout_relative_errors
 from calibrate.report import residual_rows
 from calibrate.vidur_import import bundled_vidur_path, read_measurement_file
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 OPS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
 STARTING_GUESS = {"gemm_compute_max": 0.72, "gemm_half_tokens": 24, "memory": 0.85, "roofline_blend": 8.0,

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
-from sim.hardware import load_hardware
-from sim.model import load_model
-from sim.simulate import _replica_parts
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
+from sim.run.simulate import _replica_parts
 from sim.validate.cases import load_cases
 from sim.validate.staged import parse_staged
 

@@ -20,9 +20,9 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.config import EngineConfig
-from sim.disagg.compare import compare_splits
-from sim.run import load_run_workload
+from sim.inputs.config import EngineConfig
+from sim.run.disagg_compare import compare_splits
+from sim.run.invoke import load_run_workload
 
 COLUMNS = ("layout", "gpus", "finished", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "slo_met",
            "goodput_req_s", "goodput_per_gpu", "kv_transfer_p99_s")

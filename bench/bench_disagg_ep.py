@@ -35,9 +35,9 @@ if __package__ in (None, ""):
 from rich.console import Console
 from rich.table import Table
 
-from sim.config import EngineConfig
-from sim.run import run
-from sim.trace import Trace
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import run
+from sim.inputs.workload.trace import Trace
 
 PROMPT_TOKENS, OUTPUT_TOKENS = 2000, 100
 RATE_PER_GPUS = 32  # --rate is per this many prefill GPUs (one EP32 prefill server)

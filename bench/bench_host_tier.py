@@ -17,9 +17,9 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.config import EngineConfig
-from sim.run import load_run_workload, run
-from sim.workload import prefix_hit_rate_infinite
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload, run
+from sim.inputs.workload import prefix_hit_rate_infinite
 
 
 def main() -> None:

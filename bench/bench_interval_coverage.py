@@ -29,7 +29,7 @@ from calibrate.fit_tables import gemm_table_entries, holdout_relative_errors
 from calibrate.report import residual_rows
 from calibrate.uncertainty import log_sigma
 from calibrate.vidur_import import bundled_vidur_path, read_measurement_file
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 Z90 = 1.2816  # standard normal 90th percentile
 

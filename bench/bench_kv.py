@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
-from sim.kv import BlockManager, RadixCache, block_keys
+from sim.engine.kv import BlockManager, RadixCache, block_keys
 
 HASH_BLOCK_TOKENS, BLOCK_SIZE = 512, 16
 

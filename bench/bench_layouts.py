@@ -12,13 +12,13 @@ import time
 
 import numpy as np
 
-from sim.config import load_config
+from sim.inputs.config import load_config
 from sim.cost.pipeline import replica_cost_model
-from sim.hardware import load_hardware
-from sim.layout import ReplicaLayout
-from sim.layout_memory import plan_layout_memory
-from sim.model import load_model
-from sim.run import load_run_workload, run
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.model import load_model
+from sim.run.invoke import load_run_workload, run
 
 MODEL, HARDWARE = "llama-3.1-405b", "h100-sxm"
 LAYOUTS = (("TP16 across nodes", 16, 1), ("TP8 x PP2", 8, 2))

@@ -1,4 +1,4 @@
-"""Speed of data-parallel-attention ranks in lockstep (sim/lockstep.py), aggregated and disaggregated.
+"""Speed of data-parallel-attention ranks in lockstep (sim/engine/lockstep.py), aggregated and disaggregated.
 
     PYTHONPATH=$PWD python bench/bench_lockstep.py [--cases NAME,NAME]
 
@@ -21,11 +21,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from sim.config import EngineConfig
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
-from sim.workload import load_workload
-from sim.workload.transforms import scale_rate
+from sim.inputs.config import EngineConfig
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
+from sim.inputs.workload import load_workload
+from sim.inputs.workload.transforms import scale_rate
 
 DEEPSEEK = dict(model="deepseek-r1", weight_dtype="fp8", policy="chunked", hardware="gb200-nvl72")
 GROUP = {"tp": 1, "dp": 8, "enable_expert_parallel": True, "moe_a2a_backend": "nccl"}  # dp8 x tp1 ep8

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.engines.overhead import EngineOverhead
-from sim.engines.preset import load_engine
+from sim.inputs.engines.overhead import EngineOverhead
+from sim.inputs.engines.preset import load_engine
 from sim.validate.measured import load_measured
 from sim.validate.measured.export import simulated_run, write_vllm_bench
 from sim.validate.measured.refit import refit_overhead

@@ -22,8 +22,8 @@ if __package__ in (None, ""):
 
 from sim.cost import CostModel
 from sim.cost.moe import experts_touched
-from sim.hardware import load_hardware
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
 
 CASES = (("deepseek-v3", "h200", 8), ("qwen3-30b-a3b", "h100-sxm", 1))
 

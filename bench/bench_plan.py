@@ -25,10 +25,10 @@ import plan_layouts_case  # bench/ is on sys.path when this script runs
 from rich.console import Console
 from rich.table import Table
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
-from sim.workload import load_workload
+from sim.inputs.workload import load_workload
 
 HARDWARE = ["h100-sxm", "a100-80g-sxm", "h200"]
 TPS = [1, 2, 4, 8]

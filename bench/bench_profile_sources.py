@@ -13,7 +13,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.hardware import bundled_profiles, load_hardware
+from sim.inputs.hardware import bundled_profiles, load_hardware
 
 CATEGORIES = ("measured-fit", "derived", "published", "guessed")
 

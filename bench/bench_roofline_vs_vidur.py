@@ -26,8 +26,8 @@ if __package__ in (None, ""):  # run as a script from a checkout without `pip in
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.cost.roofline import gemm_time_s
-from sim.dtypes import bytes_per_element, peak_key
-from sim.hardware import HardwareProfile, load_hardware
+from sim.inputs.dtypes import bytes_per_element, peak_key
+from sim.inputs.hardware import HardwareProfile, load_hardware
 
 DEFAULT_DATA_DIR = Path("/work/shared/data/vidur_profiling")
 MODEL_CSVS = {

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
-from sim.sweep.backends import LocalBackend, RayBackend
+from sim.run.backends import LocalBackend, RayBackend
 from sim.sweep.grid import expand, parse_grid
 from sim.sweep.runner import run_sweep
 

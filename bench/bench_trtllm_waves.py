@@ -16,8 +16,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.simulate import simulate
-from sim.summary import summarize
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
 from sim.validate.cases import bundled_case_files, load_cases
 from sim.validate.run import case_config, case_workload
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 _CHILD = """
 import json, resource, sys, time
-from sim.workload import load_workload
+from sim.inputs.workload import load_workload
 path, fmt = sys.argv[1], sys.argv[2]
 baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
@@ -42,9 +42,9 @@ print(json.dumps({"seconds": seconds, "baseline_kib": baseline_kib,
 
 
 def write_canonical(path: Path, n_rows: int) -> float:
-    from sim.workload import write_canonical_jsonl
-    from sim.workload.spec_models import Synthetic
-    from sim.workload.synthetic.generate import generate_synthetic
+    from sim.inputs.workload import write_canonical_jsonl
+    from sim.inputs.workload.spec_models import Synthetic
+    from sim.inputs.workload.synthetic.generate import generate_synthetic
 
     spec = Synthetic.model_validate(
         {

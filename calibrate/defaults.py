@@ -36,7 +36,7 @@ from calibrate.measurements import GEMM_OPS
 from calibrate.report import residual_rows
 from calibrate.uncertainty import GUESSED_SIGMA, log_sigma
 from calibrate.vidur_import import bundled_vidur_path, read_measurement_file
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 H100_MODELS = {
     "Llama-2-7B": "compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv",

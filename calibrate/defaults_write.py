@@ -17,7 +17,7 @@ from calibrate.defaults import ATTENTION, custom_allreduce_h100, fit_measured_gp
 from calibrate.fit_collectives import fit_collectives
 from calibrate.uncertainty import GUESSED_SIGMA
 from calibrate.vidur_import import bundled_vidur_path, read_measurement_file
-from sim.hardware import HardwareProfile
+from sim.inputs.hardware import HardwareProfile
 
 PROFILES_DIR = Path(__file__).resolve().parents[1] / "hwprofiles"
 MARK_BEGIN = "-- fitted defaults (python -m calibrate.defaults --write) --"

@@ -36,7 +36,7 @@ from calibrate.fit_tables import attention_ratio_entries, gemm_table_entries
 from calibrate.measurements import COLLECTIVE_OPS, GEMM_OPS
 from calibrate.predict import predict_times_s
 from sim.errors import InputError
-from sim.hardware import Collectives, HardwareProfile
+from sim.inputs.hardware import Collectives, HardwareProfile
 
 MIN_EFFICIENCY = 1e-6
 TILE_CANDIDATES = (None, 64, 128)

@@ -8,7 +8,7 @@ that small (decode) all-reduces pay; full log weighting (every decade equal) let
 sizes decide the bandwidth instead. On Vidur h100_dgx this half-way weight predicted held-out sizes
 best (every other size: 8.3 % MAPE; larger half from the smaller: 12.3 %; unweighted 8.2 / 13.5 %,
 full log weight 9.3 / 19.3 %). The result goes to the profile's `collectives`
-(sim/hardware.py `Collectives`): measured all-reduce rows are NCCL's (Vidur and our runner both
+(sim/inputs/hardware.py `Collectives`): measured all-reduce rows are NCCL's (Vidur and our runner both
 time NCCL), so they fill `allreduce.nccl`; `send_recv` takes the fit of its rows (any group).
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from sim.hardware import LinkFit
+from sim.inputs.hardware import LinkFit
 
 LOSS, F_SCALE = "soft_l1", 0.05
 

@@ -12,7 +12,7 @@ import pandas as pd
 from calibrate.measurements import ATTENTION_OPS, GEMM_OPS
 from sim.cost.attention_tables import ratio_entry
 from sim.cost.tables import table_entry
-from sim.dtypes import bytes_per_element
+from sim.inputs.dtypes import bytes_per_element
 from sim.errors import InputError
 
 
@@ -61,7 +61,7 @@ def attention_ratio_entries(frame: pd.DataFrame, smooth_hw) -> list[dict]:
     """`calibration.tables.attention` entries: per op kind, head shape (and block size for decode),
     the median measured / smooth-model ratio at each axis value (pairs or KV tokens)."""
     from calibrate.predict import attention_axis, smooth_attention_s
-    from sim.dtypes import peak_key
+    from sim.inputs.dtypes import peak_key
 
     entries = []
     for kind in ATTENTION_OPS:

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from sim.cost.roofline import gemm_compute_efficiency
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 FP8_PEAK_TFLOPS = 1978.9  # dense, H100 SXM / H200 / H800 (hwprofiles/*: the datasheets' sparse figure / 2)
 BF16_PEAK_TFLOPS = 989.4

@@ -51,7 +51,7 @@ from sim.paths import model_specs_dir
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 out_dir, dtype, budget_s, device, quick = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
-specs = [  # plain YAML instead of sim.model.load_model: the device image has no pydantic
+specs = [  # plain YAML instead of sim.inputs.model.load_model: the device image has no pydantic
     SimpleNamespace(**yaml.safe_load((model_specs_dir() / f"{name}.yaml").read_text()))
     for name in ("llama-3-8b", "llama-3-70b", "mixtral-8x7b")
 ]

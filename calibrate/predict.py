@@ -22,8 +22,8 @@ from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
 from sim.cost.tables import gemm_tables
-from sim.dtypes import bytes_per_element, peak_key
-from sim.hardware import HardwareProfile, LinkFit
+from sim.inputs.dtypes import bytes_per_element, peak_key
+from sim.inputs.hardware import HardwareProfile, LinkFit
 
 
 def _float(rows: pd.DataFrame, column: str) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Write a calibrated hardware profile: the base profile's datasheet numbers, the fitted
 efficiency terms (and link latency), and a `calibration` section saying where they came from.
 
-The `calibration` section (free-form for `sim.hardware`, whose field is `dict | None`):
+The `calibration` section (free-form for `sim.inputs.hardware`, whose field is `dict | None`):
 
     calibration:
       date: ISO time of the fit
@@ -34,8 +34,8 @@ from calibrate.fit_tables import holdout_relative_errors
 from calibrate.measurements import ATTENTION_OPS, COLLECTIVE_OPS, GEMM_OPS
 from calibrate.predict import predict_times_s
 from calibrate.uncertainty import uncertainty_from_residuals
-from sim.hardware import HardwareProfile
-from sim.output import with_normal_mode
+from sim.inputs.hardware import HardwareProfile
+from sim.run.output import with_normal_mode
 from sim.yamlio import validate
 
 

@@ -256,7 +256,7 @@ def run_calibration(
 ) -> pd.DataFrame:
     """Time GEMMs, decode and prefill attention (and all-reduce on >1 GPU) for the models.
 
-    `model_specs`: objects with `sim.model.ModelSpec`'s attributes, or `ModelDims`.
+    `model_specs`: objects with `sim.inputs.model.ModelSpec`'s attributes, or `ModelDims`.
     `grid` overrides the default (`full_grid`, `quick_grid`, or `cpu_quick_grid` for a CPU
     quick run, which also swaps the models for `TOY_DIMS` and uses one CPU thread). Once `time_budget_s` has
     passed, remaining points are skipped (counted in the log), so a leased GPU run ends

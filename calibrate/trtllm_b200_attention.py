@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from sim.engines.overhead import EngineOverhead
-from sim.engines.preset import load_engine
+from sim.inputs.engines.overhead import EngineOverhead
+from sim.inputs.engines.preset import load_engine
 from sim.paths import bundled_dir
 from sim.validate.cases import bundled_case_files, load_cases
 from sim.validate.fit import abs_errors, fit_overhead, tap_case

@@ -32,8 +32,8 @@ import math
 import sys
 from pathlib import Path
 
-from sim.hardware import load_hardware
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
 from sim.validate.names import dtype_name, gpu_name, model_name
 
 BYTES_PER_WEIGHT = {"fp4": 0.5, "nvfp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}  # trtllm-bench's NVFP4: .5

@@ -5,7 +5,7 @@ output columns, O and down by input rows, so every shard runs `x[M, k_in] @ W[k_
 with the per-shard `n_out`, `k_in` returned here. When there are fewer KV heads than
 shards, each shard keeps one replicated KV head.
 
-Plain ints in, so this works before (and without) `sim.model`; `dims_from_spec` reads
+Plain ints in, so this works before (and without) `sim.inputs.model`; `dims_from_spec` reads
 them from any object with `ModelSpec`'s attribute names.
 """
 
@@ -56,7 +56,7 @@ TOY_DIMS = ModelDims(
 
 
 def dims_from_spec(spec: object) -> ModelDims:
-    """Read `ModelDims` from an object with `sim.model.ModelSpec`'s attribute names.
+    """Read `ModelDims` from an object with `sim.inputs.model.ModelSpec`'s attribute names.
 
     A `ModelDims` passes through unchanged. `mlp` other than "plain" counts as gated.
     """

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sim.trace import Trace
+from sim.inputs.workload.trace import Trace
 
 # A power of two, so sums of whole and half steps are exact in float64 and golden times compare with ==.
 STEP_S = 2.0**-6  # 15.625 ms

@@ -165,7 +165,7 @@ CASES = [
     case("flag-simulate-tp-not-int", f"{SIM} --tp two", "--tp", t__csv=TRACE),
     case("flag-simulate-tp-not-divisor", f"{SIM} --tp 3", "--tp", t__csv=TRACE),
     case("flag-simulate-unknown-dtype", f"{SIM} --kv-dtype fp3", "fp3", t__csv=TRACE),
-    # ---- parallel layouts (sim/layout.py, docs/parallelism.md) ----
+    # ---- parallel layouts (sim/inputs/layout/parallel.py, docs/parallelism.md) ----
     case("flag-simulate-pp-0", f"{SIM} --pp 0", "--pp", t__csv=TRACE),
     case("flag-simulate-pp-over-layers", f"{SIM} --pp 64", "layers", t__csv=TRACE),
     case("flag-simulate-ep-on-dense", f"{SIM} --ep 2", "no experts to shard", t__csv=TRACE),

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from conftest import STEP_S, ConstantCost, make_trace
 
-from sim.attribution import PARTS
-from sim.config import EngineConfig
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
+from sim.run.attribution import PARTS
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
 
 SUM_ATOL_S = 1e-9
 COLUMNS = [f"attr_{name}_s" for name in PARTS]
@@ -77,7 +77,7 @@ def test_parts_sum_to_e2e(slice_, knobs):
 ])
 def test_few_row_plans_are_accounted_as_the_array_path_does(slice_, knobs, monkeypatch):
     """The one-pass Python accounting of small plans gives the array path's parts exactly."""
-    import sim.attribution as attribution
+    import sim.run.attribution as attribution
 
     def parts(max_rows: int):
         monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", max_rows)

@@ -8,20 +8,20 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
-from sim.simulate import simulate
-from sim.summary import requests_frame
-from sim.trace import ClosedLoop, Trace
-from sim.workload.bench import bench_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
+from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.inputs.workload.bench import bench_workload
 
 
 class UnitCost:
     """Every step costs 1 s; records each step's new-token counts."""
 
     def __init__(self, model_name="llama-3-8b"):
-        from sim.hardware import load_hardware
-        from sim.model import load_model
+        from sim.inputs.hardware import load_hardware
+        from sim.inputs.model import load_model
 
         self.model, self.hw = load_model(model_name), load_hardware("h100-sxm")
         self.kv_bytes_per_token_layer_gpu = 2 * 8 * 128 * 2

@@ -11,12 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from calibrate.vidur_import import bundled_vidur_path
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
-from sim.hardware import load_hardware
-from sim.model import load_model
-from sim.simulate import simulate
-from sim.trace import Trace
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
+from sim.run.simulate import simulate
+from sim.inputs.workload.trace import Trace
 
 MLP_7B = bundled_vidur_path("compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv")
 MLP_70B = bundled_vidur_path("compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv")
@@ -112,7 +112,7 @@ def test_bad_options_exit_2(cli, tmp_path):
 
 def test_sim_and_fit_report_never_import_torch():
     code = (
-        "import sys, sim.cli, sim.cli.calibrate, sim.simulate, sim.cost, sim.hardware, "
+        "import sys, sim.cli, sim.cli.calibrate, sim.run.simulate, sim.cost, sim.inputs.hardware, "
         "calibrate.fit, calibrate.report, calibrate.vidur_import, calibrate.profile_io\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )

@@ -14,7 +14,7 @@ from calibrate.predict import predict_times_s
 from calibrate.report import mape_summary, residual_rows
 from calibrate.vidur_import import bundled_vidur_path, read_measurement_file
 from sim.cost.roofline import gemm_compute_efficiency, gemm_time_s
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 MLP = {
     "llama-2-7b": "compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv",

@@ -14,7 +14,7 @@ from calibrate.runner import run_calibration
 from calibrate.timing import n_copies_to_rotate, time_op
 from kernels.shapes import TOY_DIMS, shapes_for
 from sim.errors import InputError
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 
 @pytest.fixture(scope="module")

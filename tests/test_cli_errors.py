@@ -40,7 +40,7 @@ def _raise_os_error(**_):
     raise PermissionError(13, "Permission denied", "/root/out")
 
 
-def _raise_memory_error(**_):  # what numpy raises past the address-space limit (sim.budget refuses it earlier)
+def _raise_memory_error(**_):  # what numpy raises past the address-space limit (sim.inputs.budget refuses it earlier)
     raise MemoryError("Unable to allocate 72.8 TiB for an array with shape (10000000000000,) and data type float64")
 
 

@@ -10,8 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.hardware import bundled_profiles, load_hardware
-from sim.model import bundled_models, load_model
+from sim.inputs.hardware import bundled_profiles, load_hardware
+from sim.inputs.model import bundled_models, load_model
 from sim.paths import bundled_dir
 
 HF_DIR = Path(__file__).parent / "fixtures" / "hf"

@@ -8,8 +8,8 @@ import pytest
 from sim.cost import CostModel
 from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
 
 
 def _allreduce_s(cost: CostModel, tokens: int) -> float:

@@ -14,11 +14,11 @@ from sim.cost import CostModel
 from sim.cost.block_residues import whole_block_tokens_per_step
 from sim.cost.roofline import blend, gemm_time_s
 from sim.cost.shapes import attention_load
-from sim.dtypes import peak_key
+from sim.inputs.dtypes import peak_key
 from sim.errors import InputError
-from sim.hardware import bundled_profiles, load_hardware
-from sim.memory import weight_elements_per_gpu
-from sim.model import ModelSpec, bundled_models, load_model
+from sim.inputs.hardware import bundled_profiles, load_hardware
+from sim.inputs.layout.memory import weight_elements_per_gpu
+from sim.inputs.model import ModelSpec, bundled_models, load_model
 
 MODELS, PROFILES = bundled_models(), bundled_profiles()
 REL = 1e-9

@@ -11,8 +11,8 @@ from sim.cost import CostModel
 from sim.cost.roofline import gemm_time_s
 from sim.cost.tables import gemm_tables, table_entry
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
 
 M_MEASURED = np.array([1, 8, 64, 256, 1024])
 TIME_S = np.array([10e-6, 11e-6, 30e-6, 90e-6, 400e-6])

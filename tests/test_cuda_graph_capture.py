@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import yaml
 
-from sim.engines import EngineCost, EngineOverhead, load_engine
-from sim.engines.overhead import captured_sizes
-from sim.engines.preset import CudaGraph
+from sim.inputs.engines import EngineCost, EngineOverhead, load_engine
+from sim.inputs.engines.overhead import captured_sizes
+from sim.inputs.engines.preset import CudaGraph
 from sim.errors import InputError
 from tests.test_engines import LinearGpu
 

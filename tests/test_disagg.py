@@ -10,17 +10,17 @@ from conftest import STEP_S, ConstantCost, make_trace
 from test_engine_decode_runs import assert_frames_match, assert_summaries_match, by_replica, run_both
 from typer.testing import CliRunner
 
-from sim.attribution import PARTS
+from sim.run.attribution import PARTS
 from sim.cli import app
-from sim.config import EngineConfig
-from sim.disagg.build import group_config
-from sim.disagg.link import resolve_link
-from sim.disagg.roles import PrefillRole
+from sim.inputs.config import EngineConfig
+from sim.engine.disagg.build import group_config
+from sim.engine.disagg.link import resolve_link
+from sim.engine.disagg.roles import PrefillRole
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
+from sim.inputs.hardware import load_hardware
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
 
 BLOCK = 16
 # ConstantCost moves 1 byte per token and layer on one layer: a 32-token prompt is 2 blocks = 32 bytes;
@@ -200,7 +200,7 @@ def test_bad_disagg_input_one_line_exit_2(args, tmp_path):
 
 
 def test_compare_splits_pairs_each_layout_with_aggregated_at_equal_gpus():
-    from sim.disagg.compare import compare_splits
+    from sim.run.disagg_compare import compare_splits
 
     base = EngineConfig(policy="chunked", slo={"ttft_s": 2.0, "tpot_s": 0.1})
 
@@ -218,7 +218,7 @@ def test_compare_splits_pairs_each_layout_with_aggregated_at_equal_gpus():
 
 
 def test_closed_loop_clients_hear_completions_on_decode_replicas():
-    from sim.trace import ClosedLoop
+    from sim.inputs.workload.trace import ClosedLoop
 
     pool = make_trace([(0.0, 32 + i, 3 + i % 4) for i in range(12)])
     result = simulate(_disagg_cfg(decode_replicas=2), ClosedLoop(pool, concurrency=3, think_time_s=STEP_S),

@@ -9,17 +9,17 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
-from sim.disagg.build import group_config
+from sim.inputs.config import EngineConfig
+from sim.engine.disagg.build import group_config
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.layout_config import simulated_layout
-from sim.layout_memory import plan_layout_memory
-from sim.lockstep import LockstepRank
-from sim.model import load_model
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import summarize
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.config import simulated_layout
+from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.engine.lockstep import LockstepRank
+from sim.inputs.model import load_model
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
 
 MOE = "qwen3-30b-a3b"
 DP4_EP4 = {"dp": 4, "enable_expert_parallel": True}  # vLLM's spelling: 4 attention ranks of TP1, EP over 4 GPUs

@@ -4,8 +4,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
-from sim.run import load_run_workload, run
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload, run
 
 
 def test_each_replica_runs_on_its_own_hardware():

@@ -11,11 +11,11 @@ from conftest import STEP_S, ConstantCost, make_trace
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from sim.config import EngineConfig
-from sim.request import Status
-from sim.sched.base import Scheduler
-from sim.simulate import simulate
-from sim.summary import requests_frame
+from sim.inputs.config import EngineConfig
+from sim.engine.request import Status
+from sim.engine.sched.base import Scheduler
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
 
 MAX_MODEL_LEN = 256
 BLOCK_SIZE = 16
@@ -172,7 +172,7 @@ def test_partial_prefills_short_of_blocks_are_preempted_not_stalled(monkeypatch,
 def test_a_stalled_scheduler_fails_loudly(monkeypatch):
     """Without the preemption above the batch stalls; the run must say so rather than report the
     requests that did finish as the whole run."""
-    from sim.sched.chunked import ChunkedScheduler
+    from sim.engine.sched.chunked import ChunkedScheduler
 
     monkeypatch.setattr(ChunkedScheduler, "schedule", ChunkedScheduler._plan)
     with pytest.raises(RuntimeError, match="stalled with 6 of 6 requests"):
@@ -189,7 +189,7 @@ def test_a_swapped_request_that_cannot_come_back_is_rejected_not_stalled():
     request, swapped out, comes back into fresh blocks while the prefix cache pins older copies of its
     prefix, so it can no longer grow (it needs 288 of the 300 blocks). With nothing else to run it is
     rejected with a reason; before, the run stalled with most requests still queued."""
-    from sim.run import load_run_workload
+    from sim.run.invoke import load_run_workload
 
     workload = load_run_workload("mooncake_conversation", rate_scale=0.25, max_requests=60)
     cfg = EngineConfig(policy="radix", preemption_mode="swap", num_gpu_blocks_override=300, max_num_seqs=16,

@@ -1,10 +1,10 @@
 """Decode runs (several decode steps planned at once) must equal the same steps taken one at a time.
 
-`sim.sched.decode_runs.MAX_DECODE_RUN_STEPS = 1` turns every run into a single step. On realistic slices of
+`sim.engine.sched.decode_runs.MAX_DECODE_RUN_STEPS = 1` turns every run into a single step. On realistic slices of
 the bundled traces (preemption by recompute and swap, radix hits and evictions, several replicas),
 the requests frame, the summary and the steps table must agree with the normal run; times agree to
 1e-9 s (runs add step times in a different order, so the last bits may differ), everything
-else exactly. The normal run includes decode runs past finishes (sim/sched/past_finishes.py).
+else exactly. The normal run includes decode runs past finishes (sim/engine/sched/past_finishes.py).
 Static batching is not covered: its batch decode never consults the constant.
 """
 
@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import sim.sched.base as sched_base
-import sim.sched.decode_runs as decode_runs
-from sim.config import EngineConfig
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
+import sim.engine.sched.base as sched_base
+import sim.engine.sched.decode_runs as decode_runs
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
 
 TIME_ATOL_S = 1e-9
 # depend on decode-run length today (B3); compared in their own test

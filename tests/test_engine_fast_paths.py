@@ -17,26 +17,26 @@ import math
 import numpy as np
 import pytest
 
-import sim.attribution as attribution
+import sim.run.attribution as attribution
 import sim.cost.block_residues as residues
 import sim.cost.hot as hot
 import sim.cost.runs_past_finishes as runs_past
-import sim.metrics as metrics
-import sim.sched.base as sched_base
-import sim.sched.commit as sched_commit
-import sim.sched.decode_runs as decode_runs
-import sim.trace as trace_mod
-import sim.workload.canonical as canonical
-import sim.workload.synthetic.prefix_ids as prefix_ids
-from sim.config import EngineConfig
+import sim.engine.metrics as metrics
+import sim.engine.sched.base as sched_base
+import sim.engine.sched.commit as sched_commit
+import sim.engine.sched.decode_runs as decode_runs
+import sim.inputs.workload.trace as trace_mod
+import sim.inputs.workload.canonical as canonical
+import sim.inputs.workload.synthetic.prefix_ids as prefix_ids
+from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
-from sim.hardware import load_hardware
-from sim.kv.blocks import BlockManager
-from sim.model import load_model
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
-from sim.workload import load_workload
+from sim.inputs.hardware import load_hardware
+from sim.engine.kv.blocks import BlockManager
+from sim.inputs.model import load_model
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
+from sim.inputs.workload import load_workload
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.validate.cases import bundled_case_files, load_cases
 from sim.validate.run import case_config
 from sim.validate.staged import parse_staged, simulate_stages

@@ -2,7 +2,7 @@
 InputError or ends with every request finished or rejected (`simulate` raises "the simulation
 stalled" otherwise). A broader run of this found a disaggregated decode replica that waited forever
 on a transfer queued for its own blocks. Clusters whose replicas can run apart also run split
-(sim.replica_split, in this process) and must give the same requests frame and summary."""
+(sim.run.replica_split, in this process) and must give the same requests frame and summary."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
-from sim.replica_split import simulate_split, why_not_split
-from sim.request import Status
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
-from sim.workload.spec_models import Synthetic
-from sim.workload.synthetic.generate import generate_synthetic
+from sim.run.replica_split import simulate_split, why_not_split
+from sim.engine.request import Status
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
+from sim.inputs.workload.spec_models import Synthetic
+from sim.inputs.workload.synthetic.generate import generate_synthetic
 
 N_CONFIGS = 40
 

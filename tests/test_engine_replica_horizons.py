@@ -1,18 +1,18 @@
 """Per-replica horizons: with a router that decides every arrival up front (round robin, random), a
 replica's decode runs are cut only by its own arrivals, so each replica of a cluster runs exactly as
 it would alone on its share of the trace: the same times to the bit, since arrivals land at their exact
-trace times (`sim.engine.delay_until`) whatever arrived before on other replicas."""
+trace times (`sim.engine.replica.delay_until`) whatever arrived before on other replicas."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import sim.engine as engine
-from sim.config import EngineConfig
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import requests_frame
+import sim.engine.replica as engine
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
 
 TIME_COLUMNS = ("scheduled_s", "first_token_s", "finish_s", "ttft_s", "tpot_s", "e2e_s", "attr_decode_s")
 

@@ -10,9 +10,9 @@ from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
 from sim.cost.roofline import gemm_compute_efficiency
 from sim.errors import InputError
-from sim.hardware import Efficiency, load_hardware
-from sim.layout import ReplicaLayout
-from sim.model import load_model
+from sim.inputs.hardware import Efficiency, load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.model import load_model
 from sim.validate.cases import bundled_case_files, load_cases
 from sim.validate.run import case_config
 
@@ -111,7 +111,7 @@ def test_deepep_experts_run_at_deepgemms_ramp_others_at_the_fitted_one():
 
 def test_trtllm_preset_pads_to_the_perf_overview_graph_sizes():
     """The perf-overview runs pass cuda_graph_config batch_sizes 1, 2, 4, ..., 256, 384, 512, 1024, ..., 8192."""
-    from sim.engines import EngineOverhead, load_engine
+    from sim.inputs.engines import EngineOverhead, load_engine
 
     overhead = EngineOverhead.from_preset(load_engine("trtllm@1.0"))
     assert [overhead.padded_size(n) for n in (200, 375, 385, 3000, 8192, 9000)] == [256, 384, 512, 4096, 8192, 9000]

@@ -19,10 +19,10 @@ from test_engine_conservation import (
     small_traces,
 )
 
-from sim.attribution import PARTS
-from sim.config import EngineConfig
-from sim.simulate import simulate
-from sim.summary import requests_frame
+from sim.run.attribution import PARTS
+from sim.inputs.config import EngineConfig
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
 
 FEATURES = {
     "spec-continuous": {"policy": "continuous", "spec_tokens": 3, "spec_acceptance": [0.9, 0.6, 0.3]},

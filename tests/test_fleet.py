@@ -16,7 +16,7 @@ from sim.fleet.policy import predictive_wanted, target_wanted
 from sim.fleet.profile import RateProfile, Rates
 from sim.fleet.spec import DaySpec, Predictive, TargetTracking
 from sim.fleet.table import SlotTable
-from sim.request import Status
+from sim.engine.request import Status
 from sim.yamlio import validate
 
 FIXED = {"prompt": {"kind": "fixed", "value": 200}, "output": {"kind": "fixed", "value": 40}}
@@ -83,9 +83,9 @@ def test_policies_track_their_target_and_forecast():
 
 
 def test_cold_start_is_weights_over_the_slower_link_plus_engine_start():
-    from sim.config import EngineConfig
-    from sim.model import load_model
-    from sim.simulate import _replica_parts
+    from sim.inputs.config import EngineConfig
+    from sim.inputs.model import load_model
+    from sim.run.simulate import _replica_parts
 
     cfg = EngineConfig(model="llama-3.1-8b", hardware="h100-sxm", engine="vllm")
     memory, cost = _replica_parts(cfg, load_model(cfg.model), cfg.hardware, None)
@@ -208,7 +208,7 @@ def test_spot_replicas_are_priced_as_spot_and_interrupted_at_their_rate():
 
 def test_a_bundled_hour_long_trace_tiles_its_shape_over_the_day():
     from sim.fleet.profile import trace_shape_series
-    from sim.workload.load import load_trace
+    from sim.inputs.workload.load import load_trace
 
     profile = validate(RateProfile, {"base": {"kind": "trace_shape", "trace": "splitwise_conv", "window_s": 60,
                                               "mean_rps": 5.0}}, "test")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.cost.all_to_all import all_to_all_time_s
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 # the fields that differ, and why (hwprofiles/h800.yaml provenance)
 EXPECTED_DIFFERENCES = {

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from sim.errors import InputError
-from sim.hardware import GIB, bundled_profiles, load_hardware
+from sim.inputs.hardware import GIB, bundled_profiles, load_hardware
 from sim.paths import bundled_dir
 
 REQUIRED_PROFILES = {
@@ -163,7 +163,7 @@ def test_gemm_ceiling_by_dtype_replaces_gemm_compute_max_for_that_dtype_only(tmp
 
 def test_gemm_ceiling_by_dtype_slows_compute_bound_gemms_of_that_dtype(tmp_path):
     from sim.cost import CostModel
-    from sim.model import load_model
+    from sim.inputs.model import load_model
 
     model = load_model("llama-3-8b")
     plain = load_hardware(write_profile(tmp_path, _fp4_ceiling(1.0)))

@@ -1,5 +1,5 @@
 """Prefix-cache hits of hybrid models (full + sliding-window / chunked-local layers) follow vLLM's
-hybrid KV cache manager (sim/kv/window_cache.py): the hit is the longest prefix every layer group
+hybrid KV cache manager (sim/engine/kv/window_cache.py): the hit is the longest prefix every layer group
 can serve; a sliding-window group needs only the ceil((W-1)/B) blocks before the hit's end, a
 chunked-local group only the blocks of the chunk it ends in."""
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from conftest import ConstantCost, make_trace
 
-from sim.config import EngineConfig
-from sim.kv.window_cache import WindowCompanions
-from sim.model import load_model
-from sim.simulate import simulate
-from sim.summary import requests_frame
+from sim.inputs.config import EngineConfig
+from sim.engine.kv.window_cache import WindowCompanions
+from sim.inputs.model import load_model
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
 
 
 def _companions(kind, window, block, cached, reserve=100):

@@ -1,5 +1,5 @@
 """The shared input guards of issue 26: strict numbers (sim/numbers.py), the allocation budget
-(sim/budget.py), alias-free YAML (sim/yamlio.py), escaped error lines, Ray's unreachable
+(sim/inputs/budget.py), alias-free YAML (sim/yamlio.py), escaped error lines, Ray's unreachable
 address. The malformed corpus (tests/malformed_corpus.py) drives them through every command;
 these pin the helpers' own contracts."""
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sim.budget import MAX_TOTAL_TOKENS, require
+from sim.inputs.budget import MAX_TOTAL_TOKENS, require
 from sim.cli.errors import printable
 from sim.errors import InputError
 from sim.numbers import strict_number
@@ -81,7 +81,7 @@ def test_error_lines_escape_control_characters(raw, shown):
 
 def test_an_unreachable_ray_address_is_one_line_at_once():
     pytest.importorskip("ray")
-    from sim.sweep.ray_connect import check_reachable
+    from sim.run.ray_connect import check_reachable
 
     with socket.socket() as probe:  # a port nothing listens on: bind, then close
         probe.bind(("127.0.0.1", 0))

@@ -9,16 +9,16 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.tables import table_entry
 from sim.cost.uncertainty import class_sigmas, draw_time_scale
-from sim.hardware import load_hardware
-from sim.intervals import band, prediction_intervals, run_extrapolating
-from sim.model import load_model
-from sim.run import run
-from sim.sweep.backends import LocalBackend
-from sim.trace import Trace
+from sim.inputs.hardware import load_hardware
+from sim.run.intervals import band, prediction_intervals, run_extrapolating
+from sim.inputs.model import load_model
+from sim.run.invoke import run
+from sim.run.backends import LocalBackend
+from sim.inputs.workload.trace import Trace
 
 
 def _trace() -> Trace:
@@ -137,7 +137,7 @@ def test_simulate_uncertainty_cli(tmp_path):
 
 
 def test_band_over_draws_for_the_planner():
-    from sim.intervals import band_over_draws, perturbed_cost_scales
+    from sim.run.intervals import band_over_draws, perturbed_cost_scales
 
     cfg = EngineConfig(model="llama-2-7b", hardware="h100-sxm", seed=2)
     draws = perturbed_cost_scales(cfg, 5)

@@ -83,7 +83,7 @@ def test_dims_from_spec_reads_model_spec_names():
 
 
 def test_dims_from_bundled_llama3_8b():
-    from sim.model import load_model
+    from sim.inputs.model import load_model
 
     dims = dims_from_spec(load_model("llama-3-8b"))
     assert _by_op(shapes_for(dims, 1)) == _by_op(projection_shapes(**LLAMA3_8B))

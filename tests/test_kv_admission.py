@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.config import EngineConfig
-from sim.simulate import simulate
-from sim.summary import summarize
-from sim.trace import Trace
+from sim.inputs.config import EngineConfig
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
+from sim.inputs.workload.trace import Trace
 
 N_BLOCKS, BLOCK, PROMPT, OUTPUT = 64, 16, 32, 224  # each request ends holding 256 tokens = 16 blocks
 

@@ -7,8 +7,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from sim.kv.block_pool import NoFreeBlocks
-from sim.kv.blocks import BlockManager
+from sim.engine.kv.block_pool import NoFreeBlocks
+from sim.engine.kv.blocks import BlockManager
 
 # ---- exact scenarios -----------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from sim.kv.blocks import BlockManager
-from sim.kv.radix import RadixCache
+from sim.engine.kv.blocks import BlockManager
+from sim.engine.kv.radix import RadixCache
 
 
 def chain(*keys) -> np.ndarray:
@@ -218,8 +218,8 @@ TestRadixOracle = RadixMachine.TestCase
 
 
 def test_cached_prefix_blocks_peeks_without_touching_or_splitting():
-    from sim.kv.blocks import BlockManager
-    from sim.kv.radix import RadixCache
+    from sim.engine.kv.blocks import BlockManager
+    from sim.engine.kv.radix import RadixCache
 
     blocks = BlockManager(16, 4)
     cache = RadixCache(blocks)

@@ -12,7 +12,7 @@ import shlex
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.launch import launch_command
 from sim.planner.launch_vllm import LISTED_WHEN_SET, NOT_A_SERVER_FLAG, WRITTEN, vllm_args
 

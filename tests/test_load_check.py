@@ -8,7 +8,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.load_check import QUEUE_GROWTH_WARN_S_PER_MIN, queue_growth, rejections
+from sim.run.load_check import QUEUE_GROWTH_WARN_S_PER_MIN, queue_growth, rejections
 
 runner = CliRunner()
 

@@ -1,17 +1,17 @@
-"""Data-parallel attention ranks step together (sim/lockstep.py, docs/parallelism.md)."""
+"""Data-parallel attention ranks step together (sim/engine/lockstep.py, docs/parallelism.md)."""
 
 import numpy as np
 import pytest
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
-from sim.hardware import load_hardware
-from sim.layout import ReplicaLayout
-from sim.lockstep import LockstepGroup, lockstep_step_times
-from sim.model import load_model
-from sim.sched.plan import StepPlan
-from sim.simulate import simulate
-from sim.trace import Trace
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.engine.lockstep import LockstepGroup, lockstep_step_times
+from sim.inputs.model import load_model
+from sim.engine.sched.plan import StepPlan
+from sim.run.simulate import simulate
+from sim.inputs.workload.trace import Trace
 
 QWEN = load_model("qwen3-30b-a3b")
 H100 = load_hardware("h100-sxm")
@@ -108,7 +108,7 @@ def test_same_inputs_same_outputs():
 
 
 def test_shrink_gives_back_the_tail_blocks_of_a_table():
-    from sim.kv.blocks import BlockManager
+    from sim.engine.kv.blocks import BlockManager
 
     blocks = BlockManager(10, 4)
     blocks.grow(7, 17)  # 5 blocks

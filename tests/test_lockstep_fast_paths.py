@@ -1,22 +1,22 @@
 """The lockstep path's shortcuts give what the plain computation gives, bit for bit: a decode run
 of the same sequences some steps on reuses the last costed run's later steps
 (`DecodeRuns._priced_ahead`), and a group's one-step time is summed on Python floats
-(sim/lockstep.py)."""
+(sim/engine/lockstep.py)."""
 
 import numpy as np
 import pytest
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
-from sim.hardware import load_hardware
-from sim.layout import ReplicaLayout
-from sim.lockstep import lockstep_step_times
-from sim.model import load_model
-from sim.run import load_run_workload
-from sim.sched.decode_runs import DecodeRuns
-from sim.sched.plan import StepPlan
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.engine.lockstep import lockstep_step_times
+from sim.inputs.model import load_model
+from sim.run.invoke import load_run_workload
+from sim.engine.sched.decode_runs import DecodeRuns
+from sim.engine.sched.plan import StepPlan
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
 
 DP4 = ReplicaLayout(tp=4, dp=4, ep=4, enable_dp_attention=True)  # SGLang: 4 attention ranks of TP1
 
@@ -117,7 +117,7 @@ def test_lockstep_runs_with_and_without_the_memo_are_identical(monkeypatch):
     monkeypatch.setattr(DecodeRuns, "_priced_ahead", counted)
     with_memo = [_outputs(cfg, workload) for cfg in cfgs]
     assert sum(hits) > 100  # the memo really answered
-    import sim.sched.base as base
+    import sim.engine.sched.base as base
 
     monkeypatch.setattr(base, "runs_are_elementwise", lambda cost: False)
     without = [_outputs(cfg, workload) for cfg in cfgs]
@@ -134,7 +134,7 @@ def test_one_step_runs_recorded_on_floats_equal_the_array_record(knobs, monkeypa
     """Without a steps table a one-step decode run is recorded on Python floats
     (`Recorder._one_step_run`); each such run, recorded afresh both ways, adds the same busy time,
     KV utilisation and fragmentation as the array path (with a steps table) adds, bit for bit."""
-    from sim.metrics import Recorder
+    from sim.engine.metrics import Recorder
 
     record_run, compared = Recorder.run, []
 

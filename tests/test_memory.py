@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sim.errors import InputError
-from sim.hardware import GIB, load_hardware
-from sim.memory import plan_memory
-from sim.model import load_model
+from sim.inputs.hardware import GIB, load_hardware
+from sim.inputs.layout.memory import plan_memory
+from sim.inputs.model import load_model
 
 
 def plan(model="llama-3-8b", hardware="h100-sxm", **kwargs):

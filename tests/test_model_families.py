@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sim.dtypes import bytes_per_element
-from sim.hardware import load_hardware
-from sim.memory import plan_memory
-from sim.model import load_model
-from sim.model.kv import kv_bytes_per_sequence
-from sim.model.params import mtp_params
+from sim.inputs.dtypes import bytes_per_element
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.memory import plan_memory
+from sim.inputs.model import load_model
+from sim.inputs.model.kv import kv_bytes_per_sequence
+from sim.inputs.model.params import mtp_params
 
 HF_DIR = Path(__file__).parent / "fixtures" / "hf"
 

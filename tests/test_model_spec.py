@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sim.dtypes import bytes_per_element, peak_key
+from sim.inputs.dtypes import bytes_per_element, peak_key
 from sim.errors import InputError
-from sim.model import bundled_models, load_model
+from sim.inputs.model import bundled_models, load_model
 
 HF_DIR = Path(__file__).parent / "fixtures" / "hf"
 REQUIRED_MODELS = {

@@ -10,9 +10,9 @@ from sim.cost import CostModel
 from sim.cost.moe import experts_touched
 from sim.cost.mtp import MTPDraft, mtp_module_spec
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.memory import plan_memory
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.memory import plan_memory
+from sim.inputs.model import load_model
 
 
 def ops_of(step):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from calibrate.trtllm_experts_ceiling import fit_rows
-from sim.model import load_model
-from sim.model.params import weight_elements_by_group
-from sim.model.weights import weight_bytes_by_group
+from sim.inputs.model import load_model
+from sim.inputs.model.params import weight_elements_by_group
+from sim.inputs.model.weights import weight_bytes_by_group
 from sim.validate.cases import bundled_case_files, load_cases
 
 FILES = ("trtllm_perf_overview_moe_v1.0.csv", "trtllm_perf_overview_rtx_pro_6000.csv")

@@ -1,24 +1,24 @@
 """MTP speculative decoding on expert-parallel replicas (SGLang `--tp 8 --ep 8 --speculative-algorithm
 NEXTN`, with or without `--dp 8 --enable-dp-attention`): the MTP module's MoE layer is priced
 expert-parallel like the target's (sim/cost/mtp.py); ranks in lockstep count the verify tokens
-(sim/lockstep.py); with pipeline stages it stays refused."""
+(sim/engine/lockstep.py); with pipeline stages it stays refused."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
 from sim.cost.mtp import MTPDraft
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.layout import ReplicaLayout
-from sim.layout_config import simulated_layout
-from sim.model import load_model
-from sim.simulate import simulate
-from sim.summary import summarize
-from sim.trace import Trace
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.layout.config import simulated_layout
+from sim.inputs.model import load_model
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
+from sim.inputs.workload.trace import Trace
 
 DSV3 = load_model("deepseek-v3")
 EP8 = ReplicaLayout(tp=8, ep=8)
@@ -57,8 +57,8 @@ def test_lockstep_ranks_count_the_verify_tokens_of_a_speculating_rank():
     """A rank verifying 8 sequences x (k+1 = 2) tokens and a rank decoding 16 sequences hold 16 MoE
     tokens each: equal batches, so the group's step is the slower rank's own time, uncorrected.
     Counting the speculating rank's 8 new tokens instead would re-price both ranks' MoE layers."""
-    from sim.lockstep import lockstep_step_times
-    from sim.sched.plan import StepPlan
+    from sim.engine.lockstep import lockstep_step_times
+    from sim.engine.sched.plan import StepPlan
 
     dp8 = ReplicaLayout(tp=2, dp=2, ep=2, enable_dp_attention=True)
     cost = ExpertParallelCostModel(load_model("qwen3-30b-a3b"), load_hardware("h100-sxm"), dp8, "bf16", "bf16", 16,

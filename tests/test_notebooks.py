@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.report import PARTS, breakdown_table, headline_table, latency_parts
+from sim.run.report import PARTS, breakdown_table, headline_table, latency_parts
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -77,8 +77,8 @@ def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from sim.cli import app
-    from sim.workload import load_workload
-    from sim.workload.canonical import write_canonical_jsonl
+    from sim.inputs.workload import load_workload
+    from sim.inputs.workload.canonical import write_canonical_jsonl
 
     workload = tmp_path / "azure_conv_300.jsonl"
     write_canonical_jsonl(load_workload("splitwise_conv").take(range(300)), workload)

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import sim.run
-import sim.run_folder
+import sim.run.invoke
+import sim.run.folder
 from sim.cli import app
-from sim.run_folder import MARKER
+from sim.run.folder import MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = "arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n0.5,200,20\n1.0,50,5\n"
@@ -90,7 +90,7 @@ def test_empty_folder_and_earlier_run_are_replaced(tmp_path, trace):
 @pytest.fixture
 def as_mount_point(monkeypatch):
     """Make every existing folder look like a mount point (the in-place publish path)."""
-    monkeypatch.setattr(sim.run_folder.os.path, "ismount", lambda path: Path(path).is_dir())
+    monkeypatch.setattr(sim.run.folder.os.path, "ismount", lambda path: Path(path).is_dir())
 
 
 def test_in_place_publish_renames_each_file_and_marks_the_folder(tmp_path, trace, as_mount_point):
@@ -113,7 +113,7 @@ def test_in_place_failure_leaves_the_folder_as_it_was(tmp_path, trace, as_mount_
     def disk_full(path, data):
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(sim.run, "write_json", disk_full)
+    monkeypatch.setattr(sim.run.invoke, "write_json", disk_full)
     result = simulate("-t", str(trace), "-o", str(out), "--seed", "5")
     assert result.exit_code == 2 and "No space left on device" in result.stderr
     assert snapshot(out) == before
@@ -155,7 +155,7 @@ def test_csv_failing_while_written_publishes_nothing(tmp_path, trace, monkeypatc
     def fail(stage, csv_path, output):
         stage(csv_path, lambda tmp: (_ for _ in ()).throw(OSError(28, "No space left on device", tmp)))
 
-    monkeypatch.setattr(sim.run, "_stage_csv", fail)
+    monkeypatch.setattr(sim.run.invoke, "_stage_csv", fail)
     result = simulate("-t", str(trace), "-o", str(out), "--seed", "4", "--csv", str(tmp_path / "r.csv"))
     assert result.exit_code == 2
     assert result.stderr == f"error: {tmp_path / 'r.csv'}: No space left on device\n"  # the user's path, no temp
@@ -237,7 +237,7 @@ def test_a_folder_that_cannot_be_renamed_falls_back_to_the_in_place_publish(tmp_
     def busy(a, b):
         raise OSError(16, "Device or resource busy", str(b))
 
-    monkeypatch.setattr(sim.run_folder, "_exchange", busy)
+    monkeypatch.setattr(sim.run.folder, "_exchange", busy)
     assert simulate("-t", str(trace), "-o", str(out), "--seed", "6").exit_code == 0
     assert sorted(p.name for p in out.iterdir()) == [MARKER, *RUN_NAMES]
     assert json.loads((out / "summary.json").read_text())["seed"] == 6

@@ -7,15 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from sim.config import load_config
+from sim.inputs.config import load_config
 from sim.cost import CostModel
 from sim.cost.pipeline import PipelineCostModel, replica_cost_model
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.layout import ReplicaLayout
-from sim.layout_memory import plan_layout_memory
-from sim.memory import plan_memory
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.layout.memory import plan_memory
+from sim.inputs.model import load_model
 
 
 @pytest.fixture(scope="module")

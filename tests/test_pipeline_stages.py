@@ -1,13 +1,13 @@
 """The busiest pipeline stage of a model whose layers differ (dense-first-k MoE, interleaved MoE,
-per-layer attention kinds), and per-group checkpoint dtypes under PP (sim/layout_memory.py)."""
+per-layer attention kinds), and per-group checkpoint dtypes under PP (sim/inputs/layout/layout_memory.py)."""
 
 from __future__ import annotations
 
-from sim.hardware import load_hardware
-from sim.layout import ReplicaLayout
-from sim.layout_memory import plan_layout_memory, stage_layer_ranges, stage_model
-from sim.model import load_model
-from sim.model.weights import weight_bytes_by_group
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.layout.layout_memory import plan_layout_memory, stage_layer_ranges, stage_model
+from sim.inputs.model import load_model
+from sim.inputs.model.weights import weight_bytes_by_group
 
 
 def test_stage_ranges_cover_every_layer_once_with_the_remainder_before_the_last_stage():

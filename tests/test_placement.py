@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sim.config import load_config
+from sim.inputs.config import load_config
 from sim.errors import InputError
-from sim.placement import cluster_placement
+from sim.inputs.layout.placement import cluster_placement
 
 
 def _placement(**knobs) -> dict:

@@ -13,14 +13,14 @@ from test_plan_verify import BASE, SLO, TARGET_QPS, bursty_trace
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
-from sim.hardware import load_hardware
+from sim.inputs.config import EngineConfig
+from sim.inputs.hardware import load_hardware
 from sim.planner.disagg import compare_layouts, parse_pd_ratios, split_cluster, split_gpus_and_cost
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.verify import judged_run
-from sim.simulate import simulate
-from sim.summary import requests_frame
-from sim.workload.transforms import scale_rate
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
+from sim.inputs.workload.transforms import scale_rate
 
 RATIOS = [(1, 1), (1, 2), (2, 1)]
 H100_USD_PER_GPU_HOUR = load_hardware("h100-sxm").cost_per_hour_usd

@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_plan_verify import bursty_trace
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.slo import parse_slo
 from sim.planner.verify import verification_run
-from sim.simulate import simulate
-from sim.slo import slo_report
-from sim.summary import requests_frame
-from sim.workload.transforms import scale_rate
+from sim.run.simulate import simulate
+from sim.inputs.slo import slo_report
+from sim.run.summary import requests_frame
+from sim.inputs.workload.transforms import scale_rate
 
 BASE = EngineConfig(model="llama-3-8b")
 SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=50ms"])

@@ -19,10 +19,10 @@ import pytest
 
 import sim.planner.plan as plan_module
 import sim.planner.verify as verify_module
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.plan import SearchSettings, make_plan
-from sim.slo import parse_slo
-from sim.trace import Trace
+from sim.inputs.slo import parse_slo
+from sim.inputs.workload.trace import Trace
 
 SLO = parse_slo(["ttft_p99=500ms", "tpot_p99=50ms"])
 BASE = EngineConfig(model="llama-3-8b")

@@ -11,15 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.burst import densest_window, search_slice
 from sim.planner.knobs import best_per_hardware_tp, pareto_frontier
 from sim.planner.launch import vllm_command
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
 from sim.planner.verify import verification_run
-from sim.sweep.backends import LocalBackend
-from sim.trace import Trace
+from sim.run.backends import LocalBackend
+from sim.inputs.workload.trace import Trace
 
 SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=50ms"])
 BASE = EngineConfig(model="llama-3-8b")
@@ -76,9 +76,9 @@ def test_busy_window_sizing_needs_no_more_than_verification_finds(trace):
 
 
 def test_verification_run_matches_a_direct_simulation(trace):
-    from sim.simulate import simulate
-    from sim.summary import requests_frame
-    from sim.workload.transforms import scale_rate
+    from sim.run.simulate import simulate
+    from sim.run.summary import requests_frame
+    from sim.inputs.workload.transforms import scale_rate
 
     run = verification_run(BASE, trace, 2, TARGET_QPS, SLO)
     frame = requests_frame(simulate(BASE.model_copy(update={"replicas": 2}), scale_rate(trace, target_qps=TARGET_QPS)))
@@ -122,7 +122,7 @@ def test_launch_command_uses_vllm_names():
 
 def test_local_and_ray_give_the_same_plan(trace):
     ray = pytest.importorskip("ray")
-    from sim.sweep.backends import RayBackend
+    from sim.run.backends import RayBackend
 
     grid = {"max_num_seqs": [4, 64]}
     with LocalBackend(2) as backend:

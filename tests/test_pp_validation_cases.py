@@ -74,7 +74,7 @@ def test_pcie_all_to_all_is_priced_below_the_cards_line_rate():
     """rtx-pro-6000's nccl all-to-all fits (measured dense PCIe exchanges): 8 GPUs sharing switches and
     root complexes send far less per GPU than one x16 link carries; 2 GPUs about the P2P rate."""
     from sim.cost.all_to_all import all_to_all_time_s
-    from sim.hardware import load_hardware
+    from sim.inputs.hardware import load_hardware
 
     hw = load_hardware("rtx-pro-6000")
     payload = 64e6  # bytes one rank sends, local copies included

@@ -2,13 +2,13 @@
 
 import pytest
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.layout import ReplicaLayout
-from sim.layout_memory import plan_layout_memory
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.model import load_model
 
 DSV3 = load_model("deepseek-v3")
 H100 = load_hardware("h100-sxm")
@@ -67,7 +67,7 @@ def test_vllm_and_sglang_names_are_one_knob():
 def test_sglang_ep72_decode_row_is_expressed_as_the_running_batchs_rate():
     import numpy as np
 
-    from sim.simulate import _replica_parts
+    from sim.run.simulate import _replica_parts
     from sim.validate.cases import bundled_case_files, load_cases
     from sim.validate.run import case_config, predict
 
@@ -86,8 +86,8 @@ def test_interleaved_moe_layers_hold_their_experts_once():
     """Llama-4 Maverick: experts on 24 of 48 layers. The EP layout's weights per GPU are the
     attention-TP-1 weights with only the MoE layers' experts re-split over the 8 EP GPUs (they
     came out negative when all 48 layers' experts were taken off)."""
-    from sim.layout_memory import layout_weight_elements_per_gpu
-    from sim.memory import weight_elements_per_gpu
+    from sim.inputs.layout.layout_memory import layout_weight_elements_per_gpu
+    from sim.inputs.layout.memory import weight_elements_per_gpu
 
     maverick = load_model("llama-4-maverick")
     assert maverick.n_moe_layers == 24 < maverick.n_layers

@@ -1,4 +1,4 @@
-"""Replicas simulated apart (sim.replica_split) give the whole run's output bit for bit: requests
+"""Replicas simulated apart (sim.run.replica_split) give the whole run's output bit for bit: requests
 frame, summary (but the wall time) and steps table, on every policy and the features that keep
 per-replica state (spec decoding with per-replica seeds, mixed hardware, radix + host tier,
 parallel samples, swap, latency attribution)."""
@@ -10,14 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
-from sim.replica_split import replica_shares, simulate_cluster, simulate_split, why_not_split
-from sim.request import RUN_STATE_COLUMNS, RequestTable
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import requests_frame, summarize
-from sim.sweep.backends import LocalBackend, RayBackend
-from sim.trace import ClosedLoop, Trace
+from sim.inputs.config import EngineConfig
+from sim.run.replica_split import replica_shares, simulate_cluster, simulate_split, why_not_split
+from sim.engine.request import RUN_STATE_COLUMNS, RequestTable
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
+from sim.run.backends import LocalBackend, RayBackend
+from sim.inputs.workload.trace import ClosedLoop, Trace
 
 CASES = {
     "chunked round robin": ("splitwise", dict(policy="chunked")),

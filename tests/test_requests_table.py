@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sim.config import EngineConfig
-from sim.output import json_text
-from sim.run import load_run_workload, run
-from sim.simulate import simulate
-from sim.slo import parse_slo, slo_report
-from sim.summary import requests_columns, requests_frame, summarize
+from sim.inputs.config import EngineConfig
+from sim.run.output import json_text
+from sim.run.invoke import load_run_workload, run
+from sim.run.simulate import simulate
+from sim.inputs.slo import parse_slo, slo_report
+from sim.run.summary import requests_columns, requests_frame, summarize
 
 TTFT_LIMIT_S, TPOT_LIMIT_S = 0.05, 0.02
 REPORT_SLO = parse_slo(["ttft_p90=50ms", "tpot_p99=20ms"], goodput_min=0.5)
@@ -84,7 +84,7 @@ def test_the_written_parquet_is_the_requests_frame(tmp_path):
 
 
 def test_the_command_line_starts_without_pandas():
-    check = ("import sys, sim.cli, sim.run, sim.summary, sim.slo, sim.sweep.point; "
+    check = ("import sys, sim.cli, sim.run.invoke, sim.run.summary, sim.inputs.slo, sim.sweep.point; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib')))")
     loaded = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

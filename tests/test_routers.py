@@ -7,11 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sim.config import EngineConfig
-from sim.kv.blocks import BlockManager
-from sim.kv.radix import RadixCache
-from sim.router import make_router
-from sim.run import load_run_workload, run
+from sim.inputs.config import EngineConfig
+from sim.engine.kv.blocks import BlockManager
+from sim.engine.kv.radix import RadixCache
+from sim.engine.router import make_router
+from sim.run.invoke import load_run_workload, run
 
 PROMPT_KEYS = {  # rid -> the prompt's block keys (what RadixScheduler.keys_of returns)
     0: np.array([1, 2, 3, 4], dtype=np.int64),

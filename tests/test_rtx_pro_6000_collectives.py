@@ -8,7 +8,7 @@ import pytest
 
 from sim.cost.all_to_all import allgather_reducescatter_time_s
 from sim.cost.collectives import allreduce_fit
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 
 def test_eight_gpu_nccl_fit_is_the_published_median_and_labelled():

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import sim.run
-import sim.run_folder
+import sim.run.invoke
+import sim.run.folder
 from sim.cli import app
 from sim.errors import InputError
-from sim.run_folder import atomic_run_dir, remove_stale_partials
+from sim.run.folder import atomic_run_dir, remove_stale_partials
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_N, NEW_N = 40, 2500
@@ -67,7 +67,7 @@ def test_failure_while_writing_keeps_the_old_folder(old_run, monkeypatch):
     def disk_full(path, data):
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(sim.run, "write_json", disk_full)  # requests.parquet is written, then this fails
+    monkeypatch.setattr(sim.run.invoke, "write_json", disk_full)  # requests.parquet is written, then this fails
     result = simulate(old_run, 60)
     assert result.exit_code == 2
     assert result.stderr == f"error: {old_run / 'summary.json'}: No space left on device\n"  # the user's path
@@ -76,7 +76,7 @@ def test_failure_while_writing_keeps_the_old_folder(old_run, monkeypatch):
 
 
 def test_without_an_atomic_exchange_the_folder_is_still_replaced_whole(old_run, monkeypatch):
-    monkeypatch.setattr(sim.run_folder, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(sim.run.folder, "_exchange", lambda a, b: False)
     assert simulate(old_run, 60).exit_code == 0
     assert json.loads((old_run / "summary.json").read_text())["n_requests"] == 60
     assert partials(old_run) == []

@@ -1,4 +1,4 @@
-"""Decode runs past finishes (sim/sched/past_finishes.py): each step costs exactly what a plain decode
+"""Decode runs past finishes (sim/engine/sched/past_finishes.py): each step costs exactly what a plain decode
 run of the sequences still going would, the run stops where it must, and it is only used where no one
 reacts to a finish before the run's commit. Equality with single steps on whole replays is in
 test_engine_decode_runs.py."""
@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.runs_past_finishes import decode_steps_past_finishes
-from sim.hardware import load_hardware
-from sim.model import load_model
-from sim.simulate import simulate
-from sim.summary import requests_frame
-from sim.trace import ClosedLoop, Trace
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
+from sim.inputs.workload.trace import ClosedLoop, Trace
 
 
 @pytest.fixture(scope="module")

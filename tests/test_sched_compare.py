@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from sim.config import EngineConfig
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.summary import summarize
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
 
 
 @pytest.fixture(scope="module")

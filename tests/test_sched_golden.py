@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 from conftest import STEP_S, ConstantCost, make_trace
 
-from sim.config import EngineConfig
-from sim.simulate import simulate
-from sim.summary import requests_frame
+from sim.inputs.config import EngineConfig
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame
 
 S = STEP_S
 # (arrival, prompt tokens, output tokens); R2 and R3 arrive mid-step.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from sim.config import EngineConfig
-from sim.hardware import load_hardware
-from sim.workload.spec_models import Transforms, WorkloadSpec
+from sim.inputs.config import EngineConfig
+from sim.inputs.hardware import load_hardware
+from sim.inputs.workload.spec_models import Transforms, WorkloadSpec
 
 
 def test_booleans_are_accepted_in_boolean_fields():

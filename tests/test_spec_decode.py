@@ -10,11 +10,11 @@ from conftest import STEP_S, ConstantCost, make_trace
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
-from sim.run import load_run_workload
-from sim.simulate import simulate
-from sim.spec_decode import draw_accepted, expected_tokens_per_step
-from sim.summary import requests_frame, summarize
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
+from sim.engine.spec_decode import draw_accepted, expected_tokens_per_step
+from sim.run.summary import requests_frame, summarize
 
 N_DRAWS = 400_000
 
@@ -127,9 +127,9 @@ def test_unknown_draft_model_names_its_own_flag():
 def test_a_draft_model_takes_gpu_memory():
     """QA: --spec-method draft left the KV blocks as without a draft, and a 70B draft next to an 8B
     target "fit" one H100. The draft's weights and per-token KV now come out of the KV budget."""
-    from sim.hardware import load_hardware
-    from sim.memory import plan_memory
-    from sim.model import load_model
+    from sim.inputs.hardware import load_hardware
+    from sim.inputs.layout.memory import plan_memory
+    from sim.inputs.model import load_model
 
     target, draft, hw = load_model("llama-3-70b"), load_model("llama-3-8b"), load_hardware("h100-sxm")
     alone, with_draft = plan_memory(target, hw, 4), plan_memory(target, hw, 4, draft=draft)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 from sim.sweep.grid import expand, load_base, parse_grid, point_id, sweepable_keys
 from sim.sweep.point import flatten, point_row, point_workload
@@ -120,7 +120,7 @@ def test_flatten_and_the_row_of_a_point():
 
 def test_point_workload_retimes_to_the_target_qps():
     """qps: Poisson arrivals (as simulate --qps); trace_qps: the trace's own shape at that mean."""
-    from sim.run import load_run_workload
+    from sim.run.invoke import load_run_workload
 
     workload = {"trace": None, "format": None, "max_requests": 50, "qps": None, "rate_scale": None, "trace_qps": 4.0}
     trace = point_workload(workload, seed=0)

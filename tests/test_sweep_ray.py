@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from sim.sweep.backends import LocalBackend, RayBackend
+from sim.run.backends import LocalBackend, RayBackend
 from sim.sweep.grid import expand, parse_grid
 from sim.sweep.point import run_point
 from sim.sweep.runner import run_sweep

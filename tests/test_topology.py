@@ -7,8 +7,8 @@ import pytest
 
 from sim.cost import CostModel
 from sim.errors import InputError
-from sim.hardware import HardwareProfile, load_hardware
-from sim.model import load_model
+from sim.inputs.hardware import HardwareProfile, load_hardware
+from sim.inputs.model import load_model
 
 
 def _ops(cost: CostModel, tokens: int) -> dict[str, float]:

@@ -8,9 +8,9 @@ import pytest
 
 from sim.cost import CostModel
 from sim.cost.collectives import allreduce_fit, link_time_s
-from sim.engines.preset import load_engine
-from sim.hardware import load_hardware
-from sim.model import load_model
+from sim.inputs.engines.preset import load_engine
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
 
 
 def _cost(hw_name: str, tp: int) -> CostModel:

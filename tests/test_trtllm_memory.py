@@ -6,16 +6,16 @@ import math
 
 import numpy as np
 
-from sim.config import EngineConfig
-from sim.engines.preset import kv_pool_share_of_free, load_engine
-from sim.hardware import GIB, load_hardware
-from sim.memory import plan_memory
-from sim.model import load_model
-from sim.model.params import weight_elements_by_group
-from sim.model.weights import weight_bytes_by_group, weight_bytes_per_gpu
-from sim.simulate import simulate
-from sim.summary import summarize
-from sim.trace import Trace
+from sim.inputs.config import EngineConfig
+from sim.inputs.engines.preset import kv_pool_share_of_free, load_engine
+from sim.inputs.hardware import GIB, load_hardware
+from sim.inputs.layout.memory import plan_memory
+from sim.inputs.model import load_model
+from sim.inputs.model.params import weight_elements_by_group
+from sim.inputs.model.weights import weight_bytes_by_group, weight_bytes_per_gpu
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
+from sim.inputs.workload.trace import Trace
 
 
 def test_share_of_free_is_the_fraction_of_what_weights_activations_and_runtime_leave():

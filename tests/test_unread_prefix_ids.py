@@ -9,12 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.config import EngineConfig
-from sim.provenance import trace_sha256
-from sim.run import without_unread_prefix_ids
-from sim.simulate import simulate
-from sim.summary import summarize
-from sim.workload import load_workload
+from sim.inputs.config import EngineConfig
+from sim.run.provenance import trace_sha256
+from sim.run.invoke import without_unread_prefix_ids
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
+from sim.inputs.workload import load_workload
 
 SPEC = """synthetic:
   arrival: {kind: poisson, rate_qps: 20}

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sim.engines import EngineOverhead, load_engine
+from sim.inputs.engines import EngineOverhead, load_engine
 from sim.errors import InputError
 from sim.validate.cases import Case
 from sim.validate.fit_staged import fit_staged

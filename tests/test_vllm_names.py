@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.errors import InputError
-from sim.vllm_names import policy_from_vllm_flags
+from sim.inputs.vllm_names import policy_from_vllm_flags
 
 runner = CliRunner()
 METRICS = ("n_finished", "sim_duration_s", "ttft_s", "tpot_s", "e2e_s", "policy", "tp")

@@ -1,4 +1,4 @@
-"""ShareGPT lengths drawn as vLLM's benchmarks draw them (sim.workload.vllm_sharegpt), the bundled
+"""ShareGPT lengths drawn as vLLM's benchmarks draw them (sim.inputs.workload.vllm_sharegpt), the bundled
 first-turn tables, and validation's `sharegpt` workload using them."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from sim.errors import InputError
 from sim.validate.cases import Case
 from sim.validate.run import cannot_express, predict
-from sim.workload import load_workload
-from sim.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
+from sim.inputs.workload import load_workload
+from sim.inputs.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
 
 
 def test_sampling_walks_the_seeded_shuffle_and_applies_vllms_filter():

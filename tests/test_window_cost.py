@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from sim.cost import CostModel
 from sim.cost.window import Window, kv_within, pairs_within, window_sums, window_sums_scalar
-from sim.hardware import load_hardware
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.model import load_model
 
 
 @settings(max_examples=200, deadline=None)

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.errors import InputError
-from sim.trace import Trace
-from sim.workload import load_workload, prefix_hit_rate_infinite, prefix_hit_tokens_infinite
-from sim.workload.canonical import write_canonical_jsonl
-from sim.workload.columns import ragged_offsets
+from sim.inputs.workload.trace import Trace
+from sim.inputs.workload import load_workload, prefix_hit_rate_infinite, prefix_hit_tokens_infinite
+from sim.inputs.workload.canonical import write_canonical_jsonl
+from sim.inputs.workload.columns import ragged_offsets
 
 
 def test_azure_conv_reproduces_known_statistics():
@@ -273,7 +273,7 @@ def test_prefix_hits_match_brute_force(id_lists, block_tokens):
 
 def test_small_chunks_give_the_same_trace(monkeypatch):
     """The streaming paths (many JSONL chunks, many CSV blocks) join to the same columns."""
-    from sim.workload import csv_formats, jsonl_formats
+    from sim.inputs.workload import csv_formats, jsonl_formats
 
     whole_jsonl, whole_csv = (
         load_workload("mooncake_conversation"),

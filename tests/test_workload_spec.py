@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 from sim.cli.workload import workload_app
 from sim.errors import InputError
 from sim.paths import bundled_dir
-from sim.trace import ClosedLoop, Trace
-from sim.workload import load_workload
-from sim.workload.stats import describe
+from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.inputs.workload import load_workload
+from sim.inputs.workload.stats import describe
 
 EXAMPLES = sorted(p.stem for p in bundled_dir("workloads").glob("*.yaml"))
 

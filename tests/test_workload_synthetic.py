@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.trace import ClosedLoop
-from sim.workload import prefix_hit_rate_infinite
-from sim.workload.spec_models import Synthetic
-from sim.workload.synthetic.arrivals import arrival_times_s
-from sim.workload.synthetic.generate import generate_synthetic
+from sim.inputs.workload.trace import ClosedLoop
+from sim.inputs.workload import prefix_hit_rate_infinite
+from sim.inputs.workload.spec_models import Synthetic
+from sim.inputs.workload.synthetic.arrivals import arrival_times_s
+from sim.inputs.workload.synthetic.generate import generate_synthetic
 
 B = 16
 
@@ -190,7 +190,7 @@ def test_duration_bounds_the_arrivals():
 def test_row_ids_follow_the_block_rules(with_prefixes):
     """`_row_ids` (array code) against its contract written as a plain loop: shared-prefix block ids,
     then session blocks `session_start + j`, then the row's own id for a partly filled last block."""
-    from sim.workload.synthetic.prefix_ids import SharedPrefixes, _row_ids
+    from sim.inputs.workload.synthetic.prefix_ids import SharedPrefixes, _row_ids
 
     rng = np.random.default_rng(5)
     n_rows, n_prefixes, width = 300, 4, 6

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from sim.cli.workload import workload_app
 from sim.errors import InputError
-from sim.trace import Trace
-from sim.workload import load_workload
-from sim.workload.columns import ragged_offsets
-from sim.workload.stats import describe
-from sim.workload.transforms import (
+from sim.inputs.workload.trace import Trace
+from sim.inputs.workload import load_workload
+from sim.inputs.workload.columns import ragged_offsets
+from sim.inputs.workload.stats import describe
+from sim.inputs.workload.transforms import (
     apply_transforms,
     clip_max_model_len,
     mean_qps,

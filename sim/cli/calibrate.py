@@ -15,7 +15,7 @@ import typer
 
 from sim.cli.common import new_app, print_json, print_table
 from sim.errors import InputError
-from sim.hardware import HardwareProfile, load_hardware
+from sim.inputs.hardware import HardwareProfile, load_hardware
 from sim.yamlio import read_mapping, validate
 
 calibrate_app = new_app(
@@ -123,7 +123,7 @@ def run_command(
         from calibrate.runner import run_calibration, write_measurements
     except ModuleNotFoundError as error:
         raise InputError("calibrate run", error.name, "installed: pip install 'infersim[calibrate]'") from None
-    from sim.model import load_model
+    from sim.inputs.model import load_model
 
     specs = [load_model(name) for name in (model or ["llama-3-8b"])]
     for spec in specs:  # the kernels time GQA projections: MLA's are other shapes (docs/models.md)

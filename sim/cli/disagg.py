@@ -7,14 +7,14 @@ from pathlib import Path
 
 import typer
 
-from sim.budget import check_layouts
+from sim.inputs.budget import check_layouts
 from sim.cli.common import print_json, print_table
 from sim.cli.group_flags import with_group_flags
-from sim.config import load_config
-from sim.disagg.compare import compare_splits
+from sim.inputs.config import load_config
+from sim.run.disagg_compare import compare_splits
 from sim.errors import InputError
 from sim.planner.disagg import parse_pd_ratios
-from sim.run import load_run_workload
+from sim.run.invoke import load_run_workload
 
 COLUMNS = ("layout", "gpus", "finished", "ttft_p99_s", "tpot_p99_s", "slo_met", "goodput_req_s", "goodput_per_gpu",
            "kv_transfer_p99_s")

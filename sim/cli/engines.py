@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from sim.cli.common import print_json, print_table
-from sim.engines.preset import engine_families, engine_versions, load_engine
+from sim.inputs.engines.preset import engine_families, engine_versions, load_engine
 
 
 def engines(as_json: bool = typer.Option(False, "--json", help="print the presets as JSON")) -> None:

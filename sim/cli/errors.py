@@ -60,7 +60,7 @@ def one_line(exc: BaseException) -> str | None:
         return f"{field}: {describe_error(first)}" if field else describe_error(first)
     if isinstance(exc, OSError):
         return _os_error_line(exc)
-    if isinstance(exc, MemoryError):  # the last resort: sim.budget refuses what it can foresee
+    if isinstance(exc, MemoryError):  # the last resort: sim.inputs.budget refuses what it can foresee
         what = str(exc).split(" for an array")[0] or "a size asked for"
         return f"out of memory ({what}); ask for fewer requests, replicas, draws or tokens"
     if hasattr(exc, "format_message"):  # click's (typer's vendored click's) usage and parameter errors

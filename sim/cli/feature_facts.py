@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim.attribution import PARTS
+from sim.run.attribution import PARTS
 
 
 def feature_facts(summary: dict) -> list[list[str]]:

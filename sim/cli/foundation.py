@@ -7,14 +7,14 @@ import math
 import typer
 
 from sim.cli.common import print_json, print_table
-from sim.config import MAX_NUM_SEQS, load_config
+from sim.inputs.config import MAX_NUM_SEQS, load_config
 from sim.cost.pipeline import replica_cost_model
-from sim.dtypes import bytes_per_element
+from sim.inputs.dtypes import bytes_per_element
 from sim.errors import InputError
-from sim.hardware import GIB, bundled_profiles, load_hardware
-from sim.layout_config import expert_parallelism_of, simulated_layout
-from sim.layout_memory import plan_layout_memory
-from sim.model import bundled_models, load_model
+from sim.inputs.hardware import GIB, bundled_profiles, load_hardware
+from sim.inputs.layout.config import expert_parallelism_of, simulated_layout
+from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.model import bundled_models, load_model
 from sim.schema import MAX_TOKENS
 
 ModelOpt = typer.Option("llama-3-8b", "--model", "-m", help="bundled model name or a YAML / config.json path")
@@ -107,8 +107,8 @@ def memory(
 
 def _sequence_kv(model, tp: int, kv_dtype: str, block_size: int, context: int) -> dict:
     """KV one sequence of `context` tokens holds per GPU, and the figure if every layer were full attention."""
-    from sim.dtypes import kv_bytes_per_element
-    from sim.model.kv import kv_bytes_per_sequence
+    from sim.inputs.dtypes import kv_bytes_per_element
+    from sim.inputs.model.kv import kv_bytes_per_sequence
 
     if not 1 <= context <= MAX_TOKENS:
         raise InputError("--context", None, f"must be a whole number in [1, {MAX_TOKENS}]; got {context}")

@@ -12,7 +12,7 @@ from sim.cli.common import StageProgress, console, print_json
 from sim.cli.plan_report import print_plan
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE
+from sim.run.invoke import DEFAULT_TRACE
 
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png", "k8s.yaml")  # what a plan folder may hold
 EMITS = ("k8s",)
@@ -116,10 +116,10 @@ def plan(
     Search: double or halve, then bisect to 4.4% steps (assumes lower rates never do worse).
 
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
-    from sim.budget import check_layouts
-    from sim.config import load_config
-    from sim.intervals import check_replays
-    from sim.output import atomic_run_dir, write_json
+    from sim.inputs.budget import check_layouts
+    from sim.inputs.config import load_config
+    from sim.run.intervals import check_replays
+    from sim.run.output import atomic_run_dir, write_json
     from sim.planner.band import capacity_band
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
     from sim.planner.disagg import parse_pd_ratios
@@ -127,10 +127,10 @@ def plan(
     from sim.planner.layouts import parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
-    from sim.run import resolve_seed
-    from sim.sweep.backends import make_backend
-    from sim.trace import ClosedLoop
-    from sim.workload import load_workload
+    from sim.run.invoke import resolve_seed
+    from sim.run.backends import make_backend
+    from sim.inputs.workload.trace import ClosedLoop
+    from sim.inputs.workload import load_workload
 
     wall_time_start_s = time.monotonic()  # reported only
     for flag, value in (("--workers", workers), ("--top", top)):
@@ -149,7 +149,7 @@ def plan(
     knob_grid = parse_knob_search(search or [])
     prices = parse_prices(price, hardware_names)
     pd_ratios = None if disagg is None else parse_pd_ratios(disagg)
-    check_layouts(pd_ratios or [], "--disagg")  # sim.budget: replicas of every layout
+    check_layouts(pd_ratios or [], "--disagg")  # sim.inputs.budget: replicas of every layout
     if pd_ratios and not verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     if uncertainty is not None:
@@ -170,7 +170,7 @@ def plan(
     if max_verified < 1:
         raise InputError("--max-verified", None, f"must be at least 1; got {max_verified}")
     if uncertainty is not None:
-        check_replays(uncertainty, len(trace))  # sim.budget: draws x the requests each replays
+        check_replays(uncertainty, len(trace))  # sim.inputs.budget: draws x the requests each replays
     settings = SearchSettings(max_requests=max_requests, sizing=sizing, verify=verify, max_verify_runs=max_verify_runs,
                               max_verified=max_verified, screen_keep=screen_keep)
 
@@ -189,7 +189,7 @@ def plan(
     with runner:
         if out is None:
             result = run_search()
-        else:  # the folder is checked before searching and replaced whole after (sim.output.atomic_run_dir)
+        else:  # the folder is checked before searching and replaced whole after (sim.run.output.atomic_run_dir)
             with atomic_run_dir(out, PLAN_FILES) as tmp_dir:
                 result = run_search()
                 write_json(tmp_dir / "plan.json", result)

@@ -15,7 +15,7 @@ from sim.cli.common import console
 def print_plan(result: dict, top: int) -> None:
     """The cheapest `top` candidates, the verification, the recommendation and its launch command,
     the knob search's best settings and Pareto frontier, and what was left out and why."""
-    from sim.slo import PlanSLO, SloLimit, describe_slo
+    from sim.inputs.slo import PlanSLO, SloLimit, describe_slo
 
     slo = result["slo"]
     limits = describe_slo(PlanSLO(tuple(SloLimit(k.split("_p")[0], int(k.split("_p")[1]), v)

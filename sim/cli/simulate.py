@@ -12,13 +12,13 @@ from sim.cli.common import console, print_json, print_table
 from sim.cli.feature_facts import feature_facts, group_label
 from sim.cli.group_flags import with_group_flags
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
-from sim.config import load_config
+from sim.inputs.config import load_config
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
-from sim.summary import parse_percentiles
-from sim.trace import ClosedLoop
-from sim.vllm_names import policy_from_vllm_flags
-from sim.workload.bench import bench_workload
+from sim.run.invoke import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
+from sim.run.summary import parse_percentiles
+from sim.inputs.workload.trace import ClosedLoop
+from sim.inputs.vllm_names import policy_from_vllm_flags
+from sim.inputs.workload.bench import bench_workload
 
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
@@ -208,8 +208,8 @@ def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qp
     """load_run_workload, plus --request-rate inf (all at t=0) and --trace-qps (the trace's shape re-timed)."""
     import math
 
-    from sim.vllm_names import all_at_once
-    from sim.workload import apply_transforms
+    from sim.inputs.vllm_names import all_at_once
+    from sim.inputs.workload import apply_transforms
 
     if sum(v is not None for v in (qps, trace_qps, rate_scale)) > 1:
         raise InputError("--qps", None, "give at most one of --qps (Poisson), --trace-qps (the trace's shape) and "
@@ -274,8 +274,8 @@ def print_summary(summary: dict) -> None:
 
 
 def print_load_warnings(summary: dict) -> None:
-    """The overload warning and why the first requests were rejected (sim.load_check)."""
-    from sim.load_check import overload_line
+    """The overload warning and why the first requests were rejected (sim.run.load_check)."""
+    from sim.run.load_check import overload_line
 
     line = overload_line(summary)
     if line:

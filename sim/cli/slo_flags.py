@@ -16,7 +16,7 @@ import re
 import typer
 
 from sim.errors import InputError
-from sim.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS, PlanSLO, describe_slo, parse_slo
+from sim.inputs.slo import DEFAULT_GOODPUT_MIN, SLO_KEYS, PlanSLO, describe_slo, parse_slo
 
 EXTRA_ARGS = {"allow_extra_args": True}  # the commands' context_settings (see the module docstring)
 _PAIR = re.compile(r"^[A-Za-z0-9_]+:\S+$")

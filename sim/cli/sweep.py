@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sim.cli.common import console, print_table
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
-from sim.run import DEFAULT_TRACE
+from sim.run.invoke import DEFAULT_TRACE
 
 if TYPE_CHECKING:
     from sim.sweep.runner import SweepOutcome
@@ -53,10 +53,10 @@ def sweep(
 
     The same command again skips finished points: an interrupted sweep (even kill -9) loses only those in flight.
     """
-    from sim.sweep.backends import make_backend
+    from sim.run.backends import make_backend
     from sim.sweep.grid import expand, load_base, parse_grid
     from sim.sweep.slo import add_slo_columns, sort_best_first
-    from sim.workload.load import spec_seed
+    from sim.inputs.workload.load import spec_seed
 
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)
@@ -130,7 +130,7 @@ def _print_outcome(outcome: SweepOutcome, frame, grid_keys: list[str]) -> None:
 
 
 def _warn_overloaded(frame, grid_keys: list[str]) -> None:
-    """One line naming the points whose queue grew without bound (sim.load_check)."""
+    """One line naming the points whose queue grew without bound (sim.run.load_check)."""
     column = "overload_overloaded"
     if column not in frame.columns:
         return

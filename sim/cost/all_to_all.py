@@ -34,7 +34,7 @@ from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.roofline import allreduce_time_s
 from sim.cost.topology import network_link
 from sim.errors import InputError
-from sim.hardware import A2A_BACKENDS, A2A_PHASES, HardwareProfile, LinkFit
+from sim.inputs.hardware import A2A_BACKENDS, A2A_PHASES, HardwareProfile, LinkFit
 
 
 def a2a_payload_bytes(tokens_per_rank, top_k: int, hidden: int, bytes_per_element: float,

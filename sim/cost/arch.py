@@ -23,16 +23,16 @@ import numpy as np
 
 from sim.cost.moe import ExpertShard, routed_experts_cost
 from sim.cost.roofline import gemm_time_s
-from sim.dtypes import bytes_per_element, compute_path
-from sim.model.spec import ModelSpec
-from sim.model.weights import group_dtypes, uniform_dtype
+from sim.inputs.dtypes import bytes_per_element, compute_path
+from sim.inputs.model.spec import ModelSpec
+from sim.inputs.model.weights import group_dtypes, uniform_dtype
 
 
 @dataclass(frozen=True)
 class GemmDtype:
     bytes_el: float
     peak_flops: float
-    eff: object  # sim.hardware.Efficiency with this dtype's GEMM ceiling
+    eff: object  # sim.inputs.hardware.Efficiency with this dtype's GEMM ceiling
 
 
 def gemm_dtype(hw, dtype: str) -> GemmDtype:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.errors import InputError
-from sim.hardware import HardwareProfile, LinkFit
+from sim.inputs.hardware import HardwareProfile, LinkFit
 
 ALLREDUCE_KINDS = ("nccl", "custom", "auto", "engine")
 # auto: per message, whichever is faster; engine: the engine preset's rule (`custom_allreduce`): its custom
@@ -66,7 +66,7 @@ def link_time_s(payload_bytes: np.ndarray, fit: LinkFit) -> np.ndarray:
 
 
 def custom_enabled(hw: HardwareProfile, tp: int, rule) -> bool:
-    """Whether an engine with this `custom_allreduce` rule (sim.engines.preset.CustomAllreduce) runs its
+    """Whether an engine with this `custom_allreduce` rule (sim.inputs.engines.preset.CustomAllreduce) runs its
     custom kernel on a group of `tp` GPUs of `hw`: a supported group size, and all GPUs NVLink-connected
     or few enough for the PCIe path (vLLM: world size 2)."""
     if tp not in rule.world_sizes:

@@ -8,7 +8,7 @@ an all-to-all dispatch before them and a combine after.
 - the routed experts it holds, n / ep of them, for the tokens routed to them: the MoE layer sees
   every attention rank's tokens, T_moe = T x `token_ranks` (data-parallel attention: the ranks'
   batches meet in the MoE layer; the other ranks are taken to carry as many tokens as this one,
-  and sim/lockstep.py re-prices the MoE part on what the ranks actually hold each step),
+  and sim/engine/lockstep.py re-prices the MoE part on what the ranks actually hold each step),
   of which a GPU receives T_moe x k / ep token-expert pairs on average and `load_imbalance` times
   that on the busiest GPU, which the step waits for;
 - the distinct experts it touches: (n / ep)(1 - (1 - k/n)^T_moe) (uniform routing; a small decode
@@ -57,7 +57,7 @@ sizes are not re-priced.
 
 Not modelled (refused where a knob would name them): EP over part of the MoE group (experts also
 tensor-split); what EPLB's placement does to `load_imbalance` (give it: docs/parallelism.md).
-Ranks running unequal batches wait for each other: sim/lockstep.py.
+Ranks running unequal batches wait for each other: sim/engine/lockstep.py.
 """
 
 from __future__ import annotations
@@ -69,10 +69,10 @@ import numpy as np
 from sim.cost.all_to_all import a2a_payload_bytes, all_to_all_fit, all_to_all_time_s, allgather_reducescatter_time_s
 from sim.cost.model import CostModel
 from sim.cost.roofline import gemm_compute_efficiency, op_time_s
-from sim.dtypes import bytes_per_element
+from sim.inputs.dtypes import bytes_per_element
 from sim.errors import InputError
-from sim.layout import ReplicaLayout
-from sim.model import ModelSpec
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.model import ModelSpec
 
 # config names (SGLang's --moe-a2a-backend deepep; nccl; vLLM's all2all backend allgather_reducescatter)
 MOE_A2A_BACKENDS = ("nccl", "deepep", "allgather_reducescatter")
@@ -121,7 +121,7 @@ class ExpertParallelism:
                    bool(two_batch_overlap), layout.n_redundant_experts)
 
     def a2a_kernels(self) -> tuple[str, ...]:
-        """The all-to-all backends (sim.hardware.A2A_BACKENDS) steps may use."""
+        """The all-to-all backends (sim.inputs.hardware.A2A_BACKENDS) steps may use."""
         if self.backend in ("nccl", ALLGATHER):
             return (self.backend,)
         return {"normal": ("deepep_normal",), "low_latency": ("deepep_low_latency",)}.get(
@@ -159,7 +159,7 @@ class ExpertParallelCostModel(CostModel):
         """Per-layer time of the MoE part of a step (routed experts, dispatch, combine as priced by
         `_layer_ops`) when the MoE layer sees `n_moe_tokens` from all attention ranks, each carrying
         an equal share: `_layer_ops(n_moe_tokens / token_ranks)`'s MoE ops, from a lazily grown
-        table (ranks in lockstep re-price their MoE layers on what every rank holds: sim.lockstep)."""
+        table (ranks in lockstep re-price their MoE layers on what every rank holds: sim.engine.lockstep)."""
         table = self._moe_group_table_s
         if n_moe_tokens >= table.shape[0]:
             grid = np.arange(max(2 * n_moe_tokens + 1, 1024), dtype=np.float64)

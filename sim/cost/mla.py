@@ -27,8 +27,8 @@ added (prefill attention is compute-bound). Attention takes the profile's attent
 
 from __future__ import annotations
 
-from sim.model.kv import kv_elements_per_token_layer
-from sim.model.spec import ModelSpec
+from sim.inputs.model.kv import kv_elements_per_token_layer
+from sim.inputs.model.spec import ModelSpec
 
 
 def mla_kv_elements_per_token(model: ModelSpec) -> int:

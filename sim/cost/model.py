@@ -32,11 +32,11 @@ from sim.cost.tables import gemm_tables
 from sim.cost.time_scale import checked_time_scale
 from sim.cost.topology import scale_out_allreduce_s, tp_scale_out
 from sim.cost.window import Window
-from sim.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
-from sim.hardware import HardwareProfile
-from sim.model import ModelSpec
-from sim.model.kv import window_kept_blocks
-from sim.model.weights import uniform_dtype
+from sim.inputs.dtypes import bytes_per_element, dequant_compute_factor, kv_bytes_per_element, peak_key
+from sim.inputs.hardware import HardwareProfile
+from sim.inputs.model import ModelSpec
+from sim.inputs.model.kv import window_kept_blocks
+from sim.inputs.model.weights import uniform_dtype
 
 
 class CostModel:
@@ -66,7 +66,7 @@ class CostModel:
     ):
         """`step_overhead_s`: a constant added to every step. None keeps the hardware profile's
         legacy `efficiency.step_overhead_us`; an engine preset passes 0 and prices the engine's CPU
-        work itself (`sim.engines.overhead.EngineCost`)."""
+        work itself (`sim.inputs.engines.overhead.EngineCost`)."""
         model.check_tp(tp)
         self.model, self.hw, self.tp, self.block_size = model, hw, tp, block_size
         # models beyond the uniform dense / Mixtral stack (sim/cost/arch.py): None for those

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.errors import InputError
-from sim.model.spec import ModelSpec
+from sim.inputs.model.spec import ModelSpec
 
 
 def mtp_module_spec(model: ModelSpec) -> ModelSpec:

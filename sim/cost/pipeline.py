@@ -42,9 +42,9 @@ from sim.cost.model import CostModel
 from sim.cost.step_cost import OpCost, StepCost
 from sim.cost.topology import network_link, stage_boundaries_cross
 from sim.errors import InputError
-from sim.hardware import HardwareProfile, LinkFit
-from sim.layout import ReplicaLayout
-from sim.model import ModelSpec
+from sim.inputs.hardware import HardwareProfile, LinkFit
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.model import ModelSpec
 
 PP_TENSORS_PER_TOKEN = 2  # hidden_states and residual per token (vLLM IntermediateTensors of Llama-style models)
 

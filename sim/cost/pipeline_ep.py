@@ -3,7 +3,7 @@
 
 **Layout.** Each of the P stages is the EP / DP-attention layout of its own layers: its T GPUs
 hold the stage's attention (per attention rank) and the stage's routed experts over the MoE
-group; a replica is T x P GPUs (sim/layout.py). Memory already follows it (sim/layout_memory.py:
+group; a replica is T x P GPUs (sim/inputs/layout/parallel.py). Memory already follows it (sim/inputs/layout/layout_memory.py:
 the busiest stage's layers, experts over the MoE group, one vocab table per stage).
 
 **Step of one attention rank** = the pipeline formula of sim/cost/pipeline.py over the rank's
@@ -14,7 +14,7 @@ layer time, and each micro-batch's activations cross the P-1 stage boundaries: o
 hidden states and residual, split over its attention TP GPUs. A hop leaves the scale-up domain
 when the stage's T GPUs end one domain and the next stage's begin another.
 
-**Ranks in lockstep** (sim/lockstep.py) re-price a step's MoE part on every rank's tokens as
+**Ranks in lockstep** (sim/engine/lockstep.py) re-price a step's MoE part on every rank's tokens as
 n_layers x (G(T_all) - G(d T_r)). Under P stages the busiest stage sees that change once per
 micro-batch over its share of the layers, so `moe_group_layer_s(x)` here is P x stage_share x
 G(x / P): the P micro-batches in flight when a rank holds at least P sequences (fewer

@@ -1,4 +1,4 @@
-"""Decode steps run past sequences' finishes in one call (sim/sched/past_finishes.py): per step its
+"""Decode steps run past sequences' finishes in one call (sim/engine/sched/past_finishes.py): per step its
 time, blocks taken, KV tokens read and sequences computed, from the hot path's step formula.
 """
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
-from sim.hardware import HardwareProfile
+from sim.inputs.hardware import HardwareProfile
 
 
 @dataclass(frozen=True)

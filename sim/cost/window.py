@@ -1,7 +1,7 @@
 """Attention of sliding-window and chunked-local layers, bounded by the window.
 
 A windowed layer attends over at most the last W tokens: per new token at position p (1-based)
-min(p, W) keys, and it reads at most the blocks it keeps (`sim.model.kv.window_blocks_per_seq`,
+min(p, W) keys, and it reads at most the blocks it keeps (`sim.inputs.model.kv.window_blocks_per_seq`,
 Wb tokens in whole blocks) plus, in a prefill chunk, the chunk's own. Chunked-local layers
 (Llama-4) attend within the current W-token chunk: between 1 and W keys; they are priced with the
 same bound (at most W keys; their mean over a long sequence is about W / 2), which keeps the cost

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from sim.engine import Replica
-from sim.hardware import GIB
-from sim.kv.blocks import BlockManager
-from sim.metrics import Recorder
-from sim.router import RoundRobinRouter, make_router
-from sim.sched.registry import make_scheduler
+from sim.engine.replica import Replica
+from sim.inputs.hardware import GIB
+from sim.engine.kv.blocks import BlockManager
+from sim.engine.metrics import Recorder
+from sim.engine.router import RoundRobinRouter, make_router
+from sim.engine.sched.registry import make_scheduler
 
 STARTING, READY, DRAINING, FAILED, STOPPED = "starting", "ready", "draining", "failed", "stopped"
 

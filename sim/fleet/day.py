@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 from sim.fleet.cluster import DRAINING, READY, STARTING, Fleet, FleetReplica, exponential_s
 from sim.fleet.daygen import DayGenerator
@@ -27,7 +27,7 @@ from sim.fleet.source import DaySource
 from sim.fleet.spec import DaySpec, Predictive
 from sim.fleet.table import SlotTable
 from sim.fleet.tally import Tally
-from sim.model import load_model
+from sim.inputs.model import load_model
 
 TIMELINE = ("t_s", "ready", "starting", "draining", "in_repair", "queue_length", "running", "kv_usage",
             "arrival_rps", "wanted")
@@ -55,7 +55,7 @@ def engine_config(spec: DaySpec, where: str = "engine") -> EngineConfig:
 
     data = dict(spec.engine)
     if data.get("engine") and "policy" not in data:
-        from sim.engines.preset import load_engine
+        from sim.inputs.engines.preset import load_engine
 
         if load_engine(str(data["engine"])).scheduling.policy == "radix":
             # a day's generated requests carry no prefix ids, so the engine's prefix cache (vLLM V1's is on
@@ -75,7 +75,7 @@ def run_day(spec: DaySpec, base_dir: Path | None = None, progress=None, offset_s
     """Replay `spec`'s day; `offset_s` (a whole number of chunks): replay instead the window of
     `spec.workload.duration_s` starting at that time of the day (its arrivals, forecast and failure
     draws; the fleet starts as the policy wants it then, with nothing queued), times relative to it."""
-    from sim.simulate import _replica_parts
+    from sim.run.simulate import _replica_parts
 
     wall_start_s = time.perf_counter()  # reported only
     cfg = engine_config(spec)

@@ -21,7 +21,7 @@ from pydantic import Field, PositiveFloat
 from sim.errors import InputError
 from sim.fleet.profile import WEEK_S, RateProfile, Rates, TraceShapeRate, trace_shape_series
 from sim.schema import StrictModel
-from sim.workload.spec_models import Lengths, Seed
+from sim.inputs.workload.spec_models import Lengths, Seed
 
 MAX_DAY_REQUESTS = 2_000_000_000
 SLICE_S = 1.0
@@ -81,7 +81,7 @@ class DayGenerator:
     def _length_pairs(self, lengths: Lengths):
         if lengths.trace is None:
             return None
-        from sim.workload.load import load_trace
+        from sim.inputs.workload.load import load_trace
 
         source = lengths.trace
         if self.base_dir is not None and (self.base_dir / source).is_file():
@@ -129,7 +129,7 @@ class DayGenerator:
         arrival_s = np.sort(np.repeat(edges, counts) + rng.random(n) * np.repeat(widths, counts))
         lengths, pairs = self.spec.tenants[tenant].lengths, self._pairs[tenant]
         if pairs is None:
-            from sim.workload.synthetic.lengths import sample_dist
+            from sim.inputs.workload.synthetic.lengths import sample_dist
 
             prompt, output = sample_dist(lengths.prompt, rng, n), sample_dist(lengths.output, rng, n)
         else:

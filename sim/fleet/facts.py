@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 from sim.schema import StrictModel
 from sim.yamlio import read_mapping, validate

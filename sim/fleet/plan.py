@@ -44,7 +44,7 @@ from sim.fleet.verify import (
     slim,
     verify_failure,
 )
-from sim.output import write_json
+from sim.run.output import write_json
 
 PROBE_S = 300.0
 BISECT_STEPS = 6
@@ -183,8 +183,8 @@ def candidates(spec: DaySpec, capacity_rps: float, base_dir: Path | None = None)
 
 
 def _cold_start_s(spec: DaySpec, cfg, facts) -> float:
-    from sim.model import load_model
-    from sim.simulate import _replica_parts
+    from sim.inputs.model import load_model
+    from sim.run.simulate import _replica_parts
 
     memory, cost = _replica_parts(cfg, load_model(cfg.model), cfg.hardware, None)
     return cold_start_parts_s(facts, cfg, memory.weight_bytes_per_gpu, cost.hw.host_link_bytes_s)["total_s"]

@@ -2,7 +2,7 @@
 
 A replay task returns plain data (the summary, the autoscaler's timeline, the replicas' rows and
 the worker process's peak RSS), so it travels back from a Ray worker as it is; the run folder is
-written by the caller. The backends are the sweep's (`sim.sweep.backends`: a local Ray cluster
+written by the caller. The backends are the sweep's (`sim.run.backends`: a local Ray cluster
 or one at `--address`, an unreachable address being one line, a worker's InputError coming back
 as one). Replays are seeded by their spec alone: the same spec gives the same result wherever it
 runs (only `wall_time_s` and the worker's figures differ).
@@ -47,7 +47,7 @@ def replay(spec, base_dir: Path | None, offset_s: float = 0.0) -> dict:
 
 class Replays:
     """Runs replay tasks: `map(args)` -> results in the order given. `backend` is a
-    `sim.sweep.backends` backend (None: one at a time in this process)."""
+    `sim.run.backends` backend (None: one at a time in this process)."""
 
     def __init__(self, backend=None, progress: Callable[[str], None] | None = None):
         self.backend = backend
@@ -91,8 +91,8 @@ def make_replays(ray: bool, address: str | None, workers: int | None) -> Replays
         import ray as _ray  # noqa: F401
     except ImportError:
         raise InputError("--ray", None, "ray is not installed; pip install 'infersim[cluster]'") from None
-    from sim.sweep.backends import RayBackend, default_workers
-    from sim.sweep.ray_connect import check_reachable
+    from sim.run.backends import RayBackend, default_workers
+    from sim.run.ray_connect import check_reachable
 
     if address is not None:
         check_reachable(address)

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from sim.config import SLO
+from sim.inputs.config import SLO
 from sim.fleet.daygen import DayWorkload
 from sim.schema import StrictModel
 
@@ -119,7 +119,7 @@ class FleetSpec(StrictModel):
 
 class DaySpec(StrictModel):
     workload: DayWorkload
-    engine: dict = Field(default_factory=dict)  # sim.config.EngineConfig keys
+    engine: dict = Field(default_factory=dict)  # sim.inputs.config.EngineConfig keys
     fleet: FleetSpec
     slo: SLO = SLO(ttft_s=2.0)
     attainment_target: float = Field(0.99, gt=0, le=1)  # share of an hour's requests within the SLO

@@ -1,6 +1,6 @@
 """A request table whose rows are reused: memory follows the requests in flight, not the day.
 
-Schedulers index `sim.request.RequestTable` columns by row; this table has the same columns over
+Schedulers index `sim.engine.request.RequestTable` columns by row; this table has the same columns over
 a pool of slots. A request takes a free slot when it arrives (`admit`) and gives it back once its
 outcome is tallied (`release`); the pool doubles when every slot is in flight (only between
 events, never inside a scheduler call, so no scheduler holds an outdated column). One sample per
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.request import Status
+from sim.engine.request import Status
 
 _FLOAT_NAN = ("first_token_s", "last_token_s", "finish_s", "scheduled_s")
 _FLOAT_ZERO = ("arrival_s", "preempted_s", "kv_transfer_s")

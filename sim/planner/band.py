@@ -2,7 +2,7 @@
 
 The plan is found with the profile's point estimate of every efficiency. The cost model is only as
 good as its fit, so for the RECOMMENDED candidate only, draw `n` cost-model time scales per op
-class from the profile's uncertainty (`sim.intervals.perturbed_cost_scales`, the draws
+class from the profile's uncertainty (`sim.run.intervals.perturbed_cost_scales`, the draws
 `simulate --uncertainty` uses, seeded by the config's seed) and, under each draw:
 
   * rerun the per-replica rate search on the same sizing slice: the rate one replica sustains
@@ -11,7 +11,7 @@ class from the profile's uncertainty (`sim.intervals.perturbed_cost_scales`, the
     recommended number of replicas: whether it still meets the SLOs, the share of requests within
     all SLOs, and the P99s.
 
-`plan.json` `recommended.uncertainty` holds p10/p50/p90 (`sim.intervals.band`) of each, the share
+`plan.json` `recommended.uncertainty` holds p10/p50/p90 (`sim.run.intervals.band`) of each, the share
 of draws in which the recommended cluster still passed, and the draws themselves. The plan itself
 (which cluster, how many replicas) is unchanged: the band says how sure it is.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 
-from sim.config import EngineConfig
-from sim.intervals import band, check_replays, perturbed_cost_scales
+from sim.inputs.config import EngineConfig
+from sim.run.intervals import band, check_replays, perturbed_cost_scales
 from sim.planner.burst import SearchSlice, search_slice
 from sim.planner.candidates import build_candidates
 from sim.planner.evaluate import evaluate_rate
@@ -29,7 +29,7 @@ from sim.planner.layouts import LayoutGrid
 from sim.planner.search import search_max_rate
 from sim.planner.slo import PlanSLO
 from sim.planner.verify import P99_KEYS, verification_run
-from sim.trace import Trace
+from sim.inputs.workload.trace import Trace
 
 METHOD = ("p10/p50/p90 over cost-model draws (per-op-class time scales from the profile's uncertainty); "
           "per draw the per-replica rate search on the sizing slice and, if verified, one whole-workload run "

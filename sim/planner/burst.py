@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
-from sim.trace import Trace
-from sim.workload.transforms import mean_qps, scale_rate
+from sim.inputs.workload.trace import Trace
+from sim.inputs.workload.transforms import mean_qps, scale_rate
 
 SIZINGS = ("busiest", "head")
 

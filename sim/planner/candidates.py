@@ -4,22 +4,22 @@ A combination the engine cannot run (TP that does not split the heads, more GPUs
 holds, weights that do not fit, a profile without a price) is skipped with its reason. With a
 layout grid (sim/planner/layouts.py) each TP also takes the grid's PP / EP / DP-attention layouts,
 whose knobs join the candidate's `knobs`; a layout is checked by the simulator's own layout and
-memory rules (sim/layout_config.py, sim/layout_memory.py), and TP may then span nodes.
+memory rules (sim/inputs/layout/config.py, sim/inputs/layout/layout_memory.py), and TP may then span nodes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.config import POLICIES, EngineConfig
-from sim.engines.apply import fit_inherited_to_policy
-from sim.engines.preset import kv_pool_share_of_free
+from sim.inputs.config import POLICIES, EngineConfig
+from sim.inputs.engines.apply import fit_inherited_to_policy
+from sim.inputs.engines.preset import kv_pool_share_of_free
 from sim.errors import InputError
-from sim.hardware import load_hardware
-from sim.layout_config import simulated_layout
-from sim.layout_memory import plan_layout_memory
-from sim.memory import plan_memory
-from sim.model import load_model
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.config import simulated_layout
+from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.layout.memory import plan_memory
+from sim.inputs.model import load_model
 from sim.planner.layouts import LAYOUT_KNOBS, LayoutGrid, layout_label, replica_gpus
 from sim.yamlio import validate
 

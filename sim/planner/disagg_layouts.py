@@ -10,7 +10,7 @@ GPUs, then candidate order). The pair is then verified on the whole workload per
 sim.planner.disagg does for one layout.
 
 Every layout of the grid the simulator runs disaggregated is eligible: TP, expert parallel and
-data-parallel attention (each group's ranks in lockstep with their own KV, sim/disagg/build.py), not
+data-parallel attention (each group's ranks in lockstep with their own KV, sim/engine/disagg/build.py), not
 PP (refused with disaggregation).
 Under `deepep` a group runs the kernels SGLang's `auto` picks for its role (normal on prefill,
 low-latency on decode); the estimates are the aggregated candidates' (sim.planner.screen), whose
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.candidates import Candidate
 from sim.planner.layouts import LAYOUT_KNOBS, layout_label
 from sim.planner.screen import Estimate

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 
-from sim.request import RequestTable, Status
-from sim.slo import PlanSLO
+from sim.engine.request import RequestTable, Status
+from sim.inputs.slo import PlanSLO
 
 
 class FailureWatch:
@@ -56,7 +56,7 @@ class FailureWatch:
 
 
 def _metric_s(t: RequestTable, row: int, metric: str) -> float:
-    """The request's TTFT, TPOT or E2E, computed as `sim.summary.requests_frame` does."""
+    """The request's TTFT, TPOT or E2E, computed as `sim.run.summary.requests_frame` does."""
     if metric == "ttft":
         return float(t.first_token_s[row] - t.arrival_s[row])
     if metric == "e2e":

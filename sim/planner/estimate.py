@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
-from sim.engines.preset import kv_pool_share_of_free
-from sim.hardware import load_hardware
-from sim.memory import plan_memory
-from sim.model import load_model
-from sim.trace import Trace
+from sim.inputs.engines.preset import kv_pool_share_of_free
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.memory import plan_memory
+from sim.inputs.model import load_model
+from sim.inputs.workload.trace import Trace
 
 START_SHARE_OF_SATURATION = 0.5  # SLO-limited rates measured 0.3-0.7 of the estimate (Llama-3-70B, Azure conv)
 
@@ -22,7 +22,7 @@ def saturation_qps(cfg: EngineConfig, trace: Trace) -> float:
     """Requests/s one replica would finish if every request of mean length were prefilled alone and
     decoded in a full batch: batch = min(max_num_seqs, KV tokens / (mean prompt + output)), every
     sequence at the mean mid-decode context. An upper-bound-ish guess, not a prediction. A layout
-    beyond plain TP (sim/layout.py) uses the replica's own memory plan and cost model (one attention
+    beyond plain TP (sim/inputs/layout/parallel.py) uses the replica's own memory plan and cost model (one attention
     rank's view) and counts its attention ranks."""
     if cfg.layout().pp > 1 or not cfg.layout().is_dense_tp_pp:
         return _laid_out_saturation_qps(cfg, trace)

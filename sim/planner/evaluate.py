@@ -8,12 +8,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.burst import SearchSlice
 from sim.planner.slo import PlanSLO
-from sim.simulate import simulate
-from sim.slo import percentile_or_none
-from sim.summary import requests_frame
+from sim.run.simulate import simulate
+from sim.inputs.slo import percentile_or_none
+from sim.run.summary import requests_frame
 
 KV_REJECT_MARK = "KV blocks"  # the scheduler's reason for a request larger than the whole KV cache
 PLOT_KEYS = ("ttft_p99", "tpot_p99", "e2e_p99")  # always recorded, for the latency-vs-rate plots

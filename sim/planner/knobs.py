@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 from sim.sweep.grid import _parse_grid_option
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import shlex
 
-from sim.config import EngineConfig
-from sim.model import load_model
+from sim.inputs.config import EngineConfig
+from sim.inputs.model import load_model
 from sim.planner.launch_layout import sglang_layout_args
 from sim.planner.launch_vllm import ROUTER_HINT, vllm_args
 
@@ -78,7 +78,7 @@ def assumed_engine(cfg: EngineConfig) -> str:
     """The engine preset the simulation used (its `name`), or vLLM without one."""
     if getattr(cfg, "engine", None) is None:
         return DEFAULT_ENGINE
-    from sim.engines.preset import load_engine
+    from sim.inputs.engines.preset import load_engine
 
     return load_engine(cfg.engine).family
 

@@ -22,7 +22,7 @@ VLLM_KV_TRANSFER_CONFIG = {"kv_connector": "NixlConnector", "kv_role": "kv_both"
 
 def group_launch_lines(groups: dict) -> dict:
     """plan.json `disaggregated.launch`: per role ("prefill", "decode": the group's config,
-    sim.disagg.build.group_config), the vLLM and SGLang commands of one of its replicas, each with
+    sim.engine.disagg.build.group_config), the vLLM and SGLang commands of one of its replicas, each with
     what it cannot express; and the router each engine puts in front."""
     out = {}
     for role, cfg in groups.items():

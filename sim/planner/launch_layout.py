@@ -1,4 +1,4 @@
-"""A replica's parallel layout (sim/layout.py) as SGLang flags, and the multi-node facts both
+"""A replica's parallel layout (sim/inputs/layout/parallel.py) as SGLang flags, and the multi-node facts both
 engines' lines need.
 
 SGLang (`python -m sglang.launch_server`, ServerArgs): `--tp-size` is the GPUs of one stage
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from sim.hardware import load_hardware
+from sim.inputs.hardware import load_hardware
 
 
 def nodes_per_replica(cfg) -> int:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 
-from sim.config import EngineConfig
-from sim.model import load_model
+from sim.inputs.config import EngineConfig
+from sim.inputs.model import load_model
 from sim.planner.launch_layout import vllm_multinode_note
 
 QUANTIZATION_FLAGS = {"fp8": "fp8"}  # infersim weight dtype -> vLLM --quantization (others need a quantized checkpoint)

@@ -1,4 +1,4 @@
-"""The planner's layout search: which parallel layouts (sim/layout.py) of one replica are candidates.
+"""The planner's layout search: which parallel layouts (sim/inputs/layout/parallel.py) of one replica are candidates.
 
 A layout is written as engine knobs on top of a candidate's TP (vLLM's spelling, so `tp` is the
 GPUs of one attention rank and a replica holds tp x pp x dp GPUs):
@@ -10,7 +10,7 @@ GPUs of one attention rank and a replica holds tp x pp x dp GPUs):
 The two spellings price identically (one attention rank's view, sim/cost/expert_parallel.py), so
 the planner searches one of them and writes both engines' flags (sim/planner/launch_layout.py).
 
-Not generated, because the simulator refuses them (sim/layout_config.py): PP together with EP,
+Not generated, because the simulator refuses them (sim/inputs/layout/config.py): PP together with EP,
 data-parallel attention without EP, EP over part of a MoE group. Whatever else the simulator cannot
 run (a dense model with EP, a profile without a DeepEP fit at that EP size, weights that do not fit)
 is skipped by the candidate builder with the simulator's own reason.
@@ -107,7 +107,7 @@ def replica_gpus(cfg) -> int:
 
 
 def whole_nodes(replicas: int, gpus_per_replica: int, gpus_per_node: int) -> int:
-    """Nodes the replicas occupy when none straddles two nodes needlessly (sim/placement.py): a
+    """Nodes the replicas occupy when none straddles two nodes needlessly (sim/inputs/layout/placement.py): a
     replica that fits in a node shares nodes with others, a larger one takes whole nodes."""
     if gpus_per_replica >= gpus_per_node:
         return replicas * math.ceil(gpus_per_replica / gpus_per_node)

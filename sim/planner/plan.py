@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 from sim.planner.burst import SearchSlice, search_slice, workload_shape
 from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
@@ -39,9 +39,9 @@ from sim.planner.verify_bound import (
     verified_per_hardware,
     verify_by_bound,
 )
-from sim.provenance import provenance
-from sim.sweep.backends import LocalBackend
-from sim.trace import Trace
+from sim.run.provenance import provenance
+from sim.run.backends import LocalBackend
+from sim.inputs.workload.trace import Trace
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -147,7 +147,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
               pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None,
               model_id: str | None = None, prices: dict[str, float] | None = None,
               layouts: LayoutGrid | None = None) -> dict:
-    """The plan.json content (see the module docstring). `backend`: a sim.sweep.backends backend
+    """The plan.json content (see the module docstring). `backend`: a sim.run.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
     `pd_ratios`: also compare disaggregated P:D layouts of the recommendation (sim.planner.disagg).

@@ -4,7 +4,7 @@ verification. It is an estimate, NOT a bound: a candidate it drops is not proven
 plan says so (`screen.exact_over`: "sized candidates only" whenever it dropped one).
 
 The estimate, per attention rank (sim/cost/expert_parallel.py prices one rank's view), with the
-candidate's own memory plan and cost model (the ones the simulation builds, sim.simulate):
+candidate's own memory plan and cost model (the ones the simulation builds, sim.run.simulate):
 - steady state of a chunked-prefill engine: every step carries B decodes (each at mean prompt +
   half the output cached) and the prompt tokens that arrive meanwhile, B x prompt / output of them
   (within max_num_batched_tokens), so prefill slows every decode as it does in the simulation (and,
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
-from sim.model import load_model
+from sim.inputs.model import load_model
 from sim.planner.candidates import Candidate, Skipped
 from sim.planner.layouts import layout_label
 from sim.planner.slo import PlanSLO
-from sim.trace import Trace
+from sim.inputs.workload.trace import Trace
 
 KIND = "analytic estimate from the roofline step cost (not a bound)"
 
@@ -63,7 +63,7 @@ class Estimate:
 
 def replica_parts(cfg):
     """(memory plan, cost model) of one replica of `cfg`: the very ones `simulate` builds."""
-    from sim.simulate import _replica_parts
+    from sim.run.simulate import _replica_parts
 
     return _replica_parts(cfg, load_model(cfg.model), cfg.hardware, None)
 

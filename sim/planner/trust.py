@@ -1,6 +1,6 @@
 """What a plan's numbers rest on: plan.json's `trust` section, printed with the plan.
 
-- `extrapolating`: the same reasons `simulate` gives (sim.intervals.run_extrapolating) for the
+- `extrapolating`: the same reasons `simulate` gives (sim.run.intervals.run_extrapolating) for the
   recommended replica: guessed profile numbers, GEMM shapes without measured tables, M outside them.
 - `validation`: which bundled measured cases (sim/validate/cases) share the recommendation's
   hardware and model: how many, at which TP sizes, by which engines, and whether one matches its
@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 
 
 def trust_section(cfg: EngineConfig) -> dict:
     """plan.json `trust` for one replica of the recommendation."""
-    from sim.intervals import run_extrapolating
+    from sim.run.intervals import run_extrapolating
 
     return {"extrapolating": run_extrapolating(cfg), "validation": validation_coverage(cfg)}
 

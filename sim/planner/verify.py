@@ -2,7 +2,7 @@
 behind the router, judge every request against the SLOs, and add replicas until they hold.
 
 The per-replica search runs on a slice; this run is what a deployment would see (every burst of the
-workload, the router's imbalance, the cold start). A candidate passes when `sim.slo.slo_report`
+workload, the router's imbalance, the cold start). A candidate passes when `sim.inputs.slo.slo_report`
 says `met` over all requests.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.planner.early_stop import FailureWatch
 from sim.planner.slo import PlanSLO
-from sim.simulate import simulate
-from sim.slo import slo_report
-from sim.summary import requests_frame
-from sim.trace import Trace
-from sim.workload.transforms import scale_rate
+from sim.run.simulate import simulate
+from sim.inputs.slo import slo_report
+from sim.run.summary import requests_frame
+from sim.inputs.workload.trace import Trace
+from sim.inputs.workload.transforms import scale_rate
 
 P99_KEYS = ("ttft", "tpot", "e2e")
 
@@ -48,7 +48,7 @@ def verification_run(cfg: EngineConfig, trace: Trace, replicas: int, target_qps:
 def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: PlanSLO,
                time_scale: dict[str, float] | None = None, stop_failing: bool = False) -> dict:
     """The whole workload at `target_qps` through `cluster` (any layout, aggregated or disaggregated),
-    every request judged by `sim.slo.slo_report`: passes, attainment per SLO, P99s, counts.
+    every request judged by `sim.inputs.slo.slo_report`: passes, attainment per SLO, P99s, counts.
     `time_scale`: a perturbed cost model (planner.band). `stop_failing`: end the run as soon as it is
     certain to fail (sim.planner.early_stop); its record then judges the requests that had ended by
     then and says so in `stopped_early` (the verdict is the full run's; the P99s are of those requests)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from pydantic import ConfigDict, PositiveFloat, PositiveInt, model_validator
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 from sim.schema import StrictModel
 from sim.yamlio import load_yaml, read_mapping, validate
@@ -109,7 +109,7 @@ def _scalar(key: str, text: str, flag: str = "--grid"):
 def load_base(path: Path | None) -> tuple[dict, dict]:
     """The base YAML: EngineConfig keys plus the workload keys `trace`, `format`, `max_requests`,
     `qps`, `rate_scale`. Returns (engine dict, workload dict); both are validated here."""
-    from sim.vllm_names import undash_keys  # vLLM-style dashed keys (max-num-seqs:) read as underscored
+    from sim.inputs.vllm_names import undash_keys  # vLLM-style dashed keys (max-num-seqs:) read as underscored
 
     data = undash_keys(read_mapping(path), path) if path is not None else {}
     workload = {k: data.pop(k) for k in BASE_WORKLOAD_KEYS if k in data}

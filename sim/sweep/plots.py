@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.output import write_png
+from sim.run.output import write_png
 
 PLOT_METRICS = {
     "request_throughput": "throughput (req/s)",
@@ -35,7 +35,7 @@ HEATMAP_METRICS = ("request_throughput", "goodput_request_throughput", "ttft_s_p
 
 def plot_sweep(frame: pd.DataFrame, grid: dict[str, list], out_dir: Path, slo=None) -> list[Path]:
     """Write the figures for this grid's rows into `out_dir`; return their paths. With `slo` (a
-    sim.slo.PlanSLO), latency panels draw each P99 limit as a dashed line."""
+    sim.inputs.slo.PlanSLO), latency panels draw each P99 limit as a dashed line."""
     varying = [k for k, values in grid.items() if len(values) > 1]
     metrics = [m for m in PLOT_METRICS if m in frame.columns and _numeric(frame, m).notna().any()]
     if frame.empty or not varying or not metrics:

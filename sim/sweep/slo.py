@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sim.errors import InputError
-from sim.slo import PlanSLO
+from sim.inputs.slo import PlanSLO
 
 if TYPE_CHECKING:  # imported where used: a sweep point's worker never needs pandas
     import pandas as pd

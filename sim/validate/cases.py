@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.budget import MAX_TOTAL_TOKENS, require
-from sim.config import MAX_TP
+from sim.inputs.budget import MAX_TOTAL_TOKENS, require
+from sim.inputs.config import MAX_TP
 from sim.errors import InputError
-from sim.layout_config import MAX_PP
+from sim.inputs.layout.config import MAX_PP
 from sim.numbers import strict_number
 from sim.schema import MAX_REQUESTS, MAX_TOKENS
 
@@ -172,7 +172,7 @@ def _pp(path: Path, line: int, row: dict) -> int:
 
 
 def _checked_size(path: Path, line: int, case: Case) -> Case:
-    """The case, if replaying it stays within sim.budget (requests x tokens per request)."""
+    """The case, if replaying it stays within sim.inputs.budget (requests x tokens per request)."""
     tokens = case.num_requests * ((case.input_len or 0) + (case.output_len or 0))
     require(tokens, MAX_TOTAL_TOKENS, "tokens", "num_requests x (input_len + output_len)", f"{path}:{line}")
     return case

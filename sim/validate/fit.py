@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.engines.overhead import EngineOverhead
-from sim.engines.preset import load_engine
+from sim.inputs.engines.overhead import EngineOverhead
+from sim.inputs.engines.preset import load_engine
 from sim.errors import InputError
-from sim.simulate import simulate
-from sim.summary import summarize
+from sim.run.simulate import simulate
+from sim.run.summary import summarize
 from sim.validate.cases import Case
 from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, _metric, cannot_express, case_config, case_workload
 

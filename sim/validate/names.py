@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sim.engines.preset import engine_names
+from sim.inputs.engines.preset import engine_names
 from sim.errors import InputError
-from sim.hardware import bundled_profiles
-from sim.model import bundled_models
+from sim.inputs.hardware import bundled_profiles
+from sim.inputs.model import bundled_models
 
 GPU_ALIASES = {
     "h100": "h100-sxm", "h100-sxm": "h100-sxm", "h100-sxm5-80gb": "h100-sxm", "h100-80gb-hbm3": "h100-sxm",

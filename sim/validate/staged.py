@@ -31,7 +31,7 @@ from functools import lru_cache
 import numpy as np
 
 from sim.errors import InputError
-from sim.trace import Trace
+from sim.inputs.workload.trace import Trace
 
 PREFIX_BLOCK_TOKENS = 16  # granularity of the prefix hash ids (vLLM's default block size)
 SHUFFLE_SEED = 0
@@ -182,8 +182,8 @@ class StageStats:
 
 @lru_cache(maxsize=16)
 def _simulate(config_json: str, workload: StagedWorkload, overhead) -> tuple[StageStats, ...]:
-    from sim.config import EngineConfig
-    from sim.simulate import simulate
+    from sim.inputs.config import EngineConfig
+    from sim.run.simulate import simulate
 
     cfg = EngineConfig.model_validate(json.loads(config_json))
     trace, stage = staged_trace(workload)
@@ -207,5 +207,5 @@ def _simulate(config_json: str, workload: StagedWorkload, overhead) -> tuple[Sta
 
 def simulate_stages(cfg, workload: StagedWorkload, overhead=None) -> tuple[StageStats, ...]:
     """Per-stage statistics of one simulation of `workload` under `cfg` (cached); `overhead`
-    (sim.engines.EngineOverhead) replaces the preset's engine terms (fitting)."""
+    (sim.inputs.engines.EngineOverhead) replaces the preset's engine terms (fitting)."""
     return _simulate(cfg.model_dump_json(), workload, overhead)

@@ -6,7 +6,7 @@ tokens each, fed by a prefill side that keeps up (its own nodes). The rate it re
 running batch's: ranks x concurrency tokens per decode step. Predicted the same way: one decode
 step of `concurrency` sequences at the batch's mean context (input_len + output_len / 2) on one
 rank, every rank carrying as many (ranks in lockstep with equal batches step at that time:
-sim/lockstep.py), through the engine preset's cost model; output tok/s = ranks x concurrency / step.
+sim/engine/lockstep.py), through the engine preset's cost model; output tok/s = ranks x concurrency / step.
 The batch must fit one rank's KV cache, else the row cannot be expressed.
 """
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from sim.errors import InputError
-from sim.model import load_model
+from sim.inputs.model import load_model
 
 
 def predict_steady_decode(case, cfg):
     """(predicted output tok/s or None, reason) of a `steady_decode` case under `cfg`."""
-    from sim.layout_config import simulated_layout
-    from sim.simulate import _replica_parts
+    from sim.inputs.layout.config import simulated_layout
+    from sim.run.simulate import _replica_parts
 
     model = load_model(cfg.model)
     try:

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from sim.config import EngineConfig
-from sim.engines.overhead import EngineOverhead
-from sim.simulate import simulate
-from sim.summary import requests_columns
+from sim.inputs.config import EngineConfig
+from sim.inputs.engines.overhead import EngineOverhead
+from sim.run.simulate import simulate
+from sim.run.summary import requests_columns
 from sim.validate.measured.replay import loss
 from sim.validate.measured.run import MeasuredRun
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.config import EngineConfig
-from sim.engines.overhead import EngineOverhead
-from sim.simulate import simulate
-from sim.summary import requests_columns
+from sim.inputs.config import EngineConfig
+from sim.inputs.engines.overhead import EngineOverhead
+from sim.run.simulate import simulate
+from sim.run.summary import requests_columns
 from sim.validate.measured.run import MeasuredRun
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
 

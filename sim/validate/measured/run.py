@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
-from sim.trace import Trace
+from sim.inputs.workload.trace import Trace
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""The simulated serving engine: replicas, routers, schedulers, KV cache, lockstep ranks, spec decoding."""

@@ -1,0 +1,86 @@
+"""The two roles a policy's scheduler can play in a disaggregated cluster (mixins that go in
+front of the policy class). Only hand-over points change; admission, batching, preemption and
+prefix caching stay the policy's own."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sim.engine.request import Status
+
+if TYPE_CHECKING:
+    from sim.engine.disagg.coordinator import Coordinator
+
+
+class PrefillRole:
+    """Computes prompts: once a request's first token is sampled it leaves the running batch (it
+    never decodes here) but keeps its blocks until its KV has landed on a decode replica."""
+
+    coordinator: Coordinator | None = None
+    can_run_past_finishes = False  # a finish hands the request over (sim/engine/sched/past_finishes.py)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.handing_off: set[int] = set()
+        self._planned: tuple[float, object] | None = None  # (start, plan) of the step in flight
+
+    @property
+    def busy_until_s(self) -> float:
+        """End of the step in flight (decode replicas' horizon): read from the plan, whose duration a
+        lockstep group (sim/engine/lockstep.py) may re-time to its ranks' common step after planning."""
+        if self._planned is None:
+            return -math.inf
+        start_s, plan = self._planned
+        return start_s + plan.duration_s
+
+    def schedule(self, now_s: float, horizon_s: float):
+        plan = super().schedule(now_s, horizon_s)
+        if plan is not None:
+            self._planned = (now_s, plan)
+        return plan
+
+    def _finish_done(self, candidates: np.ndarray, end_s: float) -> int:
+        n_done = super()._finish_done(candidates, end_s)
+        t = self.table
+        for rid in np.asarray(candidates, dtype=np.int64).tolist():  # base may pass a list (hot path)
+            if t.status[rid] == Status.RUNNING and t.n_computed[rid] >= t.prompt_tokens[rid]:
+                self.running.remove(rid)
+                self._unsettled.discard(rid)
+                self.handing_off.add(rid)
+                self.coordinator.handoff(self, rid, end_s)
+        return n_done
+
+    def release_handed_off(self, rid: int) -> None:
+        """The request's KV has landed elsewhere (or it was rejected there): free its blocks here."""
+        self.handing_off.discard(rid)
+        self.on_release(rid)
+        self.blocks.free_request(rid)
+
+    def blocked_on_transfers(self) -> bool:
+        return bool(self.handing_off)
+
+
+class DecodeRole:
+    """Generates output: requests arrive with their KV (blocks reserved by the coordinator when
+    the transfer started) and join the running batch as decoding sequences."""
+
+    coordinator: Coordinator | None = None
+    can_run_past_finishes = False  # freed blocks let waiting transfers start (sim/engine/sched/past_finishes.py)
+
+    def accept_transfer(self, rid: int) -> None:
+        t = self.table
+        t.replica[rid] = self.replica
+        t.status[rid] = Status.RUNNING
+        self.join_running(rid)
+
+    def commit(self, plan, end_s: float) -> int:
+        n_done = super().commit(plan, end_s)
+        self.coordinator.start_transfers(self)  # blocks may have been freed
+        return n_done
+
+    def blocked_on_transfers(self) -> bool:
+        """A transfer on the wire will land (one still queued needs blocks here: it cannot unblock us)."""
+        return self.coordinator.n_in_flight(self) > 0

@@ -1,6 +1,0 @@
-"""Engine presets (vLLM, SGLang, TensorRT-LLM, LMDeploy) and the engine overhead model."""
-
-from sim.engines.overhead import EngineCost, EngineOverhead
-from sim.engines.preset import EnginePreset, engine_names, load_engine
-
-__all__ = ["EngineCost", "EngineOverhead", "EnginePreset", "engine_names", "load_engine"]

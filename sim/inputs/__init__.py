@@ -1,0 +1,1 @@
+"""What a run is told: configs, hardware profiles, model specs, workloads, engine presets, layouts."""

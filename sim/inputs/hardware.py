@@ -1,0 +1,306 @@
+"""Hardware profiles: datasheet numbers + efficiency terms, loaded from YAML and validated."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
+
+from sim.errors import InputError
+from sim.paths import bundled_dir
+from sim.schema import StrictModel
+from sim.yamlio import read_mapping, validate
+
+GIB = 2**30
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+Fraction = Field(gt=0, le=1)
+
+
+class Compute(StrictModel):
+    model_config = _STRICT
+    dense_bf16_tflops: PositiveFloat
+    dense_fp8_tflops: PositiveFloat | None = None
+    dense_int8_tops: PositiveFloat | None = None
+    dense_fp4_tflops: PositiveFloat | None = None  # Blackwell NVFP4/MXFP4 tensor cores
+
+
+class Memory(StrictModel):
+    model_config = _STRICT
+    hbm_capacity_gib: PositiveFloat
+    hbm_bandwidth_gb_s: PositiveFloat
+    runtime_reserve_gib: float = Field(ge=0)
+
+
+class Interconnect(StrictModel):
+    model_config = _STRICT
+    gpu_link_gb_s: PositiveFloat
+    gpu_link_latency_us: float = Field(ge=0)
+    host_link_gb_s: PositiveFloat
+    max_gpus_per_node: PositiveInt
+    # GPUs joined by one NVLink/NVSwitch (or xGMI) fabric: 8 on an HGX board, 72 on a GB200 NVL72
+    # rack. None: one node (max_gpus_per_node). Collectives beyond it cross the scale-out network.
+    scale_up_domain_gpus: PositiveInt | None = None
+    # scale-out NIC per GPU (RDMA: InfiniBand/RoCE), per direction; None where no standard system is bundled
+    network_gb_s: PositiveFloat | None = None
+    network_latency_us: float | None = Field(None, ge=0)
+    # how the GPUs of a node are linked (engines enable custom all-reduce kernels on full NVLink only)
+    gpu_link_kind: Literal["nvlink", "pcie", "xgmi"] | None = None
+
+
+# GEMM op classes a profile may give its own ceiling / ramp. experts: MoE grouped GEMM; experts_ep: the same
+# under expert parallelism; experts_deepgemm: DeepGEMM's grouped GEMMs behind DeepEP (sim/cost/expert_parallel.py)
+GEMM_OP_CLASSES = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "experts", "experts_ep",
+                   "experts_deepgemm")
+
+
+def _check_op_classes(table: dict | None) -> None:
+    """Every key of a per-op table is a GEMM op class."""
+    for op in table or {}:
+        if op not in GEMM_OP_CLASSES:
+            raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
+
+
+class Efficiency(StrictModel):
+    """Roofline efficiency terms (documented defaults in each YAML; calibration refits them)."""
+
+    model_config = _STRICT
+    gemm_compute_max: float = Fraction
+    gemm_half_tokens: float = Field(ge=0)
+    memory: float = Fraction
+    attention_compute: float = Fraction
+    paged_attention_memory: dict[PositiveInt, float]
+    allreduce_bus: float = Fraction
+    roofline_blend: float = Field(ge=1)
+    kernel_launch_us: float = Field(ge=0)
+    step_overhead_us: float = Field(ge=0)
+    # Tile quantization of GEMM M in the compute term (M rounded up to a multiple of this);
+    # None (the default) leaves M as is. Calibration may set it (see sim/cost/roofline.py).
+    gemm_tile_tokens: PositiveInt | None = None
+    # Compute-efficiency ceiling per GEMM op class (qkv_proj, o_proj, gate_up_proj, down_proj, lm_head),
+    # replacing gemm_compute_max for that class (its N:K aspect and fused kernels); None or a class
+    # not listed: gemm_compute_max. See sim/cost/roofline.py `gemm_compute_efficiency`.
+    gemm_compute_max_by_op: dict[str, float] | None = None
+    # Compute-ramp half point (rows M at which half the ceiling is reached) per GEMM op class, replacing
+    # gemm_half_tokens for that class: a grouped GEMM (`experts_ep`) pads and pipelines every expert's
+    # rows separately, so its ramp is its own. None or a class not listed: gemm_half_tokens.
+    gemm_half_tokens_by_op: dict[str, float] | None = None
+    # Output elements (M * N per GPU) added to the compute ramp's half point: half-M =
+    # gemm_half_tokens + this / N (a narrow output has few tiles per row to fill the SMs).
+    # None (the default): half-M = gemm_half_tokens.
+    gemm_half_output_elems: float | None = Field(default=None, ge=0)
+    # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
+    elementwise_memory: float | None = Field(default=None, gt=0, le=1)
+    # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
+    elementwise_fixed_us: float | None = Field(default=None, ge=0)
+    # GEMM compute efficiency ceiling per weight dtype, replacing gemm_compute_max for GEMMs whose
+    # weights are in that dtype (e.g. {fp4: 0.4}: FP4 tensor-core kernels reach a smaller share of
+    # their higher peak than bf16 ones). None / a dtype not listed: gemm_compute_max.
+    gemm_compute_max_by_dtype: dict[str, float] | None = None
+    # The weight dtype a gemm_compute_max_by_op ceiling was measured or fitted at (e.g. {experts_deepgemm: fp8}:
+    # DeepGEMM's FP8 tables): that ceiling is a share of that dtype's own peak, so a gemm_compute_max_by_dtype
+    # entry rescales it relative to that dtype's entry (unchanged at that dtype). Classes not listed are
+    # relative to gemm_compute_max. None: all are. See `for_weight_dtype`.
+    gemm_ceiling_dtype_by_op: dict[str, str] | None = None
+
+    @field_validator("gemm_ceiling_dtype_by_op")
+    @classmethod
+    def _ceiling_dtypes(cls, table: dict[str, str] | None) -> dict[str, str] | None:
+        """Keys are GEMM op classes; values weight dtypes infersim knows."""
+        from sim.inputs.dtypes import dtype_names
+
+        _check_op_classes(table)
+        for op, dtype in (table or {}).items():
+            if dtype not in dtype_names():
+                raise ValueError(f"unknown dtype {dtype!r} of {op}; allowed: {', '.join(dtype_names())}")
+        return table
+
+    @field_validator("gemm_compute_max_by_dtype")
+    @classmethod
+    def _known_dtypes(cls, table: dict[str, float] | None) -> dict[str, float] | None:
+        """Keys are weight dtypes infersim knows; values in (0, 1]."""
+        from sim.inputs.dtypes import dtype_names
+
+        for dtype, value in (table or {}).items():
+            if dtype not in dtype_names():
+                raise ValueError(f"unknown dtype {dtype!r}; allowed: {', '.join(dtype_names())}")
+            if not 0 < value <= 1 or value != value:
+                raise ValueError(f"efficiency {value} for {dtype} must be in (0, 1]")
+        return table
+
+    def for_weight_dtype(self, weight_dtype: str) -> Efficiency:
+        """These terms with gemm_compute_max replaced by that dtype's entry, if it has one; per-op
+        ceilings (gemm_compute_max_by_op) scale by the same ratio (entry / gemm_compute_max), except those
+        measured at a dtype of their own (gemm_ceiling_dtype_by_op), which scale by entry / that dtype's
+        entry (gemm_compute_max where it has none): unchanged when priced at the dtype they were measured
+        at. A dtype without an entry gets these terms as they stand (every ceiling, as written)."""
+        by_dtype = self.gemm_compute_max_by_dtype or {}
+        if weight_dtype not in by_dtype:
+            return self
+        entry = by_dtype[weight_dtype]
+        bases = {op: by_dtype.get(dtype, self.gemm_compute_max)
+                 for op, dtype in (self.gemm_ceiling_dtype_by_op or {}).items()}
+        by_op = {op: min(1.0, value * (entry / bases.get(op, self.gemm_compute_max)))
+                 for op, value in (self.gemm_compute_max_by_op or {}).items()}
+        return self.model_copy(update={"gemm_compute_max": entry,
+                                       "gemm_compute_max_by_op": by_op or self.gemm_compute_max_by_op})
+
+    @field_validator("paged_attention_memory")
+    @classmethod
+    def _calibrated_block_sizes(cls, table: dict[int, float]) -> dict[int, float]:
+        """At least one block size; sizes powers of two (log2-interpolated); efficiencies in (0, 1]."""
+        if not table:
+            raise ValueError("give at least one block_size: efficiency pair, e.g. {16: 0.6}")
+        for size, value in table.items():
+            if size & (size - 1):
+                raise ValueError(f"block size {size} must be a power of two")
+            if not 0 < value <= 1 or value != value:
+                raise ValueError(f"efficiency {value} at block size {size} must be in (0, 1]")
+        return table
+
+    @field_validator("gemm_compute_max_by_op")
+    @classmethod
+    def _per_op_ceilings(cls, table: dict[str, float] | None) -> dict[str, float] | None:
+        """Keys are GEMM op classes; values efficiencies in (0, 1]."""
+        _check_op_classes(table)
+        for op, value in (table or {}).items():
+            if not 0 < value <= 1 or value != value:
+                raise ValueError(f"efficiency {value} of {op} must be in (0, 1]")
+        return table
+
+    @field_validator("gemm_half_tokens_by_op")
+    @classmethod
+    def _per_op_half_tokens(cls, table: dict[str, float] | None) -> dict[str, float] | None:
+        """Keys are GEMM op classes; values rows, finite and >= 0."""
+        for op, value in (table or {}).items():
+            if op not in GEMM_OP_CLASSES:
+                raise ValueError(f"unknown GEMM op class {op!r}; allowed: {', '.join(GEMM_OP_CLASSES)}")
+            if not 0 <= value < float("inf"):
+                raise ValueError(f"half-point rows {value} of {op} must be a finite number >= 0")
+        return table
+
+    def paged_efficiency(self, block_size: int) -> float:
+        """KV-read efficiency for `block_size`, log2-interpolated between calibrated sizes."""
+        import numpy as np
+
+        sizes = sorted(self.paged_attention_memory)
+        values = [self.paged_attention_memory[s] for s in sizes]
+        return float(np.interp(np.log2(block_size), np.log2(sizes), values))
+
+
+class LinkFit(StrictModel):
+    """One collective on one group size: time = latency_us + payload / bus_gb_s (payload in bytes).
+    `above` (with `above_bytes`): the fit of messages of at least that size, where the kernel
+    switches algorithm (vLLM's custom all-reduce: one-shot below 512 KiB on 4 GPUs, two-shot above)."""
+
+    model_config = _STRICT
+    latency_us: float = Field(ge=0)
+    bus_gb_s: PositiveFloat
+    above_bytes: PositiveFloat | None = None
+    above: LinkFit | None = None
+
+    @model_validator(mode="after")
+    def _above_comes_with_its_size(self) -> LinkFit:
+        if (self.above is None) != (self.above_bytes is None):
+            raise ValueError("above and above_bytes come together")
+        return self
+
+
+A2A_BACKENDS = ("nccl", "deepep_normal", "deepep_low_latency")  # MoE dispatch/combine kernels (sim/cost/all_to_all.py)
+A2A_PHASES = ("dispatch", "combine")
+
+
+class Collectives(StrictModel):
+    """Measured (or derived) collective costs per TP size (sim/cost/collectives.py reads them).
+
+    `allreduce` maps a kind (`nccl`, `custom`: vLLM/TRT-LLM one-shot kernels) to {tp: LinkFit};
+    `send_recv` is one point-to-point transfer (pipeline stages, KV transfer); `nvlink_bridge`
+    the all-reduce of a TP-2 pair joined by an NVLink bridge (PCIe cards), used when the cost
+    model is built with `nvlink_bridge=True`."""
+
+    model_config = _STRICT
+    allreduce: dict[str, dict[PositiveInt, LinkFit]]
+    send_recv: LinkFit | None = None
+    nvlink_bridge: dict[str, LinkFit] | None = None
+
+
+class HardwareProfile(StrictModel):
+    model_config = _STRICT
+    name: str
+    description: str = ""
+    vendor: str = ""
+    compute: Compute
+    memory: Memory
+    interconnect: Interconnect
+    cost_per_hour_usd: PositiveFloat | None = None
+    efficiency: Efficiency
+    provenance: str
+    calibration: dict | None = None
+    # New in issue 10: collective fits, relative uncertainty (1 sigma, log scale) of each op
+    # class's time, and where each group of numbers comes from (measured-fit | derived | guessed).
+    collectives: Collectives | None = None
+    uncertainty: dict[str, PositiveFloat] | None = None
+    sources: dict[str, str] | None = None
+    # MoE all-to-all fits: backend (A2A_BACKENDS) -> {dispatch | combine: {ep: LinkFit}}, the payload
+    # being the bytes one EP rank sends (sim/cost/all_to_all.py); a key of its own so that
+    # `calibrate.defaults --write`, which rewrites `collectives`, leaves it alone.
+    all_to_all: dict[str, dict[str, dict[PositiveInt, LinkFit]]] | None = None
+
+    @field_validator("all_to_all")
+    @classmethod
+    def _known_a2a(cls, table):
+        """Backends and phases infersim prices; at least one EP size each."""
+        for backend, phases in (table or {}).items():
+            if backend not in A2A_BACKENDS:
+                raise ValueError(f"unknown all-to-all backend {backend!r}; allowed: {', '.join(A2A_BACKENDS)}")
+            for phase, fits in phases.items():
+                if phase not in A2A_PHASES or not fits:
+                    raise ValueError(f"{backend}: phases {' | '.join(A2A_PHASES)}, each with one or more EP sizes")
+        return table
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.memory.hbm_capacity_gib * GIB
+
+    @property
+    def hbm_bandwidth_bytes_s(self) -> float:
+        return self.memory.hbm_bandwidth_gb_s * 1e9
+
+    @property
+    def gpu_link_bytes_s(self) -> float:
+        return self.interconnect.gpu_link_gb_s * 1e9
+
+    @property
+    def scale_up_gpus(self) -> int:
+        """GPUs in one scale-up (NVLink) domain (sim/cost/topology.py)."""
+        return self.interconnect.scale_up_domain_gpus or self.interconnect.max_gpus_per_node
+
+    @property
+    def host_link_bytes_s(self) -> float:
+        return self.interconnect.host_link_gb_s * 1e9
+
+    def peak_flops(self, peak_key: str) -> float:
+        """Dense peak FLOP/s for a `compute` key; InputError if this GPU lacks it (e.g. fp8 on A100)."""
+        value = getattr(self.compute, peak_key)
+        if value is None:
+            raise InputError(self.name, f"compute.{peak_key}", "this GPU has no such tensor-core peak")
+        return value * 1e12
+
+
+def bundled_profiles() -> list[str]:
+    return sorted(p.stem for p in bundled_dir("hwprofiles").glob("*.yaml"))
+
+
+@lru_cache(maxsize=64)
+def load_hardware(name_or_path: str) -> HardwareProfile:
+    """A bundled profile by name (`h100-sxm`) or a user's YAML by path."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = bundled_dir("hwprofiles") / f"{name_or_path}.yaml"
+        if not path.is_file():
+            allowed = ", ".join(bundled_profiles())
+            raise InputError("--hardware", None, f"unknown profile {name_or_path!r}; bundled: {allowed}")
+    elif not path.is_file():
+        raise InputError(path, None, "file not found")
+    return validate(HardwareProfile, read_mapping(path), path)

@@ -1,0 +1,189 @@
+"""Writing a run's files atomically: each file via a temp file in the same folder, then rename;
+a whole run folder via `sim.run.folder.atomic_run_dir`.
+
+Nothing already written is lost or left half-written if a run fails or is killed mid-write, and
+a reader never sees files of two runs side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sim.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def prepare_out_dir(out_dir: Path) -> Path:
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError("--out", None, f"{out_dir} exists and is not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError("--out", None, f"cannot create {out_dir} ({exc.strerror})") from None
+    return out_dir
+
+
+def _atomic_write(path: Path, write) -> None:
+    """`write(tmp)` into a temporary file next to `path`, then rename it into place. An OSError
+    names `path` (the user's), never the temporary file."""
+    try:
+        handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    os.close(handle)
+    try:
+        write(tmp_name)
+        with_normal_mode(tmp_name)
+        os.replace(tmp_name, path)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def with_normal_mode(path, folder: bool = False) -> None:
+    """Give a file made by `tempfile` (0600, 0700) the mode a plain `open` would: 0666 (0777 for
+    a folder) less the umask, so the files of a run are as readable as any other the user makes."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~_umask())
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def json_safe(data):
+    """`data` with every non-finite float (NaN, inf: a statistic of nothing, a rate over 0 s)
+    replaced by None, and numpy scalars/arrays as Python values, so the JSON is always valid."""
+    if isinstance(data, dict):
+        return {key: json_safe(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(value) for value in data]
+    if hasattr(data, "tolist") and not isinstance(data, (str, bytes)):
+        return json_safe(data.tolist())
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    return data
+
+
+def json_text(data) -> str:
+    """Strict JSON (no NaN/Infinity tokens), indented; non-finite numbers become null."""
+    return json.dumps(json_safe(data), indent=2, allow_nan=False, default=_default) + "\n"
+
+
+def write_json(path: Path, data: dict) -> None:
+    text = json_text(data)
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w") as f:
+            f.write(text)
+
+    _atomic_write(Path(path), write)
+
+
+def write_text(path: Path, text: str) -> None:
+    def write(tmp: str) -> None:
+        with open(tmp, "w") as f:
+            f.write(text)
+
+    _atomic_write(Path(path), write)
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    _atomic_write(Path(path), lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def write_columns_parquet(path: Path, columns: dict) -> None:
+    """A table given as {name: values} (numpy arrays or lists, all one length) as parquet, with
+    pyarrow alone; read back with pandas it is the DataFrame of those columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(columns)
+    _atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp))
+
+
+def write_png(path: Path, figure) -> Path:
+    """Save a matplotlib figure as PNG, atomically like every other output."""
+    _atomic_write(Path(path), lambda tmp: figure.savefig(tmp, format="png", dpi=110))
+    return Path(path)
+
+
+def _default(value):
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> None:
+    """A table as CSV (header row, no index), atomically."""
+    _atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def check_file_target(path: Path, flag: str) -> None:
+    """InputError (naming `flag`) unless a file can be written at `path`: not a folder, in an
+    existing folder. Called before any work, so a run never fails at its last step."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(flag, None, f"{path} is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise InputError(flag, None, f"the folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK):
+        raise InputError(flag, None, f"cannot write in {path.parent} (permission denied)")
+
+
+@contextmanager
+def staged_files() -> Iterator[Callable]:
+    """`stage(path, write)` writes a file now, next to `path` under a temporary name (returned,
+    with `path`'s suffix); when the
+    block ends without error every staged file is renamed into place, on any error or interrupt
+    they are removed. Lets a command write a file beside its atomic run folder within the same
+    step: nothing is published unless everything was written."""
+    staged: list[tuple[str, Path]] = []
+
+    def stage(path: Path, write) -> Path:
+        path = Path(path)
+        try:  # the same suffix: a staged YAML can be read back as one before it is published
+            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        os.close(handle)
+        staged.append((tmp_name, path))
+        try:
+            write(tmp_name)
+            with_normal_mode(tmp_name)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+        return Path(tmp_name)
+
+    try:
+        yield stage
+    except BaseException:
+        for tmp_name, _ in staged:
+            Path(tmp_name).unlink(missing_ok=True)
+        raise
+    for tmp_name, path in staged:
+        os.replace(tmp_name, path)
+
+
+# ---- whole run folders live in sim/run/folder.py (which imports this module); the callers that
+# import them from here get them on first use.
+def __getattr__(name: str):
+    if name in ("atomic_run_dir", "remove_stale_partials"):
+        import sim.run.folder
+
+        return getattr(sim.run.folder, name)
+    raise AttributeError(f"module 'sim.run.output' has no attribute {name!r}")

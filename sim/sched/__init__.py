@@ -1,6 +1,0 @@
-"""Scheduler policies: one shared base (`base.Scheduler`) and one short file per policy."""
-
-from sim.sched.base import Scheduler, StepPlan
-from sim.sched.registry import make_scheduler
-
-__all__ = ["Scheduler", "StepPlan", "make_scheduler"]
