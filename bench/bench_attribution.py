@@ -18,10 +18,10 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.run.attribution import PARTS
 from sim.inputs.config import EngineConfig
-from sim.run.report.attribution_plot import save_attribution_figure
+from sim.run.attribution import PARTS
 from sim.run.invoke import load_run_workload, run
+from sim.run.report.attribution_plot import save_attribution_figure
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import pandas as pd
 if __package__ in (None, ""):  # run as a script from a checkout without `pip install`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calibrate.defaults import A100_MODELS, H100_MODELS
+from calibrate.defaults.fit import A100_MODELS, H100_MODELS
 from calibrate.fit import fit_profile, with_terms
 from calibrate.fit_tables import gemm_table_entries, holdout_relative_errors
 from calibrate.report import residual_rows

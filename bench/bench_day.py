@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 from sim.fleet.day import run_day  # noqa: E402
 from sim.fleet.output import summarize  # noqa: E402
 from sim.fleet.spec import DaySpec, load_day_spec  # noqa: E402
-from sim.run.output import json_safe  # noqa: E402
+from sim.output import json_safe  # noqa: E402
 
 DAY_SPEC = REPO / "workloads" / "days" / "diurnal_llama8b_h100.yaml"
 BACKSTOP = {"kind": "target", "metric": "queue_length", "target": 8}  # predictive's reactive backstop

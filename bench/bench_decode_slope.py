@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
 from sim.run.simulate import _replica_parts

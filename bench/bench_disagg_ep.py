@@ -36,8 +36,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sim.inputs.config import EngineConfig
-from sim.run.invoke import run
 from sim.inputs.workload.trace import Trace
+from sim.run.invoke import run
 
 PROMPT_TOKENS, OUTPUT_TOKENS = 2000, 100
 RATE_PER_GPUS = 32  # --rate is per this many prefill GPUs (one EP32 prefill server)

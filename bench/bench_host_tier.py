@@ -18,8 +18,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sim.inputs.config import EngineConfig
-from sim.run.invoke import load_run_workload, run
 from sim.inputs.workload import prefix_hit_rate_infinite
+from sim.run.invoke import load_run_workload, run
 
 
 def main() -> None:

@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
+from sim.cost.replica import replica_cost_model
 from sim.inputs.config import load_config
-from sim.cost.pipeline import replica_cost_model
 from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import load_model
 from sim.run.invoke import load_run_workload, run
 

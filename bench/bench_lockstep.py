@@ -22,10 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from sim.inputs.config import EngineConfig
-from sim.run.simulate import simulate
-from sim.run.summary import requests_frame, summarize
 from sim.inputs.workload import load_workload
 from sim.inputs.workload.transforms import scale_rate
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
 
 DEEPSEEK = dict(model="deepseek-r1", weight_dtype="fp8", policy="chunked", hardware="gb200-nvl72")
 GROUP = {"tp": 1, "dp": 8, "enable_expert_parallel": True, "moe_a2a_backend": "nccl"}  # dp8 x tp1 ep8

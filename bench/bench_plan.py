@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.table import Table
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.workload import load_workload
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
-from sim.inputs.workload import load_workload
 
 HARDWARE = ["h100-sxm", "a100-80g-sxm", "h200"]
 TPS = [1, 2, 4, 8]

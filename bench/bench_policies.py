@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 
 from sim.inputs.config import EngineConfig
-from sim.run.invoke import load_run_workload, run
 from sim.inputs.workload import prefix_hit_rate_infinite
+from sim.run.invoke import load_run_workload, run
 
 COLUMNS = ("policy", "cache", "req/s", "out tok/s", "ttft mean s", "ttft p99 s", "itl p99 ms", "tpot mean ms",
            "kv use", "kv frag", "preempt", "hit", "evicted", "wall s")

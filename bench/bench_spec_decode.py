@@ -23,12 +23,12 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
+from sim.engine.spec_decode import expected_tokens_per_step
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
 from sim.run.invoke import load_run_workload, run
-from sim.engine.spec_decode import expected_tokens_per_step
 
 SETTINGS = [(2, 0.6), (2, 0.8), (4, 0.6), (4, 0.8)]
 CONTEXT_TOKENS = 1300

@@ -19,10 +19,10 @@ import numpy as np
 from rich.table import Table
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.workload import load_workload
 from sim.planner.layouts import LayoutGrid
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
-from sim.inputs.workload import load_workload
 
 N_REQUESTS = 4000
 TARGET_QPS = 20.0

@@ -12,8 +12,8 @@ import pandas as pd
 from calibrate.measurements import ATTENTION_OPS, GEMM_OPS
 from sim.cost.attention_tables import ratio_entry
 from sim.cost.tables import table_entry
-from sim.inputs.dtypes import bytes_per_element
 from sim.errors import InputError
+from sim.inputs.dtypes import bytes_per_element
 
 
 def gemm_table_entries(frame: pd.DataFrame) -> list[dict]:

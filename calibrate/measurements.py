@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.errors import InputError
-from sim.run.output import with_normal_mode
+from sim.output import with_normal_mode
 
 GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
 ATTENTION_OPS = ("decode_attention", "prefill_attention")

@@ -35,7 +35,7 @@ from calibrate.measurements import ATTENTION_OPS, COLLECTIVE_OPS, GEMM_OPS
 from calibrate.predict import predict_times_s
 from calibrate.uncertainty import uncertainty_from_residuals
 from sim.inputs.hardware import HardwareProfile
-from sim.run.output import with_normal_mode
+from sim.output import with_normal_mode
 from sim.yamlio import validate
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from calibrate.measurements import OPS
 from calibrate.predict import answered_by, predict_times_s
 from sim.inputs.hardware import HardwareProfile
-from sim.run.output import write_png
+from sim.output import write_png
 
 
 def residual_rows(frame: pd.DataFrame, hw: HardwareProfile) -> pd.DataFrame:

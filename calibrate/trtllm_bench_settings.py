@@ -34,6 +34,7 @@ from pathlib import Path
 
 from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
+from sim.inputs.model.params import total_params
 from sim.validate.names import dtype_name, gpu_name, model_name
 
 BYTES_PER_WEIGHT = {"fp4": 0.5, "nvfp4": 0.5, "fp8": 1.0, "bf16": 2.0, "fp16": 2.0}  # trtllm-bench's NVFP4: .5
@@ -65,7 +66,7 @@ def bench_settings(model: str, gpu: str, tp: int, weight_dtype: str, kv_dtype: s
     gib = 1024**3
     kv_heads = max(tp, spec.n_kv_heads)
     per_token_gib = 2 * spec.n_layers * kv_heads * spec.head_dim * BYTES_PER_KV[kv_dtype] / gib
-    weights_gib = spec.total_params() * BYTES_PER_WEIGHT[weight_dtype] / gib
+    weights_gib = total_params(spec) * BYTES_PER_WEIGHT[weight_dtype] / gib
     available_gib = hw.memory.hbm_capacity_gib * tp * pp - weights_gib
     requests = available_gib * KV_CACHE_FREE_GPU_MEM_FRACTION / (per_token_gib * (isl + osl))
     raw_bs = min(requests, 4096) / pp

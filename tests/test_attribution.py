@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import STEP_S, ConstantCost, make_trace
 
-from sim.run.attribution import PARTS
 from sim.inputs.config import EngineConfig
+from sim.run.attribution import PARTS
 from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame, summarize

@@ -8,12 +8,12 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
+from sim.inputs.workload.bench import bench_workload
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame
-from sim.inputs.workload.trace import ClosedLoop, Trace
-from sim.inputs.workload.bench import bench_workload
 
 
 class UnitCost:

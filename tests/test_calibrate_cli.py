@@ -11,12 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from calibrate.vidur_import import bundled_vidur_path
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
-from sim.run.simulate import simulate
 from sim.inputs.workload.trace import Trace
+from sim.run.simulate import simulate
 
 MLP_7B = bundled_vidur_path("compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv")
 MLP_70B = bundled_vidur_path("compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv")

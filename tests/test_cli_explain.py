@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from sim import __version__
 from sim.cli import app
-from sim.run.provenance import trace_sha256
+from sim.cli.schema_doc import markdown
 from sim.inputs.slo import parse_slo, slo_report
-from sim.sweep.slo import add_slo_columns, sort_best_first
 from sim.inputs.workload import load_workload
-from sim.inputs.workload.schema_doc import markdown
+from sim.run.provenance import trace_sha256
+from sim.sweep.slo import add_slo_columns, sort_best_first
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()

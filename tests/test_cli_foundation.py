@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.inputs.hardware import bundled_profiles, load_hardware
 from sim.inputs.model import bundled_models, load_model
+from sim.inputs.model.params import total_params
 from sim.paths import bundled_dir
 
 HF_DIR = Path(__file__).parent / "fixtures" / "hf"
@@ -78,7 +79,7 @@ def test_memory_of_a_model_that_does_not_fit():
 def test_roofline_json_llama_3_8b_on_h100():
     data = invoke_json("roofline", "--model", "llama-3-8b", "--hardware", "h100-sxm",
                        "--prefill-tokens", "4096", "--batch", "1", "--context", "1024")
-    weights_s = load_model("llama-3-8b").total_params() * 2 / load_hardware("h100-sxm").hbm_bandwidth_bytes_s
+    weights_s = total_params(load_model("llama-3-8b")) * 2 / load_hardware("h100-sxm").hbm_bandwidth_bytes_s
     decode, prefill = data["decode"], data["prefill"]
     assert decode["bound"] == "memory" and weights_s <= decode["time_s"] <= 1.5 * weights_s
     assert prefill["bound"] == "compute" and prefill["time_s"] > 10 * decode["time_s"]

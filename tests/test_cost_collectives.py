@@ -68,8 +68,8 @@ def test_profiles_without_collectives_keep_the_ring_formula():
 
 def test_two_shot_custom_allreduce_of_4_h100s_matches_vllms_graphed_timings():
     """vLLM runs its two-shot kernel inside CUDA graphs (no copy-in, no launch per call): the 4-GPU line
-    follows vLLM's own graphed timings (calibrate.defaults, PRs 24111 / 24532) at decode-batch sizes."""
-    from calibrate.defaults import CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4, two_shot_graphed_tp4
+    follows vLLM's own graphed timings (calibrate.defaults.fit, PRs 24111 / 24532) at decode-batch sizes."""
+    from calibrate.defaults.fit import CUSTOM_AR_H100_TWO_SHOT_GRAPHED_TP4, two_shot_graphed_tp4
 
     fit = load_hardware("h100-sxm").collectives.allreduce["custom"][4]
     assert fit.above == two_shot_graphed_tp4()  # the profile holds what the fit gives

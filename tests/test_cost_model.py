@@ -14,11 +14,12 @@ from sim.cost import CostModel
 from sim.cost.block_residues import whole_block_tokens_per_step
 from sim.cost.roofline import blend, gemm_time_s
 from sim.cost.shapes import attention_load
-from sim.inputs.dtypes import peak_key
 from sim.errors import InputError
+from sim.inputs.dtypes import peak_key
 from sim.inputs.hardware import bundled_profiles, load_hardware
 from sim.inputs.layout.memory import weight_elements_per_gpu
 from sim.inputs.model import ModelSpec, bundled_models, load_model
+from sim.inputs.model.params import attention_params, total_params
 
 MODELS, PROFILES = bundled_models(), bundled_profiles()
 REL = 1e-9
@@ -40,7 +41,7 @@ def valid_tps(model: ModelSpec) -> list[int]:
 def test_llama_3_8b_batch_1_decode_is_memory_bound_near_weights_over_bandwidth():
     model, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
     step = CostModel(model, hw).breakdown([1], [1024])
-    weights_s = model.total_params() * 2 / hw.hbm_bandwidth_bytes_s
+    weights_s = total_params(model) * 2 / hw.hbm_bandwidth_bytes_s
     assert weights_s == pytest.approx(4.8e-3, rel=0.01)
     assert step.bound == "memory"
     assert weights_s <= step.time_s <= 1.5 * weights_s
@@ -52,7 +53,7 @@ def test_llama_3_8b_4096_token_prefill_is_compute_bound():
     step = CostModel(model, hw).breakdown([4096], [0], n_sampled=1)
     assert step.bound == "compute"
     assert {op.bound for op in step.ops if op.name.endswith("proj")} == {"compute"}
-    assert step.time_s >= 2 * 4096 * (model.total_params() - 2 * 128256 * 4096) / hw.peak_flops("dense_bf16_tflops")
+    assert step.time_s >= 2 * 4096 * (total_params(model) - 2 * 128256 * 4096) / hw.peak_flops("dense_bf16_tflops")
 
 
 def test_allreduce_only_under_tensor_parallelism():
@@ -180,7 +181,7 @@ def physical_floor_s(cost: CostModel, n_tokens: int, n_sampled: int, peak: float
     """Independent whole-step floor: every GPU reads at least its share of the layer weights and the
     LM head (active experts only for MoE) and does at least its share of the matmul FLOPs."""
     m, tp = cost.model, cost.tp
-    layer_params = m.attn_params_per_layer + m.n_active_experts * m.expert_params
+    layer_params = attention_params(m) + m.n_active_experts * m.expert_params
     weight_bytes = (m.n_layers * layer_params + m.vocab_size * m.hidden_size) / tp * cost.weight_bytes_el
     flops = 2.0 * (n_tokens * m.n_layers * layer_params + n_sampled * m.vocab_size * m.hidden_size) / tp
     return max(weight_bytes / cost.bandwidth, flops / peak)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import yaml
 
+from sim.errors import InputError
 from sim.inputs.engines import EngineCost, EngineOverhead, load_engine
 from sim.inputs.engines.overhead import captured_sizes
 from sim.inputs.engines.preset import CudaGraph
-from sim.errors import InputError
 from tests.test_engines import LinearGpu
 
 PERF_OVERVIEW = [1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192]

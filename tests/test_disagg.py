@@ -10,14 +10,14 @@ from conftest import STEP_S, ConstantCost, make_trace
 from test_engine_decode_runs import assert_frames_match, assert_summaries_match, by_replica, run_both
 from typer.testing import CliRunner
 
-from sim.run.attribution import PARTS
 from sim.cli import app
-from sim.inputs.config import EngineConfig
 from sim.engine.disagg.build import group_config
 from sim.engine.disagg.link import resolve_link
 from sim.engine.disagg.roles import PrefillRole
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
+from sim.run.attribution import PARTS
 from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame, summarize

@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import EngineConfig
 from sim.engine.disagg.build import group_config
-from sim.errors import InputError
-from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.config import simulated_layout
-from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.engine.lockstep import LockstepRank
+from sim.errors import InputError
+from sim.inputs.config import EngineConfig
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.checks import simulated_layout
+from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.model import load_model
 from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate

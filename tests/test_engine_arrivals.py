@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 from conftest import STEP_S, ConstantCost, make_trace
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import ClosedLoop
 from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame
-from sim.inputs.workload.trace import ClosedLoop
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from conftest import STEP_S, ConstantCost, make_trace
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from sim.inputs.config import EngineConfig
 from sim.engine.request import Status
 from sim.engine.sched.base import Scheduler
+from sim.inputs.config import EngineConfig
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame
 

@@ -17,7 +17,6 @@ import math
 import numpy as np
 import pytest
 
-import sim.run.attribution as attribution
 import sim.cost.block_residues as residues
 import sim.cost.hot as hot
 import sim.cost.runs_past_finishes as runs_past
@@ -25,18 +24,19 @@ import sim.engine.metrics as metrics
 import sim.engine.sched.base as sched_base
 import sim.engine.sched.commit as sched_commit
 import sim.engine.sched.decode_runs as decode_runs
-import sim.inputs.workload.trace as trace_mod
 import sim.inputs.workload.canonical as canonical
 import sim.inputs.workload.synthetic.prefix_ids as prefix_ids
-from sim.inputs.config import EngineConfig
+import sim.inputs.workload.trace as trace_mod
+import sim.run.attribution as attribution
 from sim.cost import CostModel
-from sim.inputs.hardware import load_hardware
 from sim.engine.kv.blocks import BlockManager
+from sim.inputs.config import EngineConfig
+from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
+from sim.inputs.workload import load_workload
 from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame, summarize
-from sim.inputs.workload import load_workload
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,15 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from sim.inputs.config import EngineConfig
-from sim.errors import InputError
-from sim.run.replica_split import simulate_split, why_not_split
 from sim.engine.request import Status
-from sim.run.invoke import load_run_workload
-from sim.run.simulate import simulate
-from sim.run.summary import requests_frame, summarize
+from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.inputs.workload.spec_models import Synthetic
 from sim.inputs.workload.synthetic.generate import generate_synthetic
+from sim.run.invoke import load_run_workload
+from sim.run.replica_split import simulate_split, why_not_split
+from sim.run.simulate import simulate
+from sim.run.summary import requests_frame, summarize
 
 N_CONFIGS = 40
 

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 import yaml
 
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.collectives import allreduce_fit, link_time_s
+from sim.inputs.config import EngineConfig
 from sim.inputs.engines import EngineOverhead, load_engine
 from sim.inputs.engines.preset import engine_families, engine_versions
 from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
+from sim.inputs.workload.trace import Trace
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import Trace
 
 
 def test_a_bare_family_name_is_its_newest_version():

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import yaml
 
-from sim.inputs.config import EngineConfig, load_config
 from sim.cost import CostModel
+from sim.errors import InputError
+from sim.inputs.config import EngineConfig, load_config
 from sim.inputs.engines import EngineCost, EngineOverhead, engine_names, load_engine
 from sim.inputs.engines.preset import engine_versions
-from sim.errors import InputError
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.memory import plan_memory
 from sim.inputs.model import load_model

@@ -4,19 +4,19 @@
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.cost.all_to_all import a2a_payload_bytes, all_to_all_time_s
-from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
+from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism, expert_parallelism_of
 from sim.cost.model import CostModel
-from sim.cost.pipeline import replica_cost_model
+from sim.cost.replica import replica_cost_model
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.parallel import ReplicaLayout
-from sim.inputs.layout.config import expert_parallelism_of, simulated_layout
 from sim.inputs.model import load_model
+from sim.inputs.workload.trace import Trace
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import Trace
 
 DSV3 = load_model("deepseek-v3")
 H200 = load_hardware("h200")

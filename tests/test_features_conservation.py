@@ -19,8 +19,8 @@ from test_engine_conservation import (
     small_traces,
 )
 
-from sim.run.attribution import PARTS
 from sim.inputs.config import EngineConfig
+from sim.run.attribution import PARTS
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from sim.engine.request import Status
 from sim.errors import InputError
 from sim.fleet.billing import summary
 from sim.fleet.day import run_day
@@ -16,7 +17,6 @@ from sim.fleet.policy import predictive_wanted, target_wanted
 from sim.fleet.profile import RateProfile, Rates
 from sim.fleet.spec import DaySpec, Predictive, TargetTracking
 from sim.fleet.table import SlotTable
-from sim.engine.request import Status
 from sim.yamlio import validate
 
 FIXED = {"prompt": {"kind": "fixed", "value": 200}, "output": {"kind": "fixed", "value": 40}}
@@ -208,7 +208,7 @@ def test_spot_replicas_are_priced_as_spot_and_interrupted_at_their_rate():
 
 def test_a_bundled_hour_long_trace_tiles_its_shape_over_the_day():
     from sim.fleet.profile import trace_shape_series
-    from sim.inputs.workload.load import load_trace
+    from sim.inputs.workload.read_trace import load_trace
 
     profile = validate(RateProfile, {"base": {"kind": "trace_shape", "trace": "splitwise_conv", "window_s": 60,
                                               "mean_rps": 5.0}}, "test")

@@ -10,8 +10,8 @@ from conftest import STEP_S, ConstantCost, make_trace
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import EngineConfig
 from sim.engine.kv.host_tier import HostTier, chain_hashes
+from sim.inputs.config import EngineConfig
 from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame, summarize

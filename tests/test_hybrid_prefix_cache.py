@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from conftest import ConstantCost, make_trace
 
-from sim.inputs.config import EngineConfig
 from sim.engine.kv.window_cache import WindowCompanions
+from sim.inputs.config import EngineConfig
 from sim.inputs.model import load_model
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame

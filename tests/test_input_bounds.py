@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from sim.inputs.budget import MAX_TOTAL_TOKENS, require
 from sim.cli.errors import printable
 from sim.errors import InputError
+from sim.inputs.budget import MAX_TOTAL_TOKENS, require
 from sim.numbers import strict_number
 from sim.yamlio import load_yaml, read_mapping
 

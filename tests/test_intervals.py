@@ -9,16 +9,16 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.tables import table_entry
 from sim.cost.uncertainty import class_sigmas, draw_time_scale
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
-from sim.run.intervals import band, prediction_intervals, run_extrapolating
 from sim.inputs.model import load_model
-from sim.run.invoke import run
-from sim.run.backends import LocalBackend
 from sim.inputs.workload.trace import Trace
+from sim.run.backends import LocalBackend
+from sim.run.intervals import band, prediction_intervals, run_extrapolating
+from sim.run.invoke import run
 
 
 def _trace() -> Trace:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import Trace
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import Trace
 
 N_BLOCKS, BLOCK, PROMPT, OUTPUT = 64, 16, 32, 224  # each request ends holding 256 tokens = 16 blocks
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.errors import InputError
 from sim.engine.kv.keys import block_keys
+from sim.errors import InputError
 
 
 def test_mooncake_512_token_ids_on_16_token_blocks():

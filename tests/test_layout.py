@@ -7,13 +7,13 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import load_config
 from sim.cost.all_to_all import a2a_payload_bytes, all_to_all_fit, all_to_all_time_s
 from sim.errors import InputError
+from sim.inputs.config import load_config
 from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.layout.memory import plan_memory
+from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import load_model
 
 DEEPEP_LL = dict(tokens_per_rank=128, top_k=8, hidden=7168)  # DeepEP V1 low-latency test setting

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
+from sim.engine.lockstep import LockstepGroup, lockstep_step_times
+from sim.engine.sched.plan import StepPlan
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.parallel import ReplicaLayout
-from sim.engine.lockstep import LockstepGroup, lockstep_step_times
 from sim.inputs.model import load_model
-from sim.engine.sched.plan import StepPlan
-from sim.run.simulate import simulate
 from sim.inputs.workload.trace import Trace
+from sim.run.simulate import simulate
 
 QWEN = load_model("qwen3-30b-a3b")
 H100 = load_hardware("h100-sxm")

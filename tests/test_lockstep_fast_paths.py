@@ -6,15 +6,15 @@ of the same sequences some steps on reuses the last costed run's later steps
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
-from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.parallel import ReplicaLayout
 from sim.engine.lockstep import lockstep_step_times
-from sim.inputs.model import load_model
-from sim.run.invoke import load_run_workload
 from sim.engine.sched.decode_runs import DecodeRuns
 from sim.engine.sched.plan import StepPlan
+from sim.inputs.config import EngineConfig
+from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.parallel import ReplicaLayout
+from sim.inputs.model import load_model
+from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame, summarize
 

@@ -13,15 +13,15 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
+from sim.errors import InputError
 from sim.inputs.engines.overhead import EngineOverhead
 from sim.inputs.engines.preset import load_engine
-from sim.errors import InputError
+from sim.inputs.workload import load_workload
 from sim.validate.measured import load_measured, measured_format
 from sim.validate.measured.export import WRITERS, simulated_run, write_vllm_bench
 from sim.validate.measured.refit import refit_overhead
 from sim.validate.measured.replay import predict_requests, residual_report, run_config
 from sim.validate.measured.run import build_run
-from sim.inputs.workload import load_workload
 
 FIXTURES = Path(__file__).parent / "fixtures" / "measured"
 FILES = {"vllm_bench": FIXTURES / "vllm_bench_detailed.json", "aiperf": FIXTURES / "aiperf_profile_export.jsonl",

@@ -12,8 +12,8 @@ from sim.inputs.dtypes import bytes_per_element
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.memory import plan_memory
 from sim.inputs.model import load_model
-from sim.inputs.model.kv import kv_bytes_per_sequence
-from sim.inputs.model.params import mtp_params
+from sim.inputs.model.kv import kv_bytes_per_sequence, kv_elements_per_token
+from sim.inputs.model.params import active_params, mtp_params, total_params
 
 HF_DIR = Path(__file__).parent / "fixtures" / "hf"
 
@@ -40,15 +40,15 @@ PUBLISHED = [
 @pytest.mark.parametrize(("name", "total", "active", "rel"), PUBLISHED)
 def test_parameter_counts_match_the_model_cards(name, total, active, rel):
     model = hf(name)
-    assert model.total_params() == pytest.approx(total, rel=rel)
+    assert total_params(model) == pytest.approx(total, rel=rel)
     if active is not None:
-        assert model.active_params_per_token() == pytest.approx(active, rel=rel)
+        assert active_params(model) == pytest.approx(active, rel=rel)
 
 
 def test_deepseek_v3_mla_moe_mtp_and_fp8():
     m = hf("deepseek-v3")
     assert m.mla is not None and m.mla.kv_lora_rank == 512 and m.mla.qk_rope_head_dim == 64
-    assert m.kv_elements_per_token() * bytes_per_element("bf16") == 70_272  # 61 x (512 + 64) x 2
+    assert kv_elements_per_token(m) * bytes_per_element("bf16") == 70_272  # 61 x (512 + 64) x 2
     assert m.moe.dense_layers == [0, 1, 2] and m.n_moe_layers == 58 and m.moe.n_shared_experts == 1
     assert m.expert_intermediate_size == 2048 and m.intermediate_size == 18432
     assert m.mtp_layers == 1 and mtp_params(m) == pytest.approx(11.5e9, rel=2e-2)  # README_WEIGHTS: 11.5 B
@@ -60,7 +60,7 @@ def test_deepseek_v3_fp8_weights_at_tp8_match_the_checkpoint():
     """671 B parameters x 1 B (fp8) / 8 GPUs, plus the bf16 embeddings, LM head and router."""
     m = hf("deepseek-v3")
     plan = plan_memory(m, load_hardware("h200"), tp=8, weight_dtype="auto")
-    assert plan.weight_bytes_per_gpu == pytest.approx(m.total_params() / 8, rel=2e-2)
+    assert plan.weight_bytes_per_gpu == pytest.approx(total_params(m) / 8, rel=2e-2)
     assert plan.kv_bytes_per_token == 70_272 and plan.kv_bytes_per_token_per_gpu == 70_272  # latent replicated
     fp8 = plan_memory(m, load_hardware("h200"), tp=8, weight_dtype="fp8")
     assert fp8.weight_bytes_per_gpu == plan.weight_bytes_per_gpu
@@ -87,7 +87,7 @@ def test_gpt_oss_kv_at_128k_is_about_half_the_all_full_attention_figure():
     m = hf("gpt-oss-120b")
     context = 131_072
     hybrid = kv_bytes_per_sequence(m, context, 2, 16)
-    all_full = m.kv_elements_per_token() * 2 * context  # every layer keeping every token
+    all_full = kv_elements_per_token(m) * 2 * context  # every layer keeping every token
     assert all_full == 36 * 2 * 8 * 64 * 2 * context
     # 18 full layers keep every token, 18 sliding layers ceil(127 / 16) + 1 = 9 blocks
     assert hybrid == 18 * 2 * 8 * 64 * 2 * (context + 9 * 16)
@@ -100,7 +100,7 @@ def test_llama4_chunked_local_layers_moe_interleave_and_vision_tower():
     assert scout.n_moe_layers == 48 and scout.moe.n_shared_experts == 1
     assert maverick.n_moe_layers == 24 and maverick.moe.dense_layers[:3] == [0, 2, 4]
     assert maverick.intermediate_size == 16384 and maverick.expert_intermediate_size == 8192
-    assert scout.total_params() + scout.extra_weight_params == pytest.approx(109e9, rel=1e-2)  # Meta: 109 B
+    assert total_params(scout) + scout.extra_weight_params == pytest.approx(109e9, rel=1e-2)  # Meta: 109 B
 
 
 def test_llama4_scout_fp8_dynamic_resave_reads_as_the_instruct_spec_with_fp8_mlps():

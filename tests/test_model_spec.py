@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from sim.inputs.dtypes import bytes_per_element, peak_key
 from sim.errors import InputError
+from sim.inputs.dtypes import bytes_per_element, peak_key
 from sim.inputs.model import bundled_models, load_model
+from sim.inputs.model.kv import kv_elements_per_token
+from sim.inputs.model.params import active_params, total_params
 
 HF_DIR = Path(__file__).parent / "fixtures" / "hf"
 REQUIRED_MODELS = {
@@ -38,24 +40,24 @@ def test_bundled_model_loads_and_is_consistent(name):
     model = load_model(name)
     assert model.name == name
     assert model.n_heads % model.n_kv_heads == 0, "GQA groups must be whole"
-    assert model.active_params_per_token() <= model.total_params()
+    assert active_params(model) <= total_params(model)
     assert model.provenance.strip()
 
 
 @pytest.mark.parametrize(("name", "params"), sorted(PUBLISHED_PARAMS.items()))
 def test_parameter_counts_match_published(name, params):
-    assert load_model(name).total_params() == pytest.approx(params, rel=2e-3)
+    assert total_params(load_model(name)) == pytest.approx(params, rel=2e-3)
 
 
 def test_dense_models_use_all_their_parameters():
     model = load_model("llama-3-8b")
-    assert model.active_params_per_token() == model.total_params()
+    assert active_params(model) == total_params(model)
 
 
 def test_mixtral_total_vs_active_parameters():
     model = load_model("mixtral-8x7b")
-    assert model.total_params() == pytest.approx(46.7e9, rel=5e-3)
-    assert model.active_params_per_token() == pytest.approx(12.9e9, rel=5e-3)
+    assert total_params(model) == pytest.approx(46.7e9, rel=5e-3)
+    assert active_params(model) == pytest.approx(12.9e9, rel=5e-3)
 
 
 @pytest.mark.parametrize(("name", "kv_elements"), [
@@ -65,11 +67,11 @@ def test_mixtral_total_vs_active_parameters():
     ("qwen2.5-7b", 2 * 28 * 4 * 128),
 ])
 def test_kv_elements_per_token(name, kv_elements):
-    assert load_model(name).kv_elements_per_token() == kv_elements
+    assert kv_elements_per_token(load_model(name)) == kv_elements
 
 
 def test_llama_3_70b_kv_bytes_per_token_bf16():
-    assert load_model("llama-3-70b").kv_elements_per_token() * bytes_per_element("bf16") == 327_680
+    assert kv_elements_per_token(load_model("llama-3-70b")) * bytes_per_element("bf16") == 327_680
 
 
 def test_tp_must_split_heads():

@@ -8,17 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
 from sim.cost.mtp import MTPDraft
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.parallel import ReplicaLayout
-from sim.inputs.layout.config import simulated_layout
 from sim.inputs.model import load_model
+from sim.inputs.workload.trace import Trace
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import Trace
 
 DSV3 = load_model("deepseek-v3")
 EP8 = ReplicaLayout(tp=8, ep=8)

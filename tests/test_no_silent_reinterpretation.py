@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
-from sim.run.output import json_text, write_json
-from sim.run.invoke import resolve_seed
+from sim.inputs.config import EngineConfig
 from sim.inputs.workload.load import load_workload, spec_seed
 from sim.inputs.workload.sniff import sniff_format
+from sim.output import json_text, write_json
+from sim.run.invoke import resolve_seed
 
 SPEC = """synthetic:
   arrival: {kind: poisson, rate_qps: 20}

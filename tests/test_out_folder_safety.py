@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import sim.run.invoke
 import sim.run.folder
+import sim.run.invoke
 from sim.cli import app
 from sim.run.folder import MARKER
 

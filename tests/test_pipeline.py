@@ -7,15 +7,17 @@ import json
 import numpy as np
 import pytest
 
-from sim.inputs.config import load_config
 from sim.cost import CostModel
-from sim.cost.pipeline import PipelineCostModel, replica_cost_model
+from sim.cost.pipeline import PipelineCostModel
+from sim.cost.replica import replica_cost_model
 from sim.errors import InputError
+from sim.inputs.config import load_config
 from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.layout.memory import plan_memory
+from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import load_model
+from sim.inputs.model.params import attention_params
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,7 @@ def test_pp_memory_holds_each_stages_layers_and_their_kv(llama405):
     # TP16 replicates the 8 KV heads (one per GPU over 126 layers): PP2 holds twice the tokens per GPU
     assert tp16.kv_bytes_per_token_per_gpu == 2 * two.kv_bytes_per_token_per_gpu
     # the busiest stage holds 63 layers and one vocab table, each TP8-sharded (bf16: 2 bytes)
-    layer = model.attn_params_per_layer + model.expert_params
+    layer = attention_params(model) + model.expert_params
     assert two.weight_bytes_per_gpu == 2 * (63 * layer // 8 + -(-model.vocab_size * model.hidden_size // 8))
 
 

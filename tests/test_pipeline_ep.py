@@ -6,18 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.cost.collectives import link_time_s
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
-from sim.cost.pipeline import replica_cost_model
 from sim.cost.pipeline_ep import PipelineExpertParallelCostModel
+from sim.cost.replica import replica_cost_model
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
+from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.parallel import ReplicaLayout
-from sim.inputs.layout.config import simulated_layout
 from sim.inputs.model import load_model
+from sim.inputs.workload.trace import Trace
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import Trace
 
 QWEN30 = load_model("qwen3-30b-a3b")
 H100 = load_hardware("h100-sxm")

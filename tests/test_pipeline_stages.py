@@ -4,8 +4,8 @@ per-layer attention kinds), and per-group checkpoint dtypes under PP (sim/inputs
 from __future__ import annotations
 
 from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.layout.layout_memory import plan_layout_memory, stage_layer_ranges, stage_model
+from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import load_model
 from sim.inputs.model.weights import weight_bytes_by_group
 

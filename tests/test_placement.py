@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.inputs.config import load_config
 from sim.errors import InputError
+from sim.inputs.config import load_config
 from sim.inputs.layout.placement import cluster_placement
 
 

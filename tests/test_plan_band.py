@@ -11,13 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import EngineConfig
 from sim.cost.time_scale import TIME_SCALE_KEYS
+from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import Trace
 from sim.planner.band import band_line, capacity_band, draw_outcome, recommended_config
 from sim.planner.burst import search_slice
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
-from sim.inputs.workload.trace import Trace
 from tests.test_cli_foundation import assert_one_line_error
 
 SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=40ms"])

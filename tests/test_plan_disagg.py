@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
+from sim.inputs.workload.transforms import scale_rate
 from sim.planner.disagg import compare_layouts, parse_pd_ratios, split_cluster, split_gpus_and_cost
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.verify import judged_run
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame
-from sim.inputs.workload.transforms import scale_rate
 
 RATIOS = [(1, 1), (1, 2), (2, 1)]
 H100_USD_PER_GPU_HOUR = load_hardware("h100-sxm").cost_per_hour_usd

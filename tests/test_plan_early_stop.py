@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 from test_plan_verify import bursty_trace
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.slo import slo_report
+from sim.inputs.workload.transforms import scale_rate
 from sim.planner.slo import parse_slo
 from sim.planner.verify import verification_run
 from sim.run.simulate import simulate
-from sim.inputs.slo import slo_report
 from sim.run.summary import requests_frame
-from sim.inputs.workload.transforms import scale_rate
 
 BASE = EngineConfig(model="llama-3-8b")
 SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=50ms"])

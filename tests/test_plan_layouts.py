@@ -7,18 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.config import simulated_layout
+from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.model import load_model
+from sim.inputs.slo import parse_slo
+from sim.inputs.workload.trace import Trace
 from sim.planner.candidates import build_candidates
 from sim.planner.launch import launch_command
 from sim.planner.layouts import LayoutGrid, parse_layout_grid, whole_nodes
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.screen import screen
-from sim.inputs.slo import parse_slo
-from sim.inputs.workload.trace import Trace
 
 GRID = LayoutGrid(pps=(1, 2), expert_parallel=(False, True), dps=(1, 2, 4, 8), a2a_backends=("nccl", "deepep"))
 SLO = parse_slo(["ttft_p99=2s", "tpot_p99=50ms"])

@@ -20,9 +20,9 @@ import pytest
 import sim.planner.plan as plan_module
 import sim.planner.verify as verify_module
 from sim.inputs.config import EngineConfig
-from sim.planner.plan import SearchSettings, make_plan
 from sim.inputs.slo import parse_slo
 from sim.inputs.workload.trace import Trace
+from sim.planner.plan import SearchSettings, make_plan
 
 SLO = parse_slo(["ttft_p99=500ms", "tpot_p99=50ms"])
 BASE = EngineConfig(model="llama-3-8b")

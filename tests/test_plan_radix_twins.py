@@ -7,11 +7,11 @@ import numpy as np
 from test_plan_verify import SLO, bursty_trace
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import Trace
 from sim.planner.candidates import build_candidates, drop_radix_twins
 from sim.planner.plan import SearchSettings, make_plan
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame
-from sim.inputs.workload.trace import Trace
 
 BASE = EngineConfig(model="llama-3-8b")
 

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.planner.candidates import parse_prices
 from sim.planner.trust import validation_coverage
 

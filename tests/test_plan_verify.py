@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import Trace
 from sim.planner.burst import densest_window, search_slice
 from sim.planner.knobs import best_per_hardware_tp, pareto_frontier
 from sim.planner.launch import vllm_command
@@ -19,7 +20,6 @@ from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
 from sim.planner.verify import verification_run
 from sim.run.backends import LocalBackend
-from sim.inputs.workload.trace import Trace
 
 SLO = parse_slo(["ttft_p99=0.5s", "tpot_p99=50ms"])
 BASE = EngineConfig(model="llama-3-8b")
@@ -76,9 +76,9 @@ def test_busy_window_sizing_needs_no_more_than_verification_finds(trace):
 
 
 def test_verification_run_matches_a_direct_simulation(trace):
+    from sim.inputs.workload.transforms import scale_rate
     from sim.run.simulate import simulate
     from sim.run.summary import requests_frame
-    from sim.inputs.workload.transforms import scale_rate
 
     run = verification_run(BASE, trace, 2, TARGET_QPS, SLO)
     frame = requests_frame(simulate(BASE.model_copy(update={"replicas": 2}), scale_rate(trace, target_qps=TARGET_QPS)))

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.inputs.config import EngineConfig
+from sim.inputs.workload import load_workload
 from sim.planner.plan import SearchSettings, make_plan
 from sim.planner.slo import parse_slo
-from sim.inputs.workload import load_workload
 
 runner = CliRunner()
 SMALL = SearchSettings(max_requests=120, verify=False)  # the slice search alone; verification: test_plan_verify.py

@@ -2,12 +2,12 @@
 
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import load_model
 
 DSV3 = load_model("deepseek-v3")

@@ -10,14 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.config import EngineConfig
-from sim.run.replica_split import replica_shares, simulate_cluster, simulate_split, why_not_split
 from sim.engine.request import RUN_STATE_COLUMNS, RequestTable
+from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.run.backends import LocalBackend, RayBackend
 from sim.run.invoke import load_run_workload
+from sim.run.replica_split import replica_shares, simulate_cluster, simulate_split, why_not_split
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame, summarize
-from sim.run.backends import LocalBackend, RayBackend
-from sim.inputs.workload.trace import ClosedLoop, Trace
 
 CASES = {
     "chunked round robin": ("splitwise", dict(policy="chunked")),

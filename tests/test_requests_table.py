@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from sim.inputs.config import EngineConfig
-from sim.run.output import json_text
+from sim.inputs.slo import parse_slo, slo_report
+from sim.output import json_text
 from sim.run.invoke import load_run_workload, run
 from sim.run.simulate import simulate
-from sim.inputs.slo import parse_slo, slo_report
 from sim.run.summary import requests_columns, requests_frame, summarize
 
 TTFT_LIMIT_S, TPOT_LIMIT_S = 0.05, 0.02

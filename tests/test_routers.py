@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.engine.kv.blocks import BlockManager
 from sim.engine.kv.radix import RadixCache
-from sim.engine.router import make_router
+from sim.engine.routers.registry import make_router
+from sim.inputs.config import EngineConfig
 from sim.run.invoke import load_run_workload, run
 
 PROMPT_KEYS = {  # rid -> the prompt's block keys (what RadixScheduler.keys_of returns)

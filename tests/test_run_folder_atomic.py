@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import sim.run.invoke
 import sim.run.folder
+import sim.run.invoke
 from sim.cli import app
 from sim.errors import InputError
 from sim.run.folder import atomic_run_dir, remove_stale_partials

@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.runs_past_finishes import decode_steps_past_finishes
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.simulate import simulate
 from sim.run.summary import requests_frame
-from sim.inputs.workload.trace import ClosedLoop, Trace
 
 
 @pytest.fixture(scope="module")

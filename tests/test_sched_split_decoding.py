@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.inputs.config import EngineConfig
-from sim.run.invoke import load_run_workload
 from sim.engine.sched.base import Scheduler
-from sim.run.simulate import simulate
+from sim.inputs.config import EngineConfig
 from sim.inputs.workload.spec_models import Synthetic
 from sim.inputs.workload.synthetic.generate import generate_synthetic
+from sim.run.invoke import load_run_workload
+from sim.run.simulate import simulate
 
 CASES = [
     ("splitwise", {"policy": "chunked", "num_gpu_blocks_override": 500, "max_num_batched_tokens": 512}),

@@ -86,7 +86,7 @@ def test_plan_reads_ms_prints_the_slos_first_and_meets_them():
 def test_simulate_and_sweep_judge_the_same_limits(tmp_path):
     sim = runner.invoke(app, ["simulate", "--max-requests", "30", "--slo", "ttft_p99=2000", "--goodput", "tpot:50",
                               "--json"])
-    assert sim.exit_code == 0, sim.run.output
+    assert sim.exit_code == 0, sim.output
     assert json.loads(sim.stdout)["slo_attainment"]["limits_s"] == {"ttft_p99": 2.0, "tpot_p99": 0.05}
     sweep = runner.invoke(app, ["sweep", "--grid", "max_num_seqs=8", "--max-requests", "30", "--goodput",
                                 "ttft:2000", "tpot:50", "--out", str(tmp_path / "sw"), "--no-plots", "--workers", "1"])

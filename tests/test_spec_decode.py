@@ -10,10 +10,10 @@ from conftest import STEP_S, ConstantCost, make_trace
 from typer.testing import CliRunner
 
 from sim.cli import app
+from sim.engine.spec_decode import draw_accepted, expected_tokens_per_step
 from sim.inputs.config import EngineConfig
 from sim.run.invoke import load_run_workload
 from sim.run.simulate import simulate
-from sim.engine.spec_decode import draw_accepted, expected_tokens_per_step
 from sim.run.summary import requests_frame, summarize
 
 N_DRAWS = 400_000

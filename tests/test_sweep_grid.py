@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.sweep.grid import expand, load_base, parse_grid, point_id, sweepable_keys
 from sim.sweep.point import flatten, point_row, point_workload
 

@@ -13,9 +13,9 @@ from sim.inputs.layout.memory import plan_memory
 from sim.inputs.model import load_model
 from sim.inputs.model.params import weight_elements_by_group
 from sim.inputs.model.weights import weight_bytes_by_group, weight_bytes_per_gpu
+from sim.inputs.workload.trace import Trace
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import Trace
 
 
 def test_share_of_free_is_the_fraction_of_what_weights_activations_and_runtime_leave():

@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.inputs.config import EngineConfig
-from sim.run.provenance import trace_sha256
+from sim.inputs.workload import load_workload
 from sim.run.invoke import without_unread_prefix_ids
+from sim.run.provenance import trace_sha256
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload import load_workload
 
 SPEC = """synthetic:
   arrival: {kind: poisson, rate_qps: 20}

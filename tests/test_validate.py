@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.inputs.engines import load_engine
+from sim.inputs.engines import EngineOverhead, load_engine
 from sim.validate.cases import bundled_case_files, load_cases
 from sim.validate.fit import fit_overhead, tap_case
 from sim.validate.run import predict
@@ -109,7 +109,7 @@ def _measured_with(tmp_path, per_step_us, per_seq_us):
 def test_fit_recovers_known_overhead_terms(tmp_path):
     path = _measured_with(tmp_path, per_step_us=1500.0, per_seq_us=20.0)
     tapped = [tap_case(c, "vllm@0.6") for c in load_cases([path])]
-    start = __import__("sim.inputs.engines", fromlist=["EngineOverhead"]).EngineOverhead.from_preset(load_engine("vllm@0.6"))
+    start = EngineOverhead.from_preset(load_engine("vllm@0.6"))
     fitted = fit_overhead(tapped, start)
     assert fitted.per_step_s * 1e6 == pytest.approx(1500.0, rel=0.02)
     assert fitted.per_seq_s * 1e6 == pytest.approx(20.0, rel=0.05)

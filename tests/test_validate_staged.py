@@ -8,8 +8,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sim.inputs.engines import EngineOverhead, load_engine
 from sim.errors import InputError
+from sim.inputs.engines import EngineOverhead, load_engine
 from sim.validate.cases import Case
 from sim.validate.fit_staged import fit_staged
 from sim.validate.run import case_config, predict

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from sim.errors import InputError
-from sim.validate.cases import Case
-from sim.validate.run import cannot_express, predict
 from sim.inputs.workload import load_workload
 from sim.inputs.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
+from sim.validate.cases import Case
+from sim.validate.run import cannot_express, predict
 
 
 def test_sampling_walks_the_seeded_shuffle_and_applies_vllms_filter():

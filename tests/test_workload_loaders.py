@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.errors import InputError
-from sim.inputs.workload.trace import Trace
 from sim.inputs.workload import load_workload, prefix_hit_rate_infinite, prefix_hit_tokens_infinite
 from sim.inputs.workload.canonical import write_canonical_jsonl
 from sim.inputs.workload.columns import ragged_offsets
+from sim.inputs.workload.trace import Trace
 
 
 def test_azure_conv_reproduces_known_statistics():

@@ -9,10 +9,10 @@ from typer.testing import CliRunner
 
 from sim.cli.workload import workload_app
 from sim.errors import InputError
-from sim.paths import bundled_dir
-from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload import load_workload
 from sim.inputs.workload.stats import describe
+from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.paths import bundled_dir
 
 EXAMPLES = sorted(p.stem for p in bundled_dir("workloads").glob("*.yaml"))
 

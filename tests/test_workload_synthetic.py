@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sim.inputs.workload.trace import ClosedLoop
 from sim.inputs.workload import prefix_hit_rate_infinite
 from sim.inputs.workload.spec_models import Synthetic
 from sim.inputs.workload.synthetic.arrivals import arrival_times_s
 from sim.inputs.workload.synthetic.generate import generate_synthetic
+from sim.inputs.workload.trace import ClosedLoop
 
 B = 16
 

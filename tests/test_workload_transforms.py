@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from sim.cli.workload import workload_app
 from sim.errors import InputError
-from sim.inputs.workload.trace import Trace
 from sim.inputs.workload import load_workload
 from sim.inputs.workload.columns import ragged_offsets
 from sim.inputs.workload.stats import describe
+from sim.inputs.workload.trace import Trace
 from sim.inputs.workload.transforms import (
     apply_transforms,
     clip_max_model_len,

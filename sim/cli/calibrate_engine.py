@@ -27,10 +27,10 @@ def engine(
     """Fit per-step / per-sequence / per-token CPU costs; write a new engine YAML; report before/after error."""
     import yaml
 
+    from sim.errors import InputError
     from sim.inputs.engines.overhead import EngineOverhead
     from sim.inputs.engines.preset import load_engine
-    from sim.errors import InputError
-    from sim.run.output import check_file_target, staged_files
+    from sim.output import check_file_target, staged_files
     from sim.validate.bench_json import cases_from_bench_json
     from sim.validate.cases import load_cases
     from sim.validate.fit import fit_overhead, tap_case

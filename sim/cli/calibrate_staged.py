@@ -14,7 +14,7 @@ def calibrate_staged(cases: list, preset: str, out: Path, as_json: bool) -> None
 
     from sim.inputs.engines.overhead import EngineOverhead
     from sim.inputs.engines.preset import load_engine
-    from sim.run.output import write_text
+    from sim.output import write_text
     from sim.validate.fit_staged import fit_staged
     from sim.validate.report import summary_rows
     from sim.validate.run import predict

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sim.cli.errors import OneLineErrors
-from sim.run.output import json_text
+from sim.output import json_text
 
 console = Console() if Console().is_terminal else Console(width=140)  # pipes and logs: wide enough for the tables
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import typer
 
-from sim.inputs.budget import check_layouts
 from sim.cli.common import print_json, print_table
 from sim.cli.group_flags import with_group_flags
-from sim.inputs.config import load_config
-from sim.run.disagg_compare import compare_splits
 from sim.errors import InputError
+from sim.inputs.budget import check_layouts
+from sim.inputs.config import load_config
 from sim.planner.disagg import parse_pd_ratios
+from sim.run.disagg_compare import compare_splits
 from sim.run.invoke import load_run_workload
 
 COLUMNS = ("layout", "gpus", "finished", "ttft_p99_s", "tpot_p99_s", "slo_met", "goodput_req_s", "goodput_per_gpu",

@@ -7,14 +7,17 @@ import math
 import typer
 
 from sim.cli.common import print_json, print_table
-from sim.inputs.config import MAX_NUM_SEQS, load_config
-from sim.cost.pipeline import replica_cost_model
-from sim.inputs.dtypes import bytes_per_element
+from sim.cost.expert_parallel import expert_parallelism_of
+from sim.cost.replica import replica_cost_model
 from sim.errors import InputError
+from sim.inputs.config import MAX_NUM_SEQS, load_config
+from sim.inputs.dtypes import bytes_per_element
 from sim.inputs.hardware import GIB, bundled_profiles, load_hardware
-from sim.inputs.layout.config import expert_parallelism_of, simulated_layout
+from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.model import bundled_models, load_model
+from sim.inputs.model.kv import kv_elements_per_token
+from sim.inputs.model.params import active_params, total_params
 from sim.schema import MAX_TOKENS
 
 ModelOpt = typer.Option("llama-3-8b", "--model", "-m", help="bundled model name or a YAML / config.json path")
@@ -46,9 +49,9 @@ def models(as_json: bool = JsonOpt) -> None:
         m = load_model(name)
         rows.append({
             "name": name, "layers": m.n_layers, "hidden": m.hidden_size, "heads": m.n_heads,
-            "kv_heads": m.n_kv_heads, "params_b": round(m.total_params() / 1e9, 2),
-            "active_params_b": round(m.active_params_per_token() / 1e9, 2),
-            "kv_bytes_per_token_bf16": math.ceil(m.kv_elements_per_token() * bytes_per_element("bf16")),
+            "kv_heads": m.n_kv_heads, "params_b": round(total_params(m) / 1e9, 2),
+            "active_params_b": round(active_params(m) / 1e9, 2),
+            "kv_bytes_per_token_bf16": math.ceil(kv_elements_per_token(m) * bytes_per_element("bf16")),
             "attention": m.attention_label,
         })
     if as_json:

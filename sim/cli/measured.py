@@ -51,7 +51,7 @@ def write_per_request(path: Path, run, predicted: dict) -> None:
     """One CSV row per measured request (file order): lengths, arrival, measured and predicted."""
     import math
 
-    from sim.run.output import write_text
+    from sim.output import write_text
 
     def cell(value) -> str:
         value = float(value)
@@ -95,7 +95,7 @@ def calibrate_measured(path: Path, preset: str, out: Path, model, hardware, tp: 
 
     from sim.inputs.engines.overhead import EngineOverhead
     from sim.inputs.engines.preset import load_engine
-    from sim.run.output import write_text
+    from sim.output import write_text
     from sim.validate.measured.refit import refit_overhead
     from sim.validate.measured.replay import predict_requests, residual_report
 

@@ -118,8 +118,9 @@ def plan(
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
     from sim.inputs.budget import check_layouts
     from sim.inputs.config import load_config
-    from sim.run.intervals import check_replays
-    from sim.run.output import atomic_run_dir, write_json
+    from sim.inputs.workload import load_workload
+    from sim.inputs.workload.trace import ClosedLoop
+    from sim.output import write_json
     from sim.planner.band import capacity_band
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
     from sim.planner.disagg import parse_pd_ratios
@@ -127,10 +128,10 @@ def plan(
     from sim.planner.layouts import parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
-    from sim.run.invoke import resolve_seed
     from sim.run.backends import make_backend
-    from sim.inputs.workload.trace import ClosedLoop
-    from sim.inputs.workload import load_workload
+    from sim.run.folder import atomic_run_dir
+    from sim.run.intervals import check_replays
+    from sim.run.invoke import resolve_seed
 
     wall_time_start_s = time.monotonic()  # reported only
     for flag, value in (("--workers", workers), ("--top", top)):
@@ -189,7 +190,7 @@ def plan(
     with runner:
         if out is None:
             result = run_search()
-        else:  # the folder is checked before searching and replaced whole after (sim.run.output.atomic_run_dir)
+        else:  # the folder is checked before searching and replaced whole after (sim.output.atomic_run_dir)
             with atomic_run_dir(out, PLAN_FILES) as tmp_dir:
                 result = run_search()
                 write_json(tmp_dir / "plan.json", result)

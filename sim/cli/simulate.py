@@ -12,13 +12,13 @@ from sim.cli.common import console, print_json, print_table
 from sim.cli.feature_facts import feature_facts, group_label
 from sim.cli.group_flags import with_group_flags
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
-from sim.inputs.config import load_config
 from sim.errors import InputError
-from sim.run.invoke import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
-from sim.run.summary import parse_percentiles
-from sim.inputs.workload.trace import ClosedLoop
+from sim.inputs.config import load_config
 from sim.inputs.vllm_names import policy_from_vllm_flags
 from sim.inputs.workload.bench import bench_workload
+from sim.inputs.workload.trace import ClosedLoop
+from sim.run.invoke import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
+from sim.run.summary import parse_percentiles
 
 PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",

@@ -53,10 +53,10 @@ def sweep(
 
     The same command again skips finished points: an interrupted sweep (even kill -9) loses only those in flight.
     """
+    from sim.inputs.workload.load import spec_seed
     from sim.run.backends import make_backend
     from sim.sweep.grid import expand, load_base, parse_grid
     from sim.sweep.slo import add_slo_columns, sort_best_first
-    from sim.inputs.workload.load import spec_seed
 
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)

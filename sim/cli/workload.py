@@ -14,10 +14,11 @@ import typer
 
 from sim.cli.common import new_app
 from sim.errors import InputError
-from sim.inputs.workload.trace import ClosedLoop
 from sim.inputs.workload.canonical import write_canonical_jsonl
-from sim.inputs.workload.load import DEFAULT_LENGTHS_RATE_QPS, load_workload
+from sim.inputs.workload.load import load_workload
+from sim.inputs.workload.read_trace import DEFAULT_LENGTHS_RATE_QPS
 from sim.inputs.workload.stats import describe, format_description
+from sim.inputs.workload.trace import ClosedLoop
 
 workload_app = new_app(
     help="Inspect and generate workloads (trace files, bundled traces, spec YAMLs).",
@@ -103,6 +104,6 @@ def schema_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON Schema instead of the page.")] = False,
 ) -> None:
     """The workload spec YAML reference: every key, its type, default and allowed range."""
-    from sim.inputs.workload.schema_doc import json_schema, markdown
+    from sim.cli.schema_doc import json_schema, markdown
 
     typer.echo(json.dumps(json_schema(), indent=2) if as_json else markdown(), nl=False)

@@ -4,20 +4,16 @@ flops, bytes, bound), vectorized over steps."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from sim.cost.roofline import op_time_s
 from sim.cost.shapes import AttentionLoad
 from sim.cost.step_cost import op_bound
+from sim.cost.views import CostModelView
 from sim.cost.window import window_sums
 
-if TYPE_CHECKING:
-    from sim.cost.model import CostModel
 
-
-def attention_ops(cost: CostModel, load: AttentionLoad, share: float | None = None, suffix: str = ""):
+def attention_ops(cost: CostModelView, load: AttentionLoad, share: float | None = None, suffix: str = ""):
     """Prefill and decode attention of one layer, vectorized over steps. Both read the paged KV
     cache, so both stream it at the paged-attention efficiency of the block size. `share`:
     the layers' share these ops stand for (hybrid attention: full vs windowed layers)."""
@@ -46,7 +42,7 @@ def attention_ops(cost: CostModel, load: AttentionLoad, share: float | None = No
     return out
 
 
-def window_ops(cost: CostModel, q: np.ndarray, c: np.ndarray):
+def window_ops(cost: CostModelView, q: np.ndarray, c: np.ndarray):
     """The windowed layers' attention (none without them): keys and KV bounded by the window."""
     if cost.window is None:
         return []

@@ -69,8 +69,8 @@ import numpy as np
 from sim.cost.all_to_all import a2a_payload_bytes, all_to_all_fit, all_to_all_time_s, allgather_reducescatter_time_s
 from sim.cost.model import CostModel
 from sim.cost.roofline import gemm_compute_efficiency, op_time_s
-from sim.inputs.dtypes import bytes_per_element
 from sim.errors import InputError
+from sim.inputs.dtypes import bytes_per_element
 from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import ModelSpec
 
@@ -256,3 +256,11 @@ def _scaled(op: tuple, share: float) -> tuple:
     if share == 1:
         return op
     return name, time * share, flops * share, bytes_ * share, bound
+
+
+def expert_parallelism_of(cfg, model, layout: ReplicaLayout):
+    """The MoE all-to-all facts of a simulated EP layout, None without EP."""
+    if not layout.uses_expert_parallel:
+        return None
+    imbalance = cfg.moe_load_imbalance if cfg.moe_load_imbalance is not None else model.moe.load_imbalance
+    return ExpertParallelism.of(layout, cfg.moe_a2a_backend, cfg.deepep_mode, imbalance, cfg.enable_two_batch_overlap)

@@ -8,23 +8,19 @@ attention is computed from a step's sums (`AttentionLoad` fields) in plain float
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.cost.block_residues import half_steps, whole_block_tokens_per_step
 from sim.cost.runs_past_finishes import decode_steps_past_finishes
+from sim.cost.views import CostModelView
 from sim.cost.window import decode_run_sums, window_sums, window_sums_scalar
-
-if TYPE_CHECKING:
-    from sim.cost.model import CostModel
-
 
 SCALAR_MAX_SEQS = 32  # steps of at most this many sequences take the plain-Python path
 
 
 class HotPath:
-    def __init__(self, cost: CostModel):
+    def __init__(self, cost: CostModelView):
         eff, model = cost.eff, cost.model
         self.cost = cost
         self.block_size = cost.block_size

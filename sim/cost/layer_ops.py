@@ -4,18 +4,14 @@ bound), vectorized over steps' token counts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from sim.cost.roofline import op_time_s
 from sim.cost.step_cost import op_bound
-
-if TYPE_CHECKING:
-    from sim.cost.model import CostModel
+from sim.cost.views import CostModelView
 
 
-def moe_op(cost: CostModel, tokens: np.ndarray):
+def moe_op(cost: CostModelView, tokens: np.ndarray):
     """Expert MLPs: FLOPs follow the active experts; bytes follow the distinct experts touched."""
     m, t = cost.model, cost.tp
     n_exp, k = m.moe.n_experts, m.moe.experts_per_token
@@ -31,7 +27,7 @@ def moe_op(cost: CostModel, tokens: np.ndarray):
     return ("moe_mlp", np.where(tokens > 0, time, 0.0), flops, bytes_, op_bound(t_c, t_m))
 
 
-def elementwise_op(cost: CostModel, tokens: np.ndarray):
+def elementwise_op(cost: CostModelView, tokens: np.ndarray):
     """Norms, rotary, activation, residual adds: memory-bound streams over activations."""
     m, t = cost.model, cost.tp
     width = (

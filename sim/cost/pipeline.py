@@ -42,31 +42,10 @@ from sim.cost.model import CostModel
 from sim.cost.step_cost import OpCost, StepCost
 from sim.cost.topology import network_link, stage_boundaries_cross
 from sim.errors import InputError
-from sim.inputs.hardware import HardwareProfile, LinkFit
+from sim.inputs.hardware import LinkFit
 from sim.inputs.layout.parallel import ReplicaLayout
-from sim.inputs.model import ModelSpec
 
 PP_TENSORS_PER_TOKEN = 2  # hidden_states and residual per token (vLLM IntermediateTensors of Llama-style models)
-
-
-def replica_cost_model(model: ModelSpec, hw: HardwareProfile, tp: int = 1, *args, pp: int = 1,
-                       layout: ReplicaLayout | None = None, expert_parallel=None, **kwargs) -> CostModel:
-    """The cost model of a replica of `pp` stages of `tp` GPUs: `CostModel` itself when pp is 1
-    (the dense single-stage paths, unchanged), else `PipelineCostModel`; with `expert_parallel`
-    (sim.cost.expert_parallel.ExpertParallelism of `layout`) one attention rank's
-    `ExpertParallelCostModel`, staged as `PipelineExpertParallelCostModel` when pp > 1."""
-    if expert_parallel is not None and pp > 1:  # stages of an EP / DP-attention layout (sim/cost/pipeline_ep.py)
-        from sim.cost.pipeline_ep import PipelineExpertParallelCostModel
-
-        return PipelineExpertParallelCostModel(model, hw, layout, *args, pp=pp, expert_parallel=expert_parallel,
-                                               **kwargs)
-    if expert_parallel is not None:
-        from sim.cost.expert_parallel import ExpertParallelCostModel
-
-        return ExpertParallelCostModel(model, hw, layout, *args, expert_parallel=expert_parallel, **kwargs)
-    if pp == 1:
-        return CostModel(model, hw, tp, *args, **kwargs)
-    return PipelineCostModel(model, hw, tp, *args, pp=pp, **kwargs)
 
 
 class PipelineCostModel(CostModel):

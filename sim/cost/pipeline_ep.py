@@ -3,8 +3,9 @@
 
 **Layout.** Each of the P stages is the EP / DP-attention layout of its own layers: its T GPUs
 hold the stage's attention (per attention rank) and the stage's routed experts over the MoE
-group; a replica is T x P GPUs (sim/inputs/layout/parallel.py). Memory already follows it (sim/inputs/layout/layout_memory.py:
-the busiest stage's layers, experts over the MoE group, one vocab table per stage).
+group; a replica is T x P GPUs (sim/inputs/layout/parallel.py). Memory already follows it
+(sim/inputs/layout/layout_memory.py: the busiest stage's layers, experts over the MoE group, one
+vocab table per stage).
 
 **Step of one attention rank** = the pipeline formula of sim/cost/pipeline.py over the rank's
 EP cost model (sim/cost/expert_parallel.py): the rank's sequences are dealt into m = min(P,

@@ -5,15 +5,12 @@ time, blocks taken, KV tokens read and sequences computed, from the hot path's s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.cost.block_residues import HISTOGRAM_LOOP_MAX_SEQS, residue_histogram
+from sim.cost.views import HotPathView
 from sim.cost.window import window_sums_scalar
-
-if TYPE_CHECKING:
-    from sim.cost.hot import HotPath
 
 
 @dataclass
@@ -28,7 +25,7 @@ class RunPastFinishes:
     reached_horizon: bool = False
 
 
-def decode_steps_past_finishes(hot: HotPath, contexts: list[int] | np.ndarray, remaining: list[int] | np.ndarray,
+def decode_steps_past_finishes(hot: HotPathView, contexts: list[int] | np.ndarray, remaining: list[int] | np.ndarray,
                                start_s: float, horizon_s: float, max_steps: int,
                                free_blocks: float) -> RunPastFinishes | None:
     """Decode steps of sequences with these `contexts` from `start_s`; sequence j computes

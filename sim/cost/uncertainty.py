@@ -1,7 +1,7 @@
 """Draws of the cost model's error: one multiplicative time scale per op class per replay.
 
 Each class's time is scaled by exp(N(0, sigma)), sigma from the profile's `uncertainty` (the
-1-sigma log error of that class's fit, written by calibration or calibrate/defaults.py), or
+1-sigma log error of that class's fit, written by calibration or calibrate/defaults/fit.py), or
 `GUESSED_SIGMA` for a class the profile says nothing about. GEMMs take `gemm_table` when every
 GEMM shape of the model is in the profile's measured tables, else `gemm` (the smooth model).
 """

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from sim.engine.router import Router
+from sim.engine.routers.simple import Router
 from sim.engine.sched.base import Scheduler
 from sim.inputs.workload.trace import ClosedLoop
 
@@ -187,7 +187,7 @@ class ClosedLoopSource:
     def __init__(self, env: simpy.Environment, workload: ClosedLoop, table, router: Router,
                  progress: Callable[[int, int], None] | None = None, client_delay_s: float = 0.0):
         """`client_delay_s`: how much later than the engine's finish a client sees its response end
-        (the serving front end, sim.inputs.engines.frontend); it sends its next request after that."""
+        (the serving front end, sim.engine.frontend); it sends its next request after that."""
         self.env, self.workload, self.table, self.router, self.progress = env, workload, table, router, progress
         self.client_delay_s = client_delay_s
         self.replicas: list[Replica] = []

@@ -30,9 +30,9 @@ import numpy as np
 from sim.engine.sched.plan import StepPlan
 
 if TYPE_CHECKING:
-    from sim.inputs.config import EngineConfig
     from sim.cost import CostModel
     from sim.engine.sched.base import Scheduler
+    from sim.inputs.config import EngineConfig
 
 SPEC_STREAM = 0x5BEC  # keeps spec-decoding draws apart from every other random stream of a run
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from sim.engine.replica import Replica
-from sim.inputs.hardware import GIB
 from sim.engine.kv.blocks import BlockManager
 from sim.engine.metrics import Recorder
-from sim.engine.router import RoundRobinRouter, make_router
+from sim.engine.replica import Replica
+from sim.engine.routers.registry import make_router
+from sim.engine.routers.simple import RoundRobinRouter
 from sim.engine.sched.registry import make_scheduler
+from sim.inputs.hardware import GIB
 
 STARTING, READY, DRAINING, FAILED, STOPPED = "starting", "ready", "draining", "failed", "stopped"
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import simpy
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
 from sim.fleet.cluster import DRAINING, READY, STARTING, Fleet, FleetReplica, exponential_s
 from sim.fleet.daygen import DayGenerator
@@ -27,6 +26,7 @@ from sim.fleet.source import DaySource
 from sim.fleet.spec import DaySpec, Predictive
 from sim.fleet.table import SlotTable
 from sim.fleet.tally import Tally
+from sim.inputs.config import EngineConfig
 from sim.inputs.model import load_model
 
 TIMELINE = ("t_s", "ready", "starting", "draining", "in_repair", "queue_length", "running", "kv_usage",

@@ -20,8 +20,8 @@ from pydantic import Field, PositiveFloat
 
 from sim.errors import InputError
 from sim.fleet.profile import WEEK_S, RateProfile, Rates, TraceShapeRate, trace_shape_series
-from sim.schema import StrictModel
 from sim.inputs.workload.spec_models import Lengths, Seed
+from sim.schema import StrictModel
 
 MAX_DAY_REQUESTS = 2_000_000_000
 SLICE_S = 1.0
@@ -81,7 +81,7 @@ class DayGenerator:
     def _length_pairs(self, lengths: Lengths):
         if lengths.trace is None:
             return None
-        from sim.inputs.workload.load import load_trace
+        from sim.inputs.workload.read_trace import load_trace
 
         source = lengths.trace
         if self.base_dir is not None and (self.base_dir / source).is_file():

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.schema import StrictModel
 from sim.yamlio import read_mapping, validate
 

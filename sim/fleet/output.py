@@ -1,5 +1,5 @@
 """A day's run folder: summary.json, hours.csv, timeline.csv, replicas.csv and day.png, replaced
-whole (sim.run.output.atomic_run_dir)."""
+whole (sim.output.atomic_run_dir)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 from sim.fleet.billing import summary as day_summary
 from sim.fleet.facts import hardware_facts, load_facts
-from sim.run.output import atomic_run_dir, write_json, write_text
+from sim.output import write_json, write_text
+from sim.run.folder import atomic_run_dir
 
 DAY_FILES = ("summary.json", "hours.csv", "timeline.csv", "replicas.csv", "day.png")
 

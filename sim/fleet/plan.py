@@ -44,7 +44,7 @@ from sim.fleet.verify import (
     slim,
     verify_failure,
 )
-from sim.run.output import write_json
+from sim.output import write_json
 
 PROBE_S = 300.0
 BISECT_STEPS = 6

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.run.output import write_png
+from sim.output import write_png
 
 
 def plot_days(runs: dict[str, tuple[dict, dict]], path: Path, rate: tuple | None = None,

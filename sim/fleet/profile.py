@@ -135,7 +135,7 @@ def trace_shape_series(shape: TraceShapeRate, base_dir=None) -> np.ndarray:
     from pathlib import Path
 
     from sim.errors import InputError
-    from sim.inputs.workload.load import load_trace
+    from sim.inputs.workload.read_trace import load_trace
 
     source = shape.trace
     if base_dir is not None and (Path(base_dir) / source).is_file():

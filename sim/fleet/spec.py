@@ -15,8 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from sim.inputs.config import SLO
 from sim.fleet.daygen import DayWorkload
+from sim.inputs.config import SLO
 from sim.schema import StrictModel
 
 MAX_FLEET_REPLICAS = 10_000

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from sim.inputs.config import SLO
 from sim.engine.request import Status
+from sim.inputs.config import SLO
 
 HIST_MIN_S, HIST_MAX_S, HIST_BINS = 1e-4, 1e5, 600
 EDGES_S = np.geomspace(HIST_MIN_S, HIST_MAX_S, HIST_BINS + 1)

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from sim.errors import InputError
 from sim.inputs.budget import MAX_CLUSTER_REPLICAS, MAX_HOST_GIB, MAX_TIME_S
 from sim.inputs.engines.apply import fill_from_preset
-from sim.errors import InputError
 from sim.inputs.feature_config import FeatureKnobs
 from sim.inputs.layout.config import LayoutKnobs
 from sim.schema import MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from sim.inputs.config import EngineConfig
-from sim.run.intervals import band, check_replays, perturbed_cost_scales
+from sim.inputs.workload.trace import Trace
 from sim.planner.burst import SearchSlice, search_slice
 from sim.planner.candidates import build_candidates
 from sim.planner.evaluate import evaluate_rate
@@ -29,7 +29,7 @@ from sim.planner.layouts import LayoutGrid
 from sim.planner.search import search_max_rate
 from sim.planner.slo import PlanSLO
 from sim.planner.verify import P99_KEYS, verification_run
-from sim.inputs.workload.trace import Trace
+from sim.run.intervals import band, check_replays, perturbed_cost_scales
 
 METHOD = ("p10/p50/p90 over cost-model draws (per-op-class time scales from the profile's uncertainty); "
           "per draw the per-replica rate search on the sizing slice and, if verified, one whole-workload run "

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.errors import InputError
 from sim.inputs.config import POLICIES, EngineConfig
 from sim.inputs.engines.apply import fit_inherited_to_policy
 from sim.inputs.engines.preset import kv_pool_share_of_free
-from sim.errors import InputError
 from sim.inputs.hardware import load_hardware
-from sim.inputs.layout.config import simulated_layout
+from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.layout.memory import plan_memory
 from sim.inputs.model import load_model

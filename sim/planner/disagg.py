@@ -12,16 +12,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sim.inputs.config import EngineConfig
 from sim.engine.disagg.build import group_config
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.config import group_layout
+from sim.inputs.workload.trace import Trace
 from sim.planner.launch_disagg import group_launch_lines
 from sim.planner.layouts import layout_label
 from sim.planner.slo import PlanSLO
 from sim.planner.verify import fewest_passing, judged_run
-from sim.inputs.workload.trace import Trace
 
 ROLES = ("prefill", "decode")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
+from sim.inputs.config import EngineConfig
 from sim.inputs.engines.preset import kv_pool_share_of_free
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.memory import plan_memory

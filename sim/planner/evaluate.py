@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.slo import percentile_or_none
 from sim.planner.burst import SearchSlice
 from sim.planner.slo import PlanSLO
 from sim.run.simulate import simulate
-from sim.inputs.slo import percentile_or_none
 from sim.run.summary import requests_frame
 
 KV_REJECT_MARK = "KV blocks"  # the scheduler's reason for a request larger than the whole KV cache

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import itertools
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.sweep.grid import _parse_grid_option
 
 SEARCHABLE = ("max_num_seqs", "max_num_batched_tokens", "block_size", "chunk_size", "preemption_mode",

@@ -15,8 +15,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import Trace
 from sim.planner.burst import SearchSlice, search_slice, workload_shape
 from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
 from sim.planner.disagg import compare_layouts
@@ -39,9 +40,8 @@ from sim.planner.verify_bound import (
     verified_per_hardware,
     verify_by_bound,
 )
-from sim.run.provenance import provenance
 from sim.run.backends import LocalBackend
-from sim.inputs.workload.trace import Trace
+from sim.run.provenance import provenance
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from pathlib import Path
 
-from sim.run.output import write_png
+from sim.output import write_png
 from sim.planner.pareto_plot import pareto_figure
 
 __all__ = ["cost_figure", "latency_figure", "pareto_figure", "write_plots"]

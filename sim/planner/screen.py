@@ -32,10 +32,10 @@ import numpy as np
 
 from sim.errors import InputError
 from sim.inputs.model import load_model
+from sim.inputs.workload.trace import Trace
 from sim.planner.candidates import Candidate, Skipped
 from sim.planner.layouts import layout_label
 from sim.planner.slo import PlanSLO
-from sim.inputs.workload.trace import Trace
 
 KIND = "analytic estimate from the roofline step cost (not a bound)"
 

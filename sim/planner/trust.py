@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 
 
 def trust_section(cfg: EngineConfig) -> dict:

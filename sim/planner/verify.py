@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.slo import slo_report
+from sim.inputs.workload.trace import Trace
+from sim.inputs.workload.transforms import scale_rate
 from sim.planner.early_stop import FailureWatch
 from sim.planner.slo import PlanSLO
 from sim.run.simulate import simulate
-from sim.inputs.slo import slo_report
 from sim.run.summary import requests_frame
-from sim.inputs.workload.trace import Trace
-from sim.inputs.workload.transforms import scale_rate
 
 P99_KEYS = ("ttft", "tpot", "e2e")
 

@@ -300,5 +300,5 @@ class Attribution:
         return {f"attr_{name}_s": parts[i] for i, name in enumerate(PARTS)}
 
     def book_frontend(self, rows: np.ndarray, frontend_s: float) -> None:
-        """The engine's request path outside the engine core (sim.inputs.engines.frontend) of `rows`."""
+        """The engine's request path outside the engine core (sim.engine.frontend) of `rows`."""
         self.parts_s[_INDEX["frontend"], rows] += frontend_s

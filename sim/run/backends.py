@@ -1,7 +1,8 @@
-"""Where the points run: local worker processes or a Ray cluster. Both yield rows as points finish.
+"""Where parallel tasks run (sweep points, replica splits, perturbed replays): local worker
+processes or a Ray cluster. Both yield (index, result) as tasks finish.
 
-A backend runs only what it is given and never writes: the caller stores each row as it arrives,
-so a crash anywhere loses only the points still in flight."""
+A backend runs only what it is given and never writes: the caller stores each result as it arrives,
+so a crash anywhere loses only the tasks still in flight."""
 
 from __future__ import annotations
 
@@ -18,10 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import InputError
-from sim.run.signal_mask import signals_blocked
-from sim.sweep.grid import SweepPoint
-from sim.sweep.point import run_point
 from sim.run.ray_connect import check_reachable, quiet_stderr
+from sim.run.signal_mask import signals_blocked
 
 BACKENDS = ("local", "ray")
 PARENT_CHECK_INTERVAL_S = 0.5
@@ -32,10 +31,6 @@ class PointInputError(InputError):
 
     def __reduce__(self):
         return (PointInputError, (self.where, self.field, self.allowed))
-
-
-def run_point_in_worker(point: SweepPoint) -> dict:
-    return call_in_worker(run_point, (point,))[1]
 
 
 def call_in_worker(fn: Callable, args: tuple, index: int = 0) -> tuple[int, Any]:
@@ -86,10 +81,6 @@ class LocalBackend:
                 for process in list((getattr(pool, "_processes", None) or {}).values()):
                     process.terminate()
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def run(self, points: list[SweepPoint]) -> Iterator[dict]:
-        for _, row in self.run_tasks(run_point, [(point,) for point in points]):
-            yield row
 
     def run_tasks(self, fn: Callable, arg_tuples: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
         """(index, fn(*arg_tuples[index])) as each task finishes; one task or one worker runs here,
@@ -165,10 +156,6 @@ class RayBackend:
         if self._started_here:
             _import_ray().shutdown()
         self._started_here = None
-
-    def run(self, points: list[SweepPoint]) -> Iterator[dict]:
-        for _, row in self.run_tasks(run_point, [(point,) for point in points]):
-            yield row
 
     def run_tasks(self, fn: Callable, arg_tuples: list[tuple]) -> Iterator[tuple[int, Any]]:
         """(index, fn(*arg_tuples[index])) as each Ray task finishes."""

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from sim.inputs.config import EngineConfig
 from sim.inputs.feature_config import GroupKnobs
-from sim.run.invoke import run
 from sim.inputs.workload.trace import Trace
+from sim.run.invoke import run
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sim.errors import InputError
-from sim.run.output import with_normal_mode, write_text
+from sim.output import with_normal_mode, write_text
 from sim.run.signal_mask import signals_blocked
 
 _PARTIAL, _OLD = "partial", "old"

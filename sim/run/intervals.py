@@ -15,17 +15,17 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from sim.inputs.budget import MAX_REPLAYS, MAX_REQUEST_RUNS, require
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.extrapolation import extrapolation_reasons
 from sim.cost.uncertainty import class_sigmas, draw_time_scale
 from sim.errors import InputError
+from sim.inputs.budget import MAX_REPLAYS, MAX_REQUEST_RUNS, require
+from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import ClosedLoop, Trace
 
 LATENCY_KEYS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_delay_s")
 LATENCY_STATS = ("mean", "p50", "p90", "p99")

@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.errors import InputError
 from sim.inputs.budget import MAX_TIME_S
 from sim.inputs.config import EngineConfig
-from sim.errors import InputError
-from sim.run.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
-from sim.run.provenance import provenance, trace_sha256
-from sim.run.replica_split import simulate_cluster
-from sim.run.folder import atomic_run_dir
-from sim.run.simulate import SimResult
 from sim.inputs.slo import PlanSLO, slo_report
-from sim.run.summary import DEFAULT_PERCENTILES, requests_columns, summarize
-from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload import load_workload
 from sim.inputs.workload.load import spec_seed
 from sim.inputs.workload.synthetic.arrivals import arrival_times_s
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload.transforms import scale_rate
+from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
+from sim.run.folder import atomic_run_dir
+from sim.run.provenance import provenance, trace_sha256
+from sim.run.replica_split import simulate_cluster
+from sim.run.simulate import SimResult
+from sim.run.summary import DEFAULT_PERCENTILES, requests_columns, summarize
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,7 +79,7 @@ def without_unread_prefix_ids(cfg: EngineConfig, workload: Trace | ClosedLoop) -
 
 def is_synthetic(trace: str | None, fmt: str | None = None) -> bool:
     """Whether the workload's arrivals come from the seed (a spec YAML or a length-only trace)."""
-    from sim.inputs.workload.load import resolve_workload
+    from sim.inputs.workload.bundled import resolve_workload
     from sim.inputs.workload.sniff import sniff_format
 
     return (fmt or sniff_format(resolve_workload(trace or DEFAULT_TRACE))) in ("spec", "lengths")
@@ -131,9 +131,9 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
     `workers` > 1 spreads the replicas (sim.run.replica_split) and the perturbed replays over that many
     processes of `backend` (local | ray, at `address`); the output is the same."""
+    from sim.run.backends import make_backend  # here: sim.sweep imports this module
     from sim.run.bench_result import vllm_bench_result  # bench_serve.json: shaped like vllm bench serve's result
     from sim.run.intervals import check_replays
-    from sim.run.backends import make_backend  # here: sim.sweep imports this module
 
     idle = cfg.idle_knob()
     if idle is not None:

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.run.attribution import Attribution
-from sim.inputs.config import EngineConfig
-from sim.errors import InputError
-from sim.inputs.layout.memory import MemoryPlan
 from sim.engine.metrics import Recorder
 from sim.engine.request import RUN_STATE_COLUMNS, RequestTable
-from sim.engine.router import make_router
-from sim.run.simulate import ReplicaFacts, SimResult, simulate
+from sim.engine.routers.registry import make_router
+from sim.errors import InputError
+from sim.inputs.config import EngineConfig
+from sim.inputs.layout.memory import MemoryPlan
 from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.run.attribution import Attribution
+from sim.run.simulate import ReplicaFacts, SimResult, simulate
 
 SPLITTABLE_ROUTERS = ("round_robin", "random")
 ONE_REPLICA = "there is one replica"

@@ -10,27 +10,28 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from sim.run.attribution import Attribution
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
-from sim.cost.pipeline import replica_cost_model
-from sim.engine.replica import ArrivalSource, ClosedLoopSource, Replica
-from sim.inputs.engines import EngineCost, EngineOverhead, load_engine
-from sim.inputs.engines.frontend import shift_to_client
-from sim.inputs.engines.preset import kv_pool_share_of_free
-from sim.inputs.hardware import GIB, load_hardware
+from sim.cost.expert_parallel import expert_parallelism_of
+from sim.cost.replica import replica_cost_model
+from sim.engine.frontend import shift_to_client
 from sim.engine.kv.blocks import BlockManager
-from sim.inputs.layout.config import expert_parallelism_of, simulated_layout
-from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.engine.lockstep import LockstepRank, group_ranks
-from sim.inputs.layout.memory import MemoryPlan
 from sim.engine.metrics import Recorder, replica_gap_compact_at
-from sim.inputs.model import load_model
+from sim.engine.replica import ArrivalSource, ClosedLoopSource, Replica
 from sim.engine.request import RequestTable, Status
-from sim.engine.router import make_router
+from sim.engine.routers.registry import make_router
 from sim.engine.sched.registry import make_scheduler
 from sim.engine.spec_decode import draft_model_of, make_spec_decoder
+from sim.inputs.config import EngineConfig
+from sim.inputs.engines import EngineCost, EngineOverhead, load_engine
+from sim.inputs.engines.preset import kv_pool_share_of_free
+from sim.inputs.hardware import GIB, load_hardware
+from sim.inputs.layout.checks import simulated_layout
+from sim.inputs.layout.layout_memory import plan_layout_memory
+from sim.inputs.layout.memory import MemoryPlan
+from sim.inputs.model import load_model
 from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.run.attribution import Attribution
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
 
 
 def _frontend_s(cfg: EngineConfig, overhead: EngineOverhead | None) -> float:
-    """The API server's per-request path (sim.inputs.engines.frontend): the given engine terms', else the preset's."""
+    """The API server's per-request path (sim.engine.frontend): the given engine terms', else the preset's."""
     if overhead is not None:
         return overhead.frontend_s
     return 0.0 if cfg.engine is None else load_engine(cfg.engine).overhead.frontend_ms * 1e-3

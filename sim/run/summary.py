@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.inputs.engines.apply import effective_settings
-from sim.errors import InputError
-from sim.run.feature_summary import feature_summary
-from sim.inputs.layout.placement import cluster_placement
 from sim.engine.request import Status
-from sim.run.simulate import SimResult
+from sim.errors import InputError
+from sim.inputs.engines.apply import effective_settings
+from sim.inputs.layout.placement import cluster_placement
 from sim.inputs.slo import good_requests
+from sim.run.feature_summary import feature_summary
+from sim.run.simulate import SimResult
 from sim.run.weighted_percentiles import weighted_percentiles
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from pathlib import Path
 import yaml
 from pydantic import ConfigDict, PositiveFloat, PositiveInt, model_validator
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
 from sim.schema import StrictModel
 from sim.yamlio import load_yaml, read_mapping, validate
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.run.output import write_png
+from sim.output import write_png
 
 PLOT_METRICS = {
     "request_throughput": "throughput (req/s)",

@@ -9,11 +9,11 @@ from __future__ import annotations
 import functools
 
 from sim.inputs.config import EngineConfig
+from sim.inputs.workload import apply_transforms
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.invoke import load_run_workload, poisson_arrivals, run
 from sim.sweep.grid import SweepPoint
 from sim.sweep.slo import SWEEP_PERCENTILES
-from sim.inputs.workload.trace import ClosedLoop, Trace
-from sim.inputs.workload import apply_transforms
 
 # summary keys that repeat a config field; kept only when the run resolved them to another value
 _RESOLVED_SUFFIX = "_resolved"

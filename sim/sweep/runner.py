@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from sim.sweep.grid import SweepPoint
+from sim.sweep.point import run_point
 from sim.sweep.store import ResultStore
 
 
@@ -46,7 +47,7 @@ def run_sweep(points: list[SweepPoint], grid_keys: list[str], out_dir: Path, bac
         if on_start is not None:
             on_start(len(todo), len(points) - len(todo))
         try:
-            for row in backend.run(todo):
+            for _, row in backend.run_tasks(run_point, [(point,) for point in todo]):
                 store.add(row)
                 store.consolidate(grid_keys)
                 if on_point is not None:

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from sim.errors import InputError
-from sim.run.output import prepare_out_dir, write_parquet
+from sim.output import prepare_out_dir, write_parquet
 
 RESULTS_NAME = "results.parquet"
 PARTS_DIR_NAME = "parts"

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from sim.errors import InputError
 from sim.inputs.budget import MAX_TOTAL_TOKENS, require
 from sim.inputs.config import MAX_TP
-from sim.errors import InputError
 from sim.inputs.layout.config import MAX_PP
 from sim.numbers import strict_number
 from sim.schema import MAX_REQUESTS, MAX_TOKENS

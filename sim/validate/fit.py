@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.errors import InputError
 from sim.inputs.engines.overhead import EngineOverhead
 from sim.inputs.engines.preset import load_engine
-from sim.errors import InputError
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
 from sim.validate.cases import Case

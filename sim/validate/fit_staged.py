@@ -6,7 +6,7 @@ data identifies it:
 - `residue_us`: the part of the engine's per-step CPU work that does not overlap the GPU step under
   async scheduling. It moves every step, so per-token time and E2E. Searched on a grid, one
   simulation of every fit run per trial, refined around the best.
-- `frontend_ms`: the API server's request path (sim.inputs.engines.frontend). It adds to TTFT and E2E and
+- `frontend_ms`: the API server's request path (sim.engine.frontend). It adds to TTFT and E2E and
   changes no step, so for each trial it is solved in closed form (a fine grid over the simulated
   values, no simulation).
 The per-step / per-sequence CPU terms stay as given: overlapped with GPU steps longer than them,

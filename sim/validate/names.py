@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sim.inputs.engines.preset import engine_names
 from sim.errors import InputError
+from sim.inputs.engines.preset import engine_names
 from sim.inputs.hardware import bundled_profiles
 from sim.inputs.model import bundled_models
 

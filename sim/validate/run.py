@@ -6,17 +6,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.inputs.config import EngineConfig
 from sim.errors import InputError
+from sim.inputs.config import EngineConfig
+from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.inputs.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
 from sim.run.simulate import simulate
 from sim.run.summary import summarize
-from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.validate.cases import Case
 from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
 from sim.validate.staged import parse_staged, simulate_stages
 from sim.validate.steady_decode import predict_steady_decode
-from sim.inputs.workload.vllm_sharegpt import load_table, sample_like_vllm, table_for_model
 from sim.yamlio import validate
 
 SHAREGPT_REASON = ("no bundled ShareGPT first-turn length table for this model's tokenizer (bundled: Llama-3, "

@@ -20,7 +20,7 @@ from sim.inputs.model import load_model
 
 def predict_steady_decode(case, cfg):
     """(predicted output tok/s or None, reason) of a `steady_decode` case under `cfg`."""
-    from sim.inputs.layout.config import simulated_layout
+    from sim.inputs.layout.checks import simulated_layout
     from sim.run.simulate import _replica_parts
 
     model = load_model(cfg.model)

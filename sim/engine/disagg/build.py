@@ -23,17 +23,17 @@ from pydantic import ValidationError
 from sim.engine.disagg.coordinator import Coordinator, DecodeHorizon
 from sim.engine.disagg.link import resolve_link
 from sim.engine.disagg.roles import DecodeRole, PrefillRole
-from sim.engine.replica import Replica
-from sim.inputs.engines.apply import fit_inherited_to_policy
-from sim.errors import InputError
-from sim.inputs.hardware import GIB, load_hardware
 from sim.engine.kv.blocks import BlockManager
-from sim.inputs.layout.config import simulated_layout
 from sim.engine.lockstep import LockstepRank, group_ranks
-from sim.inputs.layout.placement import cluster_placement
-from sim.engine.router import make_router
+from sim.engine.replica import Replica
+from sim.engine.routers.registry import make_router
 from sim.engine.sched.registry import scheduler_class
 from sim.engine.spec_decode import make_spec_decoder
+from sim.errors import InputError
+from sim.inputs.engines.apply import fit_inherited_to_policy
+from sim.inputs.hardware import GIB, load_hardware
+from sim.inputs.layout.checks import simulated_layout
+from sim.inputs.layout.placement import cluster_placement
 
 DECODE_ROUTER_STREAM = 0xDEC0DE  # the decode router's own random stream
 ROLES = ("prefill", "decode")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from sim.engine.replica import Replica
     from sim.engine.request import RequestTable
-    from sim.engine.router import Router
+    from sim.engine.routers.simple import Router
 
 
 class Coordinator:

@@ -11,7 +11,6 @@ from collections import deque
 
 import numpy as np
 
-from sim.inputs.config import EngineConfig
 from sim.cost import CostModel
 from sim.cost.hot import SCALAR_MAX_SEQS
 from sim.engine.kv.blocks import BlockManager
@@ -22,6 +21,7 @@ from sim.engine.sched.decode_runs import DecodeRuns, runs_are_elementwise
 from sim.engine.sched.past_finishes import PastFinishes
 from sim.engine.sched.plan import StepPlan
 from sim.engine.sched.reserve import Reservations
+from sim.inputs.config import EngineConfig
 
 
 class Scheduler(DecodeRuns, PastFinishes, Commits, Reservations):

@@ -10,8 +10,8 @@ import numpy as np
 from sim.cost.block_residues import blocks_for_steps, residue_counts, whole_block_tokens_per_step
 from sim.cost.expert_parallel import ExpertParallelCostModel
 from sim.cost.model import CostModel
-from sim.inputs.engines.overhead import EngineCost
 from sim.engine.sched.plan import StepPlan, ones_int64
+from sim.inputs.engines.overhead import EngineCost
 
 MAX_DECODE_RUN_STEPS = 4096  # bounds the arrays of one decode run; runs simply chain beyond it
 HORIZON_PROBE_STEPS = 64  # steps costed first when an arrival horizon will likely cut the run short

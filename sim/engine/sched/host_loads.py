@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.inputs.hardware import GIB
 from sim.engine.kv.host_tier import HostTier, chain_hashes
+from sim.inputs.hardware import GIB
 
 if TYPE_CHECKING:
     from sim.engine.sched.base import Scheduler

@@ -18,10 +18,10 @@ import numpy as np
 from sim.engine.kv.keys import block_keys
 from sim.engine.kv.radix import RadixCache
 from sim.engine.kv.window_cache import WindowCompanions
-from sim.inputs.model.kv import pooled_layers, window_blocks_per_seq, window_layers
 from sim.engine.sched.chunked import ChunkedScheduler
 from sim.engine.sched.continuous import ContinuousScheduler
 from sim.engine.sched.host_loads import make_host_loads
+from sim.inputs.model.kv import pooled_layers, window_blocks_per_seq, window_layers
 
 LPM_SCAN_LIMIT = 128  # waiting requests examined per step for longest-prefix-first ordering
 _NO_KEYS = np.empty(0, dtype=np.int64)

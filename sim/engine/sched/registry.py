@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from sim.inputs.config import EngineConfig
 from sim.engine.sched.base import Scheduler
 from sim.engine.sched.chunked import ChunkedScheduler
 from sim.engine.sched.continuous import ContinuousScheduler
 from sim.engine.sched.radix import RadixChunkedScheduler, RadixContinuousScheduler
 from sim.engine.sched.static import StaticScheduler
+from sim.inputs.config import EngineConfig
 
 
 def scheduler_class(cfg: EngineConfig) -> type[Scheduler]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import InputError
 from sim.engine.request import Status
 from sim.engine.sched.base import Scheduler
 from sim.engine.sched.plan import StepPlan
+from sim.errors import InputError
 
 
 class StaticScheduler(Scheduler):

@@ -59,7 +59,7 @@ class EngineOverhead:
     capture_sizes: tuple[int, ...]
     graph_scope: str  # "decode" | "all"
     async_scheduling: bool = False  # arrivals join one step late (sim.engine.replica.Replica)
-    frontend_s: float = 0.0  # the API server's request path (sim.inputs.engines.frontend)
+    frontend_s: float = 0.0  # the API server's request path (sim.engine.frontend)
 
     @classmethod
     def from_preset(cls, preset: EnginePreset, num_scheduler_steps: int | None = None,

@@ -17,8 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
-from sim.inputs.budget import MAX_CAPTURE_SIZES
 from sim.errors import InputError
+from sim.inputs.budget import MAX_CAPTURE_SIZES
 from sim.schema import MAX_TOKENS, StrictModel
 from sim.yamlio import read_mapping, validate
 
@@ -96,7 +96,7 @@ class Overhead(StrictModel):
     # the batch of step n+1 is formed when step n is launched (vLLM V1 async scheduling, SGLang and
     # TensorRT-LLM overlap schedulers): a request arriving during step n joins step n+2 (sim/engine/replica.py)
     async_scheduling: bool = False
-    # the API server's request path, per request (sim/inputs/engines/frontend.py): added to TTFT and E2E
+    # the API server's request path, per request (sim/engine/frontend.py): added to TTFT and E2E
     frontend_ms: float = Field(0.0, ge=0, le=60_000)
 
 

@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from sim.inputs.dtypes import bytes_per_element
 from sim.inputs.hardware import HardwareProfile
-from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.layout.memory import MemoryPlan, plan_memory, weight_elements_per_gpu
+from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import ModelSpec
 from sim.inputs.model.params import weight_elements_by_group
 from sim.inputs.model.weights import CHECKPOINT_DEFAULT, group_dtypes, uniform_dtype

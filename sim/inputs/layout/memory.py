@@ -5,11 +5,17 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from sim.inputs.dtypes import kv_bytes_per_element
 from sim.errors import InputError
+from sim.inputs.dtypes import kv_bytes_per_element
 from sim.inputs.hardware import GIB, HardwareProfile
 from sim.inputs.model import ModelSpec
-from sim.inputs.model.kv import kv_elements_per_token_layer, pooled_layers, window_blocks_per_seq, window_layers
+from sim.inputs.model.kv import (
+    kv_elements_per_token,
+    kv_elements_per_token_layer,
+    pooled_layers,
+    window_blocks_per_seq,
+    window_layers,
+)
 from sim.inputs.model.params import weight_elements_by_group
 from sim.inputs.model.weights import uniform_dtype, weight_bytes_by_group, weight_bytes_per_gpu
 
@@ -151,7 +157,7 @@ def plan_memory(
         runtime_reserve_bytes_per_gpu=runtime,
         usable_bytes_per_gpu=usable,
         kv_cache_bytes_per_gpu=blocks * block_size * kv_token_gpu,
-        kv_bytes_per_token=math.ceil(model.kv_elements_per_token() * kv_el),
+        kv_bytes_per_token=math.ceil(kv_elements_per_token(model) * kv_el),
         kv_bytes_per_token_per_gpu=kv_token_gpu,
         block_size=block_size,
         num_gpu_blocks=int(blocks),

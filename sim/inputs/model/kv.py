@@ -17,10 +17,8 @@ in the pool as if full (an upper bound on what it holds).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from sim.inputs.model.spec import AttentionKind, ModelSpec
+from sim.inputs.model.spec import AttentionKind, ModelSpec
 
 
 def kv_elements_per_token_layer(m: ModelSpec, kind: AttentionKind = "full", tp: int = 1) -> int:
@@ -29,6 +27,12 @@ def kv_elements_per_token_layer(m: ModelSpec, kind: AttentionKind = "full", tp: 
         return m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
     kv_heads = m.n_kv_heads if tp == 1 else m.kv_heads_per_gpu(tp)
     return 2 * kv_heads * m.head_dim
+
+
+def kv_elements_per_token(m: ModelSpec) -> int:
+    """KV elements cached per token, whole model (all layers; MLA: the latent and RoPE key).
+    Sliding / chunked layers count too: `window_blocks_per_seq` says how many tokens they keep."""
+    return sum(kv_elements_per_token_layer(m, m.attention_kind(i)) for i in range(m.n_layers))
 
 
 def pooled_layers(m: ModelSpec) -> int:

@@ -14,10 +14,8 @@ among ranks instead of their width; 1 here.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from sim.inputs.model.spec import ModelSpec
+from sim.inputs.model.spec import ModelSpec
 
 
 def attention_params(m: ModelSpec, tp: int = 1) -> int:

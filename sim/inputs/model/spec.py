@@ -173,11 +173,6 @@ class ModelSpec(StrictModel):
         return self.moe.n_shared_experts * one
 
     @property
-    def attn_params_per_layer(self) -> int:
-        from sim.inputs.model.params import attention_params
-        return attention_params(self)
-
-    @property
     def expert_params(self) -> int:
         """Parameters of one MLP (one routed expert for MoE)."""
         return self.mlp_matrices * self.hidden_size * self.expert_intermediate_size
@@ -194,21 +189,6 @@ class ModelSpec(StrictModel):
     def embedding_params(self) -> int:
         tables = 1 if self.tie_word_embeddings else 2
         return tables * self.vocab_size * self.hidden_size
-
-    def total_params(self) -> int:
-        """Parameters of the decoder, embeddings and LM head (not the MTP layers; see params.py)."""
-        from sim.inputs.model.params import total_params
-        return total_params(self)
-
-    def active_params_per_token(self) -> int:
-        from sim.inputs.model.params import active_params
-        return active_params(self)
-
-    def kv_elements_per_token(self) -> int:
-        """KV elements cached per token, whole model (all layers; MLA: the latent and RoPE key).
-        Sliding / chunked layers count too: `sim.inputs.model.kv` says how many tokens they keep."""
-        from sim.inputs.model.kv import kv_elements_per_token_layer
-        return sum(kv_elements_per_token_layer(self, self.attention_kind(i)) for i in range(self.n_layers))
 
     def check_tp(self, tp: int) -> None:
         """Tensor parallelism must split the heads evenly (KV heads may replicate when tp > kv)."""

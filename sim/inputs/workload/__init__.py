@@ -6,8 +6,9 @@ Public entry points: `load_workload`, `load_trace`, `prefix_hit_rate_infinite`,
 """
 
 from sim.inputs.workload.canonical import write_canonical_jsonl
-from sim.inputs.workload.load import load_trace, load_workload
+from sim.inputs.workload.load import load_workload
 from sim.inputs.workload.prefix import prefix_hit_rate_infinite, prefix_hit_tokens_infinite
+from sim.inputs.workload.read_trace import load_trace
 from sim.inputs.workload.stats import describe
 from sim.inputs.workload.transforms import apply_transforms
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.inputs.budget import MAX_TIME_S, MAX_TOTAL_TOKENS, require
 from sim.errors import InputError
+from sim.inputs.budget import MAX_TIME_S, MAX_TOTAL_TOKENS, require
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.numbers import strict_number
 from sim.schema import MAX_REQUESTS, MAX_SEED_EXCLUSIVE, MAX_TOKENS
-from sim.inputs.workload.trace import ClosedLoop, Trace
 
 KEYS = ("batch", "requests", "concurrency", "isl", "osl", "think_s", "think_cv", "jitter", "seed")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.run.output import with_normal_mode
 from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.output import with_normal_mode
 
 CANONICAL_EXTRAS = ("session_id", "turn")
 

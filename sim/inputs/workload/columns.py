@@ -12,10 +12,10 @@ import warnings
 
 import numpy as np
 
-from sim.inputs.budget import MAX_TIME_S
 from sim.errors import InputError
-from sim.schema import MAX_TOKENS
+from sim.inputs.budget import MAX_TIME_S
 from sim.inputs.workload.trace import Trace
+from sim.schema import MAX_TOKENS
 
 
 class ChunkedColumn:

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from sim.errors import InputError
-from sim.inputs.workload.trace import Trace
 from sim.inputs.workload.columns import ChunkedColumn, build_trace, checked_lengths, checked_times, generic_column_names
+from sim.inputs.workload.trace import Trace
 
 TIME_UNIT_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 _BLOCK_BYTES = 1 << 22

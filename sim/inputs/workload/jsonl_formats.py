@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 
 from sim.errors import InputError
-from sim.inputs.workload.trace import Trace
 from sim.inputs.workload.columns import (
     ChunkedColumn,
     build_trace,
@@ -23,6 +22,7 @@ from sim.inputs.workload.columns import (
     numeric_array,
     ragged_offsets,
 )
+from sim.inputs.workload.trace import Trace
 
 CHUNK_ROWS = 65536
 

@@ -18,11 +18,12 @@ import yaml
 from pydantic import ValidationError
 
 from sim.errors import InputError
-from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload.bench import closed_loop
+from sim.inputs.workload.read_trace import load_trace
 from sim.inputs.workload.spec_models import Transforms, WorkloadSpec
 from sim.inputs.workload.synthetic.arrivals import arrival_times_s
 from sim.inputs.workload.synthetic.generate import generate_synthetic
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload.transforms import apply_transforms
 from sim.yamlio import load_yaml
 
@@ -74,8 +75,6 @@ def _transform(trace: Trace, transforms: Transforms, seed: int, where: str) -> T
 
 
 def _trace_workload(spec: WorkloadSpec, path: Path, seed: int, strict: bool) -> Trace | ClosedLoop:
-    from sim.inputs.workload.load import load_trace  # load imports this module lazily
-
     source = spec.trace
     if (path.parent / source).is_file():
         source = str(path.parent / source)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload.prefix import prefix_hit_rate_infinite
+from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload.transforms import mean_qps
 
 PERCENTILES = (50, 90, 99)

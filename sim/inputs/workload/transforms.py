@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from sim.inputs.budget import MAX_TIME_S
 from sim.errors import InputError
+from sim.inputs.budget import MAX_TIME_S
 from sim.inputs.workload.trace import Trace
 
 

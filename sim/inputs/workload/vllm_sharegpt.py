@@ -39,7 +39,7 @@ def table_for_model(model: str) -> str | None:
 
 def load_table(name: str) -> tuple[np.ndarray, np.ndarray]:
     """(prompt_tokens, reply_tokens) of a bundled first-turn table, in the dataset's order."""
-    from sim.inputs.workload.load import load_trace
+    from sim.inputs.workload.read_trace import load_trace
 
     trace = load_trace(resolve_workload(name), seed=0)
     return trace.prompt_tokens, trace.output_tokens

@@ -48,7 +48,7 @@ def save_attribution_figure(path, summaries: dict[str, dict], title: str = ""):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sim.run.output import write_png
+    from sim.output import write_png
 
     figure, ax = plt.subplots(figsize=(max(6.0, 1.1 * 2 * len(summaries)), 4.5))
     plot_attribution(ax, summaries, title)

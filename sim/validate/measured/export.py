@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.run.output import write_text
+from sim.output import write_text
 from sim.validate.measured.run import MeasuredRun
 
 EPOCH_NS = 1_764_547_200_000_000_000  # an arbitrary fixed wall-clock origin for the absolute time fields

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.inputs.budget import MAX_HASH_IDS, MAX_PREFIX_BLOCKS, MAX_ROWS, MAX_SEQUENCES, require
 from sim.errors import InputError
-from sim.schema import MAX_REQUESTS, MAX_TOKENS
-from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.inputs.budget import MAX_HASH_IDS, MAX_PREFIX_BLOCKS, MAX_ROWS, MAX_SEQUENCES, require
 from sim.inputs.workload.bench import closed_loop
 from sim.inputs.workload.columns import ragged_offsets
 from sim.inputs.workload.spec_models import FixedDist, Synthetic
 from sim.inputs.workload.synthetic.arrivals import arrival_times_s
 from sim.inputs.workload.synthetic.lengths import sample_dist, sample_length_pairs
 from sim.inputs.workload.synthetic.prefix_ids import build_shared_prefixes, request_hash_ids
+from sim.inputs.workload.trace import ClosedLoop, Trace
+from sim.schema import MAX_REQUESTS, MAX_TOKENS
 
 _NO_TURNS = FixedDist(kind="fixed", value=1)
 

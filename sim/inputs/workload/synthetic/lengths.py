@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.schema import MAX_TOKENS
 from sim.inputs.workload.spec_models import FixedDist, Lengths, LognormalDist, UniformDist
+from sim.schema import MAX_TOKENS
 
 
 def sample_dist(dist, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -33,7 +33,7 @@ def sample_length_pairs(
     `base_dir` (the spec's folder) before the bundled names."""
     if lengths.trace is None:
         return sample_dist(lengths.prompt, rng, n), sample_dist(lengths.output, rng, n)
-    from sim.inputs.workload.load import load_trace  # load imports synthetic.arrivals
+    from sim.inputs.workload.read_trace import load_trace  # read_trace imports synthetic.arrivals
 
     source = lengths.trace
     if base_dir is not None and (base_dir / source).is_file():

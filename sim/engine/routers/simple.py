@@ -1,14 +1,21 @@
-"""Routers: which replica a new request goes to. `pick` sees the replicas' schedulers."""
+"""The router base and the routers that need no cache view: round robin, random, least outstanding,
+least KV. `pick` sees the replicas' schedulers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from sim.engine.replica import Replica
+    from sim.engine.sched.base import Scheduler
+
+
+class Replica(Protocol):
+    """What a router sees of a replica (sim.engine.replica.Replica): its scheduler."""
+
+    sched: Scheduler
 
 
 class Router:
@@ -61,16 +68,3 @@ class LeastKVRouter(Router):
     def pick(self, rid, replicas, now_s) -> int:
         keys = [(r.sched.blocks.n_used / r.sched.blocks.n_blocks, len(r.sched.waiting)) for r in replicas]
         return min(range(len(replicas)), key=lambda i: keys[i])
-
-
-def make_router(name: str, rng: np.random.Generator) -> Router:
-    from sim.engine.router_prefix import PrefixAffinityRouter
-
-    routers = {
-        "round_robin": RoundRobinRouter,
-        "random": lambda: RandomRouter(rng),
-        "least_outstanding": LeastOutstandingRouter,
-        "least_kv": LeastKVRouter,
-        "prefix_affinity": PrefixAffinityRouter,
-    }
-    return routers[name]()

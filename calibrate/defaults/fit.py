@@ -25,8 +25,6 @@ Attention efficiencies come from published FlashAttention figures (`ATTENTION`),
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pandas as pd
 
@@ -184,10 +182,5 @@ def fit_measured_gpu(profile: str) -> dict:
         },
     }
 
-
-if __name__ == "__main__":
-    from calibrate.defaults_write import main
-
-    sys.exit(main(sys.argv[1:]))
 
 __all__ = ["ATTENTION", "GEMM_OPS", "custom_allreduce_h100", "fit_measured_gpu", "network_frame"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.engine.router import Router
+from sim.engine.routers.simple import Router
 
 LOAD_GUARD_RATIO = 1.5  # a replica may take a prefix hit while its load <= ratio * mean load + 1
 MIN_GAIN_SHARE = 0.5  # follow a prefix only when it saves this share of the prompt over the least loaded

@@ -1,4 +1,4 @@
-"""Write the fitted and derived defaults (calibrate/defaults.py) into hwprofiles/*.yaml.
+"""Write the fitted and derived defaults (calibrate/defaults/fit.py) into hwprofiles/*.yaml.
 
 Each profile gets: efficiency terms, `collectives`, `uncertainty` and `sources` (a line per group of
 numbers: measured-fit | derived | guessed, with the rule or the data), and a provenance section
@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from calibrate.defaults import ATTENTION, custom_allreduce_h100, fit_measured_gpu
+from calibrate.defaults.fit import ATTENTION, custom_allreduce_h100, fit_measured_gpu
 from calibrate.fit_collectives import fit_collectives
 from calibrate.uncertainty import GUESSED_SIGMA
 from calibrate.vidur_import import bundled_vidur_path, read_measurement_file
 from sim.inputs.hardware import HardwareProfile
 
-PROFILES_DIR = Path(__file__).resolve().parents[1] / "hwprofiles"
+PROFILES_DIR = Path(__file__).resolve().parents[2] / "hwprofiles"
 MARK_BEGIN = "-- fitted defaults (python -m calibrate.defaults --write) --"
 MARK_END = "-- end of fitted defaults --"
 PAGED_BLOCK_OVERHEAD_TOKENS = 4.0  # judgement: each KV block costs about 4 tokens' reading time extra

@@ -178,12 +178,3 @@ def staged_files() -> Iterator[Callable]:
     for tmp_name, path in staged:
         os.replace(tmp_name, path)
 
-
-# ---- whole run folders live in sim/run/folder.py (which imports this module); the callers that
-# import them from here get them on first use.
-def __getattr__(name: str):
-    if name in ("atomic_run_dir", "remove_stale_partials"):
-        import sim.run.folder
-
-        return getattr(sim.run.folder, name)
-    raise AttributeError(f"module 'sim.run.output' has no attribute {name!r}")
