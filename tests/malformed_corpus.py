@@ -101,7 +101,7 @@ def spec(synthetic_yaml: str) -> str:
     return "synthetic:\n" + synthetic_yaml
 
 
-PRESET = yaml.safe_load((ROOT / "sim" / "engines" / "presets" / "vllm@0.15.yaml").read_text())
+PRESET = yaml.safe_load((ROOT / "sim" / "inputs" / "engines" / "presets" / "vllm@0.15.yaml").read_text())
 BENCH = {"completed": 10, "total_input_tokens": 1000, "total_output_tokens": 1000, "output_throughput": 50.0,
          "request_rate": "inf"}
 VROW = {"source": "corpus", "engine": "vllm", "model": "llama-3-8b", "gpu": "h100-sxm", "tp": 1, "weight_dtype": "bf16",

@@ -31,7 +31,7 @@ GUESSED = ("b200", "l40s", "mi300x")
 CUSTOM_PUBLISHED = ("published: fit to sglang PR 2904 H100 custom all-reduce latencies, one line per algorithm\n"
                     "(one-shot below, two-shot from above_bytes: 512 KiB on 4 GPUs, 256 KiB on 8, vLLM "
                     "csrc/custom_all_reduce.cuh); the two-shot line of 4 GPUs fits vLLM's own kernel timed in CUDA "
-                    "graphs (vLLM PRs 24111 and 24532, H100 TP=4, 0.5-4 MiB; calibrate/defaults.py)")
+                    "graphs (vLLM PRs 24111 and 24532, H100 TP=4, 0.5-4 MiB; calibrate/defaults/fit.py)")
 CUSTOM_DERIVED = "derived: NCCL fit, latency x H100 custom/NCCL ratio"
 PAGED_RULE = f"guessed: memory x B / (B + {PAGED_BLOCK_OVERHEAD_TOKENS:g}) per block size B"
 
@@ -83,7 +83,7 @@ def measured_updates(fits: dict) -> dict[str, dict]:
                             "send_recv": fit["collectives"]["send_recv"]},
             "uncertainty": fit["uncertainty"],
             "sources": {
-                "gemm": "measured-fit: all bundled Vidur mlp.csv of this GPU (calibrate/defaults.py)",
+                "gemm": "measured-fit: all bundled Vidur mlp.csv of this GPU (calibrate/defaults/fit.py)",
                 "elementwise": "measured-fit: Vidur norm/rotary/activation/add kernels of the same files",
                 "collectives.nccl": "measured-fit: Vidur network all_reduce.csv / send_recv.csv (one node)",
                 "collectives.custom": CUSTOM_PUBLISHED if name == "h100-sxm" else CUSTOM_DERIVED,

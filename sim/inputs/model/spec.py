@@ -12,7 +12,7 @@ that memory and cost sum over:
 - `moe.dense_layers`: the layers whose MLP is dense (DeepSeek's first-k, Llama-4 Maverick's
   interleaving, Qwen3-MoE's `mlp_only_layers`); the rest route to experts.
 - `weight_dtypes`: the checkpoint's dtype per tensor group (from `quantization_config`), see
-  `sim/inputs/model/dtypes.py`.
+  `sim/inputs/dtypes.py`.
 """
 
 from __future__ import annotations
