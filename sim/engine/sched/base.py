@@ -16,6 +16,7 @@ from sim.cost.hot import SCALAR_MAX_SEQS
 from sim.engine.kv.blocks import BlockManager
 from sim.engine.metrics import Recorder
 from sim.engine.request import RequestTable, Status
+from sim.engine.sched.arrivals import Arrivals
 from sim.engine.sched.commit import Commits
 from sim.engine.sched.decode_runs import DecodeRuns, runs_are_elementwise
 from sim.engine.sched.past_finishes import PastFinishes
@@ -24,7 +25,7 @@ from sim.engine.sched.reserve import Reservations
 from sim.inputs.config import EngineConfig
 
 
-class Scheduler(DecodeRuns, PastFinishes, Commits, Reservations):
+class Scheduler(Arrivals, DecodeRuns, PastFinishes, Commits, Reservations):
     """One replica's scheduler. Mutates the shared RequestTable rows of its requests."""
 
     uses_waiting_order = False  # True when a new arrival may overtake the head of the queue
@@ -48,52 +49,6 @@ class Scheduler(DecodeRuns, PastFinishes, Commits, Reservations):
         self.prices_runs_ahead = runs_are_elementwise(cost)
         swap_bytes_per_block = blocks.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
         self._swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
-
-    # ------------------------------------------------------------------ arrivals
-    def add(self, rid: int, now_s: float) -> None:
-        """A request arrives: queue it, or reject it now if it can never fit."""
-        t = self.table
-        if rid in t.children:
-            t.replica[t.rows_of(rid)] = self.replica
-        else:
-            t.replica[rid] = self.replica
-        reason = self.never_fits(rid)
-        if reason is not None:
-            self._reject(rid, reason, now_s)
-            return
-        t.status[rid] = Status.WAITING
-        self.waiting.append(rid)
-
-    def never_fits(self, rid: int) -> str | None:
-        t, b = self.table, self.blocks
-        prompt = int(t.prompt_tokens[rid])
-        if prompt >= self.max_model_len:
-            return f"prompt of {prompt} tokens leaves no room under max_model_len={self.max_model_len}"
-        total = prompt + int(t.output_tokens[rid])
-        n_samples = len(t.rows_of(rid))
-        shared = prompt // b.block_size  # full prompt blocks all samples share
-        need = shared + n_samples * (-(-total // b.block_size) - shared)
-        if need > b.n_blocks - b.watermark_blocks:
-            return f"prompt+output need {need} KV blocks; the cache holds {b.n_blocks}"
-        return None
-
-    def _reject(self, rid: int, reason: str, now_s: float) -> None:
-        t = self.table
-        t.reject(rid, reason, now_s)
-        if self.finished_listener is not None and t.is_request_done(rid):
-            self.finished_listener(int(t.sample_of[rid]))
-
-    def reject_unschedulable(self, now_s: float) -> None:
-        """Nothing runs yet the head of the queue cannot start (or, nothing waiting, the oldest
-        swapped-out request cannot come back): reject it rather than wait forever."""
-        if self.waiting:
-            self._reject(self.waiting.popleft(), "could not be scheduled with the configured limits", now_s)
-            return
-        rid = self.swapped.popleft()
-        self.blocks.free_request(rid)
-        self._preempted_at.pop(rid, None)
-        self._reject(rid, "swapped out and could not come back: its blocks no longer fit with the configured "
-                          "limits", now_s)
 
     def n_request_blocks(self) -> int:
         """GPU blocks that running requests hold (what fragmentation is measured over)."""
