@@ -36,3 +36,20 @@ def timed_shape_lines(frame: pd.DataFrame) -> list[str]:
         mode = ",".join(sorted(group["timing_mode"].dropna().unique()))
         lines.append(f"{op} tp={tp}: {shape} [{kernel or 'kernel not recorded'}; {mode}]: {len(group)} points")
     return lines
+
+
+FIT_CLASSES = {"gemm": None, "prefill_attention": ("prefill_attention",), "decode_attention": ("decode_attention",)}
+
+
+def kernel_classes(frame: pd.DataFrame) -> dict:
+    """Per fit class, the kernel classes and timing modes of the rows it reads:
+    `{class: {"kernel": {name: rows}, "timing_mode": {mode: rows}}}` (a file without those
+    columns counts its rows under "not recorded"). GEMM: every op with n_out (plain GEMMs)."""
+    out = {}
+    for name, ops in FIT_CLASSES.items():
+        rows = frame[frame["op"].isin(ops)] if ops else frame[frame["n_out"].notna() & frame["n_experts"].isna()]
+        if rows.empty:
+            continue
+        out[name] = {column: {str(k): int(v) for k, v in rows[column].fillna("not recorded").value_counts().items()}
+                     for column in ("kernel", "timing_mode")}  # fmt: skip
+    return out
