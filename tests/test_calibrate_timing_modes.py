@@ -122,3 +122,27 @@ def test_split_kv_kernel_matches_dense_for_wide_groups_and_odd_head_dims():
     assert completed.returncode == 0, completed.stderr[-2000:]
     errors = json.loads(completed.stdout)
     assert len(errors) == 12 and max(errors.values()) < 1e-5, errors
+
+
+BENCH_SMOKE = """
+import json, sys
+sys.path.insert(0, "bench")
+from bench_decode_kernel import PROVENANCE, point
+from calibrate import grid as grids
+from calibrate.run_state import RunState
+run = RunState("cpu", "fp32", grids.cpu_quick_grid(), None, PROVENANCE)
+print(json.dumps([point(run, layout, 2, 40, 16) for layout in ((4, 2, 32, None), (4, 1, 32, 16))]))
+"""
+
+
+@pytest.mark.skipif(not __import__("kernels.paged_attention_triton").paged_attention_triton.triton_available(),
+                    reason="Triton is not installed")
+def test_decode_bandwidth_bench_points_run_in_the_interpreter():
+    """The GPU bench's per-point code (check, time, bytes) on CPU, so a GPU session does not find its bugs."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    completed = subprocess.run([sys.executable, "-c", BENCH_SMOKE], cwd=REPO, env=env, capture_output=True,
+                               text=True, timeout=300, check=False)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    gqa, mla = json.loads(completed.stdout)
+    assert gqa["kv_bytes"] == 2 * 40 * 2 * 2 * 32 * 4 and mla["kv_bytes"] == 2 * 40 * (32 + 16) * 4
+    assert max(gqa["rel_error"], mla["rel_error"]) < 1e-5 and gqa["timing_mode"] == "eager"
