@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from kernels import paged_attention as pa
+from kernels.paged_attention_triton import split_kv_decode
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,6 @@ def latent_decode_attention_torch(batch: LatentPagedBatch, scale: float) -> torc
 def latent_decode_attention_triton(batch: LatentPagedBatch, scale: float, out: torch.Tensor | None = None,
                                    n_splits: int | None = None) -> torch.Tensor:
     """MLA decode through the split-KV Triton kernel (`kernels.paged_attention_triton`)."""
-    from kernels.paged_attention_triton import split_kv_decode
-
     return split_kv_decode(batch.q, batch.kv_cache, batch.kv_cache, batch.block_table, batch.context_lens,
                            scale, batch.latent_dim, batch.rope_dim, n_splits, out)  # fmt: skip
 
