@@ -37,6 +37,23 @@ class Grid:
     n_repeats: int
     rotation_budget_bytes: int = field(default=2 * 2**30)
     max_rotation_copies: int = 32
+    # CUDA-graph replay: capture about this much work per replay (eager time x launches), at most
+    # max_graph_launches calls (each keeps its output alive in the graph's memory pool)
+    graph_replay_target_s: float = 2e-3
+    max_graph_launches: int = 32
+    # Operand sets larger than this are not timed, one line each (None: no cap; a CPU quick run
+    # caps them so a big model's LM head or experts do not take minutes on a CPU)
+    max_operand_bytes: int | None = None
+    # MoE and MLA models use these TP sizes and M values instead of tps / m_tokens when given (a
+    # CPU quick run times such a model at TP 8, where one shard's shapes fit a CPU)
+    large_model_tps: tuple[int, ...] | None = None
+    large_model_m_tokens: tuple[int, ...] | None = None
+
+    def tps_for(self, is_large: bool) -> tuple[int, ...]:
+        return self.large_model_tps if is_large and self.large_model_tps else self.tps
+
+    def m_tokens_for(self, is_large: bool) -> tuple[int, ...]:
+        return self.large_model_m_tokens if is_large and self.large_model_m_tokens else self.m_tokens
 
     def decode_points(self) -> list[tuple[int, int, int]]:
         """(block_size, batch_size, context_len) triples within the KV-token cap."""
@@ -88,7 +105,8 @@ def quick_grid() -> Grid:
 
 
 def cpu_quick_grid() -> Grid:
-    """The CPU test-suite grid (toy model dims): every op class, tiny sizes."""
+    """The CPU test-suite grid (toy model dims; MoE and MLA models at TP 8, M 1 and 16, operand
+    sets up to 32 MiB): every op class, tiny sizes."""
     return Grid(
         m_tokens=(1, 4, 16, 64, 256, 1024),
         tps=(1, 2),
@@ -103,4 +121,7 @@ def cpu_quick_grid() -> Grid:
         n_repeats=3,
         rotation_budget_bytes=64 * 2**20,
         max_rotation_copies=4,
+        max_operand_bytes=32 * 2**20,
+        large_model_tps=(8,),
+        large_model_m_tokens=(1, 16),
     )

@@ -18,6 +18,25 @@ Columns (in order; other code depends on exactly these names):
 | n_repeats | timed repeats behind time_s |
 | device, source, torch_version, date | provenance (torch_version may be empty for imported data) |
 
+Optional columns (`OPTIONAL_COLUMNS`; absent in older files and imports, read as empty):
+
+| column | meaning |
+|---|---|
+| n_experts | experts in one grouped GEMM (experts_gate_up, experts_down: each runs m_tokens rows) |
+| v_head_dim | value width (mla_decode_attention: the latent, kv_lora_rank; head_dim is latent + rope) |
+| k_in_padded, n_out_padded | K, N the kernel ran when the shape was padded to its alignment (fp8: 16) |
+| kernel | kernel class timed (`KERNEL_CLASSES`) |
+| timing_mode | what time_s is: cuda_graph (per call from graph replays) or eager |
+| time_eager_s, time_eager_std_s | eager per-call median and spread (launch gaps included) |
+| time_graph_s, time_graph_std_s | CUDA-graph per-call median and spread; empty where not timed (CPU) |
+| graph_launches | calls captured per graph replay |
+| l2_state_eager | flushed (L2 overwritten before each call), rotated (input copies >= 2x the cache) or warm |
+| l2_state_graph | rotated (copies >= 2x L2) or warm (inputs may be L2-resident) |
+
+The fit reads `PREDICTED_OPS` rows; `UNPREDICTED_OPS` (grouped expert GEMMs, MLA decode) are
+timed and kept in the file, and left out of fits and reports with one line until the cost model
+predicts them (`split_predicted`).
+
 `validate_measurements` checks a frame against this; `read_measurements` and
 `write_measurements` call it, so a bad file fails with one `InputError` line.
 """
@@ -35,9 +54,29 @@ from sim.errors import InputError
 from sim.output import with_normal_mode
 
 GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
+# Plain GEMMs of MLA attention and of MoE layers (the simulator's op names, sim/cost/arch.py)
+ARCH_GEMM_OPS = ("q_proj", "q_a_proj", "q_b_proj", "kv_a_proj", "kv_b_proj", "router", "shared_gate_up_proj",
+                 "shared_down_proj")
+GROUPED_GEMM_OPS = ("experts_gate_up", "experts_down")
 ATTENTION_OPS = ("decode_attention", "prefill_attention")
+MLA_ATTENTION_OPS = ("mla_decode_attention",)
 COLLECTIVE_OPS = ("allreduce", "send_recv")
-OPS = GEMM_OPS + ATTENTION_OPS + COLLECTIVE_OPS
+OPS = GEMM_OPS + ARCH_GEMM_OPS + GROUPED_GEMM_OPS + ATTENTION_OPS + MLA_ATTENTION_OPS + COLLECTIVE_OPS
+UNPREDICTED_OPS = GROUPED_GEMM_OPS + MLA_ATTENTION_OPS
+PREDICTED_OPS = tuple(op for op in OPS if op not in UNPREDICTED_OPS)
+# torch_linear / torch_scaled_mm: cuBLAS / cuBLASLt on CUDA; sdpa_*: the SDPA backend that ran
+KERNEL_CLASSES = ("torch_linear", "torch_scaled_mm", "torch_bmm", "scaled_mm_per_expert", "triton_split_kv",
+                  "torch_paged_reference", "sdpa_flash", "sdpa_efficient", "sdpa_math", "nccl_allreduce")
+TIMING_MODES = ("cuda_graph", "eager")
+OPTIONAL_INT_COLUMNS = ("n_experts", "v_head_dim", "k_in_padded", "n_out_padded", "graph_launches")
+OPTIONAL_FLOAT_COLUMNS = ("time_eager_s", "time_eager_std_s", "time_graph_s", "time_graph_std_s")
+OPTIONAL_TEXT_COLUMNS = ("kernel", "timing_mode", "l2_state_eager", "l2_state_graph")
+OPTIONAL_COLUMNS = (
+    "n_experts", "v_head_dim", "k_in_padded", "n_out_padded", "kernel", "timing_mode", "time_eager_s",
+    "time_eager_std_s", "time_graph_s", "time_graph_std_s", "graph_launches", "l2_state_eager", "l2_state_graph",
+)  # fmt: skip
+_TEXT_VALUES = {"kernel": KERNEL_CLASSES, "timing_mode": TIMING_MODES, "l2_state_eager": ("flushed", "rotated", "warm"),
+                "l2_state_graph": ("rotated", "warm")}
 # What makes two rows the same configuration: a file must not hold one twice.
 KEY_COLUMNS = (
     "op", "m_tokens", "n_out", "k_in", "batch_size", "context_tokens", "block_size",
@@ -61,15 +100,18 @@ COLUMNS = (
 # Per op: columns that must hold a positive value, and columns that must be empty.
 _ATTENTION_FIELDS = ("batch_size", "context_tokens", "n_heads", "n_kv_heads", "head_dim")
 _REQUIRED = {
-    **{op: ("m_tokens", "n_out", "k_in") for op in GEMM_OPS},
+    **{op: ("m_tokens", "n_out", "k_in") for op in GEMM_OPS + ARCH_GEMM_OPS},
+    **{op: ("m_tokens", "n_out", "k_in", "n_experts") for op in GROUPED_GEMM_OPS},
     "decode_attention": ("m_tokens", "block_size") + _ATTENTION_FIELDS,
+    "mla_decode_attention": ("m_tokens", "block_size", "v_head_dim") + _ATTENTION_FIELDS,
     "prefill_attention": ("m_tokens",) + _ATTENTION_FIELDS,
     "allreduce": ("payload_bytes",),
     "send_recv": ("payload_bytes",),
 }
 _EMPTY = {
-    **{op: ("payload_bytes", "block_size") for op in GEMM_OPS},
+    **{op: ("payload_bytes", "block_size") for op in GEMM_OPS + ARCH_GEMM_OPS + GROUPED_GEMM_OPS},
     "decode_attention": ("n_out", "k_in", "payload_bytes"),
+    "mla_decode_attention": ("n_out", "k_in", "payload_bytes"),
     "prefill_attention": ("n_out", "k_in", "payload_bytes", "block_size"),
     "allreduce": ("n_out", "k_in", "block_size"),
     "send_recv": ("n_out", "k_in", "block_size"),
@@ -77,13 +119,13 @@ _EMPTY = {
 
 
 def empty_row() -> dict:
-    """A row with every column present and empty (None), to fill in."""
-    return dict.fromkeys(COLUMNS)
+    """A row with every column (optional ones too) present and empty (None), to fill in."""
+    return dict.fromkeys(COLUMNS + OPTIONAL_COLUMNS)
 
 
 def _coerce(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     frame = frame.copy()
-    for column in INT_COLUMNS + FLOAT_COLUMNS:
+    for column in INT_COLUMNS + OPTIONAL_INT_COLUMNS + FLOAT_COLUMNS + OPTIONAL_FLOAT_COLUMNS:
         numbers = pd.to_numeric(frame[column], errors="coerce")
         if (numbers.isna() & frame[column].notna()).any():
             raise InputError(where, column, "numbers (or empty)")
@@ -92,8 +134,9 @@ def _coerce(frame: pd.DataFrame, where: str) -> pd.DataFrame:
             if not (whole == whole.round()).all():
                 raise InputError(where, column, "whole numbers (or empty)")
             numbers = numbers.astype("Int64")
-        frame[column] = numbers.astype("Float64" if column in FLOAT_COLUMNS else "Int64")
-    for column in TEXT_COLUMNS:
+        is_float = column in FLOAT_COLUMNS + OPTIONAL_FLOAT_COLUMNS
+        frame[column] = numbers.astype("Float64" if is_float else "Int64")
+    for column in TEXT_COLUMNS + OPTIONAL_TEXT_COLUMNS:
         frame[column] = frame[column].astype("string")
     return frame
 
@@ -119,6 +162,13 @@ def _check_values(frame: pd.DataFrame, where: str) -> None:
     dates = pd.to_datetime(frame["date"], errors="coerce", format="ISO8601", utc=True)
     if dates.isna().any():
         raise InputError(where, "date", "ISO 8601 dates")
+    for column, allowed in _TEXT_VALUES.items():
+        if (frame[column].notna() & ~frame[column].isin(allowed)).any():
+            raise InputError(where, column, f"empty or one of {', '.join(allowed)}")
+    for column in OPTIONAL_FLOAT_COLUMNS:
+        values = frame[column].astype("float64").dropna()
+        if not ((values >= 0) & values.map(math.isfinite)).all():
+            raise InputError(where, column, "empty or finite seconds >= 0")
 
 
 def _check_per_op(frame: pd.DataFrame, where: str) -> None:
@@ -140,7 +190,8 @@ def _check_per_op(frame: pd.DataFrame, where: str) -> None:
 def check_no_duplicates(frame: pd.DataFrame, where: str) -> None:
     """One row per configuration (`KEY_COLUMNS`) in one file: a repeat is refused, naming the
     row numbers (1-based data rows), since which of two times is right cannot be told."""
-    repeats = frame.duplicated(list(KEY_COLUMNS), keep=False)
+    keys = list(KEY_COLUMNS) + [c for c in ("n_experts", "v_head_dim") if c in frame.columns]
+    repeats = frame.duplicated(keys, keep=False)
     if repeats.any():
         rows = [int(i) + 1 for i in frame.index[repeats][:2]]
         raise InputError(where, ",".join(KEY_COLUMNS[:4]) + ",...",
@@ -150,7 +201,8 @@ def check_no_duplicates(frame: pd.DataFrame, where: str) -> None:
 def validate_measurements(frame: pd.DataFrame, where: str) -> pd.DataFrame:
     """Check columns and values; return the frame in schema column order and dtypes.
 
-    Extra columns are dropped. Raises `InputError(where, column, allowed)` on the first
+    Optional columns (`OPTIONAL_COLUMNS`) are kept, added empty when absent; other extra
+    columns are dropped. Raises `InputError(where, column, allowed)` on the first
     problem: a missing column, no rows, an unknown op or dtype, a time that is missing,
     NaN, infinite or not positive, a field an op needs left empty (or one it must not
     have filled), an unparsable date.
@@ -160,17 +212,25 @@ def validate_measurements(frame: pd.DataFrame, where: str) -> pd.DataFrame:
         raise InputError(where, missing[0], f"a CSV with columns {', '.join(COLUMNS)}")
     if frame.empty:
         raise InputError(where, None, "at least one measurement row")
-    frame = _coerce(frame[list(COLUMNS)], where)
+    frame = frame.reindex(columns=list(COLUMNS + OPTIONAL_COLUMNS))
+    frame = _coerce(frame, where)
     _check_values(frame, where)
     _check_per_op(frame, where)
     return frame.reset_index(drop=True)
+
+
+def split_predicted(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(rows of ops the cost model predicts, {op: rows left out}) for fits and reports."""
+    left_out = frame["op"].isin(UNPREDICTED_OPS)
+    counts = frame.loc[left_out, "op"].astype(str).value_counts().sort_index()
+    return frame[~left_out].reset_index(drop=True), {op: int(n) for op, n in counts.items()}
 
 
 def read_measurements(path: str | os.PathLike) -> pd.DataFrame:
     """Read and validate a measurements CSV; bad files raise `InputError(path, ...)`."""
     where = str(path)
     try:
-        frame = pd.read_csv(path, dtype={column: "string" for column in TEXT_COLUMNS})
+        frame = pd.read_csv(path, dtype={column: "string" for column in TEXT_COLUMNS + OPTIONAL_TEXT_COLUMNS})
     except FileNotFoundError:
         raise InputError(where, None, "an existing measurements CSV file") from None
     except pd.errors.EmptyDataError:

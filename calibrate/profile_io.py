@@ -33,6 +33,7 @@ from calibrate.fit import FitResult
 from calibrate.fit_tables import holdout_relative_errors
 from calibrate.measurements import ATTENTION_OPS, COLLECTIVE_OPS, GEMM_OPS
 from calibrate.predict import predict_times_s
+from calibrate.shape_summary import kernel_classes
 from calibrate.uncertainty import uncertainty_from_residuals
 from sim.inputs.hardware import HardwareProfile
 from sim.output import with_normal_mode
@@ -124,6 +125,7 @@ def calibrated_profile_data(
         data["calibration"]["tables"] = (fit.hardware.calibration or {}).get("tables", {})
     if frame is not None:
         data["uncertainty"] = uncertainty_from_residuals(class_relative_errors(frame, fit), base.uncertainty)
+        data["calibration"]["kernels"] = kernel_classes(frame)  # which kernel class each term came from
     data["sources"] = _sources(fit, base)
     return _plain(data)
 

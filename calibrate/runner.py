@@ -1,9 +1,11 @@
 """Time every kernel over a grid and collect one measurements row per configuration.
 
 `run_calibration` is the entry point; `write_measurements` writes its frame as the CSV
-described in `calibrate.measurements`. On CPU with `quick=True` the run measures the toy
-model (`kernels.shapes.TOY_DIMS`) whatever specs are passed: a CPU quick run checks the
-pipeline, not the numbers, and must finish in seconds.
+described in `calibrate.measurements`. On CPU with `quick=True` a dense GQA model is replaced by
+the toy model (`kernels.shapes.TOY_DIMS`), and a MoE or MLA model is timed at its real shapes
+on one TP 8 shard at M 1 and 16 with operand sets capped (`grids.cpu_quick_grid`): a CPU quick
+run checks the pipeline and the shape lists, not the numbers, and must finish in seconds.
+Each point is timed eagerly and, on CUDA, from CUDA-graph replays (`calibrate.run_state`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import contextlib
 import datetime
 import logging
 import time
-from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
@@ -20,72 +21,25 @@ import torch
 from calibrate import grid as grids
 from calibrate.measurements import (
     COLUMNS,
+    OPTIONAL_COLUMNS,
     SOURCE_RUNNER,
-    empty_row,
     validate_measurements,
     write_measurements,
 )
-from calibrate.timing import Timing, cache_bytes, cache_flusher, n_copies_to_rotate, time_op
-from kernels import gemm, prefill_attention
-from kernels import paged_attention as paged
-from kernels import paged_attention_triton as paged_triton
+from calibrate.run_state import TORCH_DTYPES, RunState
+from calibrate.time_attention import time_decode, time_prefill
+from calibrate.time_gemms import is_large, time_expert_groups, time_gemms
+from calibrate.timing import cache_flusher
 from kernels.allreduce import measure_allreduce, unavailable_reason
-from kernels.shapes import (
-    TOY_DIMS,
-    ModelDims,
-    attention_heads,
-    dims_from_spec,
-    shapes_for,
-    shardable,
-)
+from kernels.shapes import TOY_DIMS, ModelDims, dims_from_spec
 from sim.errors import InputError
 
 __all__ = ["run_calibration", "write_measurements"]
 
 log = logging.getLogger(__name__)
 
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "fp8": gemm.FP8_DTYPE}
-
-
-@dataclass
-class _Run:
-    """What every measurement of one run shares."""
-
-    device: str
-    dtype_name: str
-    grid: grids.Grid
-    deadline: float | None  # time.monotonic() value after which remaining points are skipped
-    provenance: dict
-    flush: object = None
-    n_skipped: int = 0
-    rows: list = field(default_factory=list)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return TORCH_DTYPES[self.dtype_name]
-
-    def out_of_time(self) -> bool:
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            self.n_skipped += 1
-            return True
-        return False
-
-    def add(self, op: str, timing: Timing, tp: int, **fields) -> None:
-        row = empty_row() | fields | self.provenance
-        row.update(op=op, tp=tp, dtype=self.dtype_name, time_s=timing.time_s)
-        row.update(time_std_s=timing.time_std_s, n_repeats=timing.n_repeats)
-        self.rows.append(row)
-
-    def time_rotating(self, make_inputs, n_bytes: int, run) -> Timing:
-        """Time `run` over enough fresh `make_inputs()` copies to overflow the cache; flush
-        between calls too when the copies alone are too few (CUDA)."""
-        grid = self.grid
-        n_copies = n_copies_to_rotate(
-            n_bytes, self.device, grid.rotation_budget_bytes, grid.max_rotation_copies
-        )
-        input_sets = [make_inputs() for _ in range(n_copies)]
-        between = self.flush if n_copies * n_bytes < 2 * cache_bytes(self.device) else None
-        return time_op(run, input_sets, self.device, grid.n_warmup, grid.n_repeats, between)
+FP4_REFUSAL = ("not timed: FP4 GEMMs need torch._scaled_mm's block-scaled FP4 path (Blackwell, compute "
+               "capability 10.x); this calibration times bf16, fp16, fp32 or fp8")
 
 
 def _check_device(device: str) -> str:
@@ -108,108 +62,7 @@ def _provenance(device: str) -> dict:
     }
 
 
-def _gemm_points(models: list[ModelDims], tps: tuple[int, ...]):
-    """Distinct (tp, GemmShape) over the models; a shape two models share is timed once."""
-    seen = set()
-    for dims in models:
-        for tp in tps:
-            if not shardable(dims, tp):
-                continue
-            for shape in shapes_for(dims, tp):
-                if (tp, shape) not in seen:
-                    seen.add((tp, shape))
-                    yield tp, shape
-
-
-def _time_gemms(run: _Run, models: list[ModelDims]) -> None:
-    """bf16/fp16/fp32 through `linear`; fp8 through `torch._scaled_mm` (M padded to 16, as
-    fp8 engines pad; the row keeps the real M)."""
-    fp8 = run.dtype_name == "fp8"
-    for tp, shape in _gemm_points(models, run.grid.tps):
-        for m_tokens in run.grid.m_tokens:
-            if run.out_of_time():
-                continue
-            if fp8:
-                n_bytes = (gemm.fp8_padded_m(m_tokens) + shape.n_out) * shape.k_in
-
-                def make_inputs(m=m_tokens, n=shape.n_out, k=shape.k_in):
-                    return gemm.make_fp8_gemm_inputs(m, n, k, run.device)
-            else:
-                n_bytes = gemm.gemm_bytes(m_tokens, shape.n_out, shape.k_in, run.dtype)
-
-                def make_inputs(m=m_tokens, n=shape.n_out, k=shape.k_in):
-                    return gemm.make_gemm_inputs(m, n, k, run.dtype, run.device)
-
-            op = gemm.fp8_projection if fp8 else gemm.projection
-            timing = run.time_rotating(make_inputs, n_bytes, op)
-            run.add(shape.op, timing, tp, m_tokens=m_tokens, n_out=shape.n_out, k_in=shape.k_in)
-
-
-def _distinct_heads(models: list[ModelDims], tps: tuple[int, ...]):
-    """Distinct (tp, AttentionHeads) over the models."""
-    seen = set()
-    for dims in models:
-        for tp in tps:
-            heads = attention_heads(dims, tp) if shardable(dims, tp) else None
-            if heads is not None and heads not in seen:
-                seen.add(heads)
-                yield tp, heads
-
-
-def _decode_impl(device: str):
-    if device == "cuda" and paged_triton.triton_available():
-        return paged_triton.paged_decode_attention_triton
-    return paged.paged_decode_attention_torch
-
-
-def _time_decode(run: _Run, models: list[ModelDims]) -> None:
-    decode = _decode_impl(run.device)
-    for tp, heads in _distinct_heads(models, run.grid.tps):
-        scale = heads.head_dim**-0.5
-        for block_size, batch_size, context_len in run.grid.decode_points():
-            if run.out_of_time():
-                continue
-
-            def make_inputs(b=block_size, n=batch_size, c=context_len, h=heads):
-                return paged.random_paged_batch(
-                    [c] * n, b, h.n_heads, h.n_kv_heads, h.head_dim, run.dtype, run.device
-                )
-
-            def run_decode(batch, scale=scale):
-                return decode(batch, scale)
-
-            probe = make_inputs()
-            timing = run.time_rotating(make_inputs, probe.n_bytes, run_decode)
-            run.add(
-                "decode_attention", timing, tp,
-                m_tokens=batch_size, batch_size=batch_size, context_tokens=float(context_len),
-                block_size=block_size, n_heads=heads.n_heads, n_kv_heads=heads.n_kv_heads,
-                head_dim=heads.head_dim,
-            )  # fmt: skip
-
-
-def _time_prefill(run: _Run, models: list[ModelDims]) -> None:
-    for tp, heads in _distinct_heads(models, run.grid.tps):
-        for batch_size, seq_len in run.grid.prefill_points():
-            if run.out_of_time():
-                continue
-
-            def make_inputs(b=batch_size, s=seq_len, h=heads):
-                return prefill_attention.make_prefill_inputs(
-                    b, s, h.n_heads, h.n_kv_heads, h.head_dim, run.dtype, run.device
-                )
-
-            n_bytes = make_inputs().n_bytes
-            timing = run.time_rotating(make_inputs, n_bytes, prefill_attention.prefill_attention)
-            run.add(
-                "prefill_attention", timing, tp,
-                m_tokens=batch_size * seq_len, batch_size=batch_size,
-                context_tokens=float(seq_len), n_heads=heads.n_heads,
-                n_kv_heads=heads.n_kv_heads, head_dim=heads.head_dim,
-            )  # fmt: skip
-
-
-def _time_allreduce(run: _Run) -> None:
+def _time_allreduce(run: RunState) -> None:
     reason = unavailable_reason(run.device)
     if reason is not None or not run.grid.allreduce_payloads_bytes:
         log.info("all-reduce not measured: %s", reason or "no payloads in the grid")
@@ -223,8 +76,9 @@ def _time_allreduce(run: _Run) -> None:
             run.grid.n_warmup, run.grid.n_repeats,
         )  # fmt: skip
         for t in timings:
-            timing = Timing(t.time_s, t.time_std_s, t.n_repeats)
-            run.add("allreduce", timing, world_size, payload_bytes=t.payload_bytes)
+            timing = {"time_s": t.time_s, "time_std_s": t.time_std_s, "n_repeats": t.n_repeats,
+                      "timing_mode": "eager", "time_eager_s": t.time_s, "time_eager_std_s": t.time_std_s}
+            run.add("allreduce", timing, world_size, payload_bytes=t.payload_bytes, kernel="nccl_allreduce")
 
 
 @contextlib.contextmanager
@@ -245,6 +99,36 @@ def _pick_grid(device: str, quick: bool) -> grids.Grid:
     return grids.full_grid()
 
 
+def _models_to_time(model_specs: list, quick: bool, device: str) -> list[ModelDims]:
+    """The run's models: on a CPU quick run dense GQA models become `TOY_DIMS` (MoE and MLA
+    models keep their shapes, on the CPU grid's TP 8 shard)."""
+    models = [dims_from_spec(spec) for spec in model_specs]
+    if quick and device == "cpu":
+        models = [dims if is_large(dims) else TOY_DIMS for dims in models] or [TOY_DIMS]
+        models = list(dict.fromkeys(models))
+    if not models:
+        raise InputError("run_calibration", "model_specs", "at least one model")
+    return models
+
+
+def _check_dtype(dtype: str) -> None:
+    if dtype == "fp4":
+        raise InputError("--dtype", dtype, FP4_REFUSAL)
+    if dtype not in TORCH_DTYPES:
+        raise InputError("--dtype", dtype, f"one of {', '.join(TORCH_DTYPES)}")
+
+
+def _time_all(run: RunState, models: list[ModelDims], phase_done) -> None:
+    time_gemms(run, models)
+    time_expert_groups(run, models)
+    phase_done(1)
+    if run.dtype_name != "fp8":  # fp8 runs time the GEMMs only (attention stays in bf16 in fp8 engines)
+        time_prefill(run, models)  # cheap: before decode, so a tight budget keeps it
+        phase_done(2)
+        time_decode(run, models)
+    phase_done(3)
+
+
 def run_calibration(
     device: str,
     model_specs: list,
@@ -253,48 +137,45 @@ def run_calibration(
     grid: grids.Grid | None = None,
     time_budget_s: float | None = None,
     progress=None,
+    notes: list | None = None,
 ) -> pd.DataFrame:
-    """Time GEMMs, decode and prefill attention (and all-reduce on >1 GPU) for the models.
+    """Time GEMMs (plain and grouped experts), decode and prefill attention (and all-reduce on
+    >1 GPU) for the models.
 
     `model_specs`: objects with `sim.inputs.model.ModelSpec`'s attributes, or `ModelDims`.
     `grid` overrides the default (`full_grid`, `quick_grid`, or `cpu_quick_grid` for a CPU
-    quick run, which also swaps the models for `TOY_DIMS` and uses one CPU thread). Once `time_budget_s` has
-    passed, remaining points are skipped (counted in the log), so a leased GPU run ends
-    with what it has. Returns a validated frame in `calibrate.measurements` columns.
+    quick run, which also swaps dense models for `TOY_DIMS` and uses one CPU thread). Once
+    `time_budget_s` has passed, remaining points are skipped (counted in the log), so a leased
+    GPU run ends with what it has. `notes`, when given, receives one line per thing not timed
+    (a shape over the grid's operand cap, a failed graph capture, graphs unavailable on CPU).
+    Returns a validated frame in `calibrate.measurements` columns.
     """
     device = _check_device(device)
-    if dtype not in TORCH_DTYPES:
-        raise InputError("--dtype", dtype, f"one of {', '.join(TORCH_DTYPES)}")
-    models = [dims_from_spec(spec) for spec in model_specs]
-    if quick and device == "cpu":
-        models = [TOY_DIMS]
-    if not models:
-        raise InputError("run_calibration", "model_specs", "at least one model")
+    _check_dtype(dtype)
+    models = _models_to_time(model_specs, quick, device)
     started = time.monotonic()
     deadline = None if time_budget_s is None else started + time_budget_s
-    run = _Run(device, dtype, grid or _pick_grid(device, quick), deadline, _provenance(device))
+    run = RunState(device, dtype, grid or _pick_grid(device, quick), deadline, _provenance(device))
     run.flush = cache_flusher(device)
     torch.manual_seed(0)
     # A CPU quick run's ops are tiny: thread hand-offs would dominate, and on a busy
     # machine (a test suite) they stall, so it runs on one thread.
     quick_cpu_threads = 1 if quick and device == "cpu" else None
+
     def phase_done(n_done: int) -> None:  # `progress(stage, done, total)` per kernel family, if given
         if progress is not None:
             progress("timing kernels (GEMM, prefill, decode, all-reduce)", n_done, 4)
 
     phase_done(0)
     with torch.inference_mode(), _torch_threads(quick_cpu_threads):
-        _time_gemms(run, models)
-        phase_done(1)
-        if dtype != "fp8":  # fp8 runs time the GEMMs only (attention stays in bf16 in fp8 engines)
-            _time_prefill(run, models)  # cheap: before decode, so a tight budget keeps it
-            phase_done(2)
-            _time_decode(run, models)
-        phase_done(3)
+        _time_all(run, models, phase_done)
     _time_allreduce(run)
     phase_done(4)
     log.info(
         "calibration: %d points in %.1f s, %d skipped past the time budget",
         len(run.rows), time.monotonic() - started, run.n_skipped,
     )  # fmt: skip
-    return validate_measurements(pd.DataFrame(run.rows, columns=list(COLUMNS)), "run_calibration")
+    if notes is not None:
+        notes.extend(([run.graph_reason] if run.graph_reason else []) + run.skipped_shapes)
+    frame = pd.DataFrame(run.rows, columns=list(COLUMNS + OPTIONAL_COLUMNS))
+    return validate_measurements(frame, "run_calibration")

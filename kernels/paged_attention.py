@@ -39,6 +39,11 @@ class PagedBatch:
         tensors = (self.q, self.k_cache, self.v_cache, self.block_table, self.context_lens)
         return sum(t.numel() * t.element_size() for t in tensors)
 
+    def kv_bytes_read(self) -> int:
+        """Bytes of K and V the step must read: each context token's K and V rows once."""
+        n_kv_heads, head_dim = self.k_cache.shape[2:]
+        return int(self.context_lens.sum()) * 2 * n_kv_heads * head_dim * self.k_cache.element_size()
+
 
 def n_blocks_for(context_len: int, block_size: int) -> int:
     """Blocks one sequence of `context_len` tokens occupies (the last may be partial)."""

@@ -50,6 +50,45 @@ def prefill_attention(inputs: PrefillInputs) -> torch.Tensor:
     )
 
 
+# SDPA backends tried in this order on CUDA (the first that accepts the shape is timed); the CPU
+# path is the math backend. Names are the measurements' `kernel` column.
+CUDA_BACKENDS = ("sdpa_flash", "sdpa_efficient", "sdpa_math")
+
+
+def _backend(name: str):
+    from torch.nn.attention import SDPBackend
+
+    return {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "sdpa_math": SDPBackend.MATH}[name]
+
+
+def prefill_with_backend(name: str):
+    """`prefill_attention` restricted to one SDPA backend (`torch.nn.attention.sdpa_kernel`)."""
+    from torch.nn.attention import sdpa_kernel
+
+    backend = _backend(name)
+
+    def run(inputs: PrefillInputs) -> torch.Tensor:
+        with sdpa_kernel(backend):
+            return prefill_attention(inputs)
+
+    return run
+
+
+def pick_backend(inputs: PrefillInputs) -> str:
+    """The first of `CUDA_BACKENDS` that runs `inputs` on CUDA (flash where it has the shape);
+    "sdpa_math" on CPU."""
+    if not inputs.q.is_cuda:
+        return "sdpa_math"
+    for name in CUDA_BACKENDS:
+        try:
+            prefill_with_backend(name)(inputs)
+            return name
+        except RuntimeError:  # "No available kernel": this backend does not take the shape
+            continue
+    raise RuntimeError("no SDPA backend runs this prefill shape")
+
+
 def causal_attention_dense(inputs: PrefillInputs) -> torch.Tensor:
     """Oracle: explicit masked softmax in float64, KV heads repeated per group; returns
     float64."""

@@ -1,8 +1,11 @@
 """Check every paged-decode implementation against dense attention; print JSON.
 
 `python -m kernels.selfcheck [--device cpu|cuda] [--dtype fp32]` compares the torch
-reference and (when Triton imports) the Triton kernel with `dense_decode_attention` for
-each block size, on ragged contexts whose last block is partial, with GQA. Outputs are
+reference and (when Triton imports) the split-KV Triton kernel (its own split count, and 3
+splits: `triton_3_splits`) with `dense_decode_attention` for each block size, on ragged
+contexts whose last block is partial, with GQA; and the MLA absorbed form (`mla_torch`,
+`mla_triton`: one latent KV row of latent + rope dims, 8 query heads over it) with
+`dense_latent_attention`. Outputs are
 poisoned with NaN first, so an unwritten element fails. On CPU the Triton kernel needs
 TRITON_INTERPRET=1 in the environment; without it that entry reports why it was skipped.
 Exit status 1 if any relative error (‖out − dense‖ / ‖dense‖) exceeds the tolerance.
@@ -17,6 +20,7 @@ import sys
 
 import torch
 
+from kernels import latent_attention as la
 from kernels import paged_attention as pa
 from kernels import paged_attention_triton as pat
 
@@ -42,11 +46,30 @@ def _dense_case(context_lens, n_heads, n_kv_heads, head_dim, dtype, generator):
     return q, k_seqs, v_seqs
 
 
-def _run(name: str, batch: pa.PagedBatch, scale: float) -> torch.Tensor:
+MLA_CASE = {"latent_dim": 64, "rope_dim": 16, "n_heads": 8}  # DeepSeek's 512 + 64 scaled down
+
+
+def _run(name: str, batch, scale: float) -> torch.Tensor:
     if name == "torch":
         return pa.paged_decode_attention_torch(batch, scale)
-    poisoned = torch.full_like(batch.q, float("nan"))
-    return pat.paged_decode_attention_triton(batch, scale, out=poisoned)
+    if name == "mla_torch":
+        return la.latent_decode_attention_torch(batch, scale)
+    poisoned = torch.full_like(batch.q[..., : batch.q.shape[2] - getattr(batch, "rope_dim", 0)], float("nan"))
+    n_splits = 3 if name == "triton_3_splits" else None
+    if name == "mla_triton":
+        return la.latent_decode_attention_triton(batch, scale, out=poisoned)
+    return pat.paged_decode_attention_triton(batch, scale, out=poisoned, n_splits=n_splits)
+
+
+def _mla_case(context_lens, block_size, dtype, generator, device):
+    latent, rope, n_heads = MLA_CASE["latent_dim"], MLA_CASE["rope_dim"], MLA_CASE["n_heads"]
+    q = torch.randn(len(context_lens), n_heads, latent + rope, generator=generator).to(dtype)
+    rows = [torch.randn(n, latent + rope, generator=generator).to(dtype) for n in context_lens]
+    scale = 48**-0.5  # as DeepSeek: 1/sqrt(nope + rope), not the latent width
+    dense = la.dense_latent_attention(q, rows, latent, scale)
+    batch = la.latent_batch_from_dense(q, rows, latent, block_size, generator)
+    tensors = (batch.q, batch.kv_cache, batch.block_table, batch.context_lens)
+    return la.LatentPagedBatch(*(t.to(device) for t in tensors), latent), dense, scale
 
 
 def _to(batch: pa.PagedBatch, device: str) -> pa.PagedBatch:
@@ -73,8 +96,9 @@ def check(
     elif device == "cpu" and not pat.triton.knobs.runtime.interpret:
         skipped["triton"] = "TRITON_INTERPRET=1 not set"
     else:
-        impls.append("triton")
-    errors: dict = {name: {} for name in impls}
+        impls += ["triton", "triton_3_splits"]
+    mla_impls = ["mla_torch"] + (["mla_triton"] if "triton" in impls else [])
+    errors: dict = {name: {} for name in impls + mla_impls}
     scale = head_dim**-0.5
     for block_size in BLOCK_SIZES:
         q, k_seqs, v_seqs = _dense_case(
@@ -84,6 +108,9 @@ def check(
         batch = _to(pa.paged_batch_from_dense(q, k_seqs, v_seqs, block_size, generator), device)
         for name in impls:
             errors[name][block_size] = relative_error(_run(name, batch, scale).cpu(), dense)
+        mla_batch, mla_dense, mla_scale = _mla_case(context_lens, block_size, dtype, generator, device)
+        for name in mla_impls:
+            errors[name][block_size] = relative_error(_run(name, mla_batch, mla_scale).cpu(), mla_dense)
     return {"errors": errors, "skipped": skipped, "tolerance": TOLERANCE[dtype_name]}
 
 

@@ -19,6 +19,28 @@ GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
 
 
 @dataclass(frozen=True)
+class MoeDims:
+    """Routed experts of a MoE layer (`sim.inputs.model.MoE`'s numbers, widths resolved)."""
+
+    n_experts: int
+    top_k: int
+    expert_intermediate: int  # width of one routed expert
+    shared_intermediate: int = 0  # total width of the shared experts (0: none)
+    has_dense_layers: bool = False  # some layers keep a dense MLP (DeepSeek's first 3)
+
+
+@dataclass(frozen=True)
+class MlaDims:
+    """Multi-head latent attention (`sim.inputs.model.MLA`)."""
+
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True)
 class ModelDims:
     """The architecture numbers the projection shapes depend on (whole model, unsharded)."""
 
@@ -29,6 +51,8 @@ class ModelDims:
     intermediate: int
     vocab: int
     gated: bool = True
+    moe: MoeDims | None = None
+    mla: MlaDims | None = None
 
 
 @dataclass(frozen=True)
@@ -55,8 +79,35 @@ TOY_DIMS = ModelDims(
 )
 
 
+def _field(obj, name: str, default=None):
+    """`obj.name` or `obj[name]` (a spec read as plain YAML has dicts for `moe` and `mla`)."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _moe_dims(spec: object) -> MoeDims | None:
+    moe = _field(spec, "moe")
+    if moe is None:
+        return None
+    width = _field(moe, "expert_intermediate_size") or int(spec.intermediate_size)
+    n_shared = _field(moe, "n_shared_experts", 0) or 0
+    shared = n_shared * (_field(moe, "shared_intermediate_size") or width)
+    return MoeDims(int(_field(moe, "n_experts")), int(_field(moe, "experts_per_token")), int(width),
+                   int(shared), bool(_field(moe, "dense_layers", []) or []))  # fmt: skip
+
+
+def _mla_dims(spec: object) -> MlaDims | None:
+    mla = _field(spec, "mla")
+    if mla is None:
+        return None
+    names = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    return MlaDims(*(None if _field(mla, n) is None else int(_field(mla, n)) for n in names))
+
+
 def dims_from_spec(spec: object) -> ModelDims:
-    """Read `ModelDims` from an object with `sim.inputs.model.ModelSpec`'s attribute names.
+    """Read `ModelDims` from an object with `sim.inputs.model.ModelSpec`'s attribute names (or a
+    namespace of its YAML keys, where `moe` and `mla` are dicts).
 
     A `ModelDims` passes through unchanged. `mlp` other than "plain" counts as gated.
     """
@@ -70,12 +121,16 @@ def dims_from_spec(spec: object) -> ModelDims:
         intermediate=int(spec.intermediate_size),
         vocab=int(spec.vocab_size),
         gated=getattr(spec, "mlp", "gated") != "plain",
+        moe=_moe_dims(spec),
+        mla=_mla_dims(spec),
     )
 
 
 def shardable(dims: ModelDims, tp: int) -> bool:
-    """True when `tp` shards split this model's heads and MLP evenly."""
+    """True when `tp` shards split this model's heads, MLP and expert widths evenly."""
     if tp < 1 or dims.n_heads % tp or dims.intermediate % tp:
+        return False
+    if dims.moe is not None and (dims.moe.expert_intermediate % tp or dims.moe.shared_intermediate % tp):
         return False
     return dims.n_kv_heads % tp == 0 or tp % dims.n_kv_heads == 0
 

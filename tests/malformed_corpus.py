@@ -553,6 +553,7 @@ CASES = [
     case("roofline-batch-huge", "roofline --batch 100000000000", "--batch"),
     case("calibrate-budget-nan", "calibrate run --device cpu --quick --time-budget-s nan --out {d}/p.yaml", "--time-budget-s"),
     case("calibrate-run-out-not-yaml", "calibrate run --device cpu --quick --out {d}/p.txt", "--out"),
+    case("calibrate-run-dtype-fp4", "calibrate run --device cpu --quick --dtype fp4 --out {d}/p.yaml", "--dtype"),
     case("calibrate-fit-nan-time", "calibrate report h100-sxm {d}/m.csv", "time_s", m__csv=MEASUREMENT_HEADER + GEMM_ROW.replace("0.0001,", "nan,")),
     case("calibrate-fit-unknown-base", "calibrate fit {d}/m.csv --base h900 --out {d}/p.yaml", "h900", m__csv=MEASUREMENT_HEADER + GEMM_ROW),
     case("calibrate-report-plot-not-png", "calibrate report h100-sxm {d}/m.csv --plot {d}/x.jpg", "--plot", m__csv=MEASUREMENT_HEADER + GEMM_ROW),

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from calibrate import grid as grids
-from calibrate.measurements import COLUMNS, read_measurements, write_measurements
+from calibrate.measurements import COLUMNS, OPTIONAL_COLUMNS, read_measurements, write_measurements
 from calibrate.runner import run_calibration
 from calibrate.timing import n_copies_to_rotate, time_op
 from kernels.shapes import TOY_DIMS, shapes_for
@@ -24,7 +24,7 @@ def quick_cpu_run():
 
 def test_quick_cpu_run_covers_every_op_and_grid_point(quick_cpu_run):
     frame, grid = quick_cpu_run, grids.cpu_quick_grid()
-    assert list(frame.columns) == list(COLUMNS)
+    assert list(frame.columns) == list(COLUMNS + OPTIONAL_COLUMNS)
     counts = frame["op"].value_counts().to_dict()
     n_m = len(grid.m_tokens) * len(grid.tps)
     for op in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"):

@@ -88,8 +88,11 @@ def test_every_published_fixture_is_read_without_refusal():
         assert result.exit_code == 0, (config, result.output)
 
 
-def test_calibrate_run_refuses_an_mla_model_instead_of_timing_gqa_shapes(tmp_path):
+def test_calibrate_run_refuses_fp4_in_one_line_and_writes_nothing(tmp_path):
+    """MLA models are calibrated now (tests/test_calibrate_arch_shapes.py); FP4 GEMMs are not."""
     out = tmp_path / "cal.yaml"
-    result = runner.invoke(app, ["calibrate", "run", "--device", "cpu", "--model", "deepseek-v3", "--out", str(out)])
+    result = runner.invoke(app, ["calibrate", "run", "--device", "cpu", "--quick", "--model", "deepseek-v3",
+                                 "--dtype", "fp4", "--out", str(out)])
     assert result.exit_code == 2, result.output
-    assert "multi-head latent attention is not calibrated" in result.stderr and not list(tmp_path.iterdir())
+    assert "--dtype" in result.stderr and "FP4" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output and not list(tmp_path.iterdir())
