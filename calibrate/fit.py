@@ -29,18 +29,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from calibrate.fit_collectives import fit_collectives
+from calibrate.fit_solve import MIN_EFFICIENCY, PER_OP, Term, rows_mape, solve, with_terms
 from calibrate.fit_tables import attention_ratio_entries, gemm_table_entries
 from calibrate.measurements import COLLECTIVE_OPS, GEMM_OPS
-from calibrate.predict import predict_times_s
 from sim.errors import InputError
 from sim.hardware import Collectives, HardwareProfile
 
-MIN_EFFICIENCY = 1e-6
 TILE_CANDIDATES = (None, 64, 128)
-LOSS, F_SCALE = "soft_l1", 0.05
 
 
 @dataclass(frozen=True)
@@ -63,109 +60,13 @@ class FitResult:
     collective_residuals: dict = field(default_factory=dict)
 
 
-def with_terms(hw: HardwareProfile, terms: dict) -> HardwareProfile:
-    """`hw` with efficiency terms (and `gpu_link_latency_us`) replaced; validated."""
-    terms = dict(terms)
-    interconnect = hw.interconnect
-    if "gpu_link_latency_us" in terms:
-        interconnect = interconnect.model_copy(update={"gpu_link_latency_us": terms.pop("gpu_link_latency_us")})
-    efficiency = hw.efficiency.model_validate(hw.efficiency.model_dump() | terms)
-    return hw.model_copy(update={"efficiency": efficiency, "interconnect": interconnect})
-
-
-@dataclass(frozen=True)
-class _Term:
-    """A fitted term: its profile key, whether searched in log space, and its bounds."""
-
-    key: str
-    log: bool
-    low: float
-    high: float
-
-    def to_x(self, value: float) -> float:
-        value = min(max(value, self.low), self.high)
-        return float(np.log(value)) if self.log else float(value)
-
-    def from_x(self, x: float) -> float:
-        return float(np.exp(x)) if self.log else float(x)
-
-    def bounds(self) -> tuple[float, float]:
-        return (self.to_x(self.low), self.to_x(self.high)) if self.log else (self.low, self.high)
-
-
-def _relative_residuals(rows: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
-    return predict_times_s(rows, hw) / rows["time_s"].astype("float64").to_numpy() - 1.0
-
-
-def _mape(rows: pd.DataFrame, hw: HardwareProfile) -> float:
-    return float(np.mean(np.abs(_relative_residuals(rows, hw))))
-
-
-PER_OP = "gemm_compute_max_by_op."
-OUTPUT_HALF_START = 1e5  # start of gemm_half_output_elems when the base profile has none
-
-
-def _get(hw: HardwareProfile, key: str) -> float:
-    eff = hw.efficiency
-    if key == "gpu_link_latency_us":
-        return hw.interconnect.gpu_link_latency_us
-    if key.startswith("paged_attention_memory."):
-        return eff.paged_efficiency(int(key.split(".")[1]))
-    if key.startswith(PER_OP):
-        return (eff.gemm_compute_max_by_op or {}).get(key[len(PER_OP):], eff.gemm_compute_max)
-    if key == "gemm_half_output_elems" and eff.gemm_half_output_elems is None:
-        return OUTPUT_HALF_START
-    return getattr(eff, key)
-
-
-def _apply(hw: HardwareProfile, values: dict) -> HardwareProfile:
-    paged = {int(k.split(".")[1]): v for k, v in values.items() if k.startswith("paged_attention_memory.")}
-    per_op = {k[len(PER_OP):]: v for k, v in values.items() if k.startswith(PER_OP)}
-    plain = {k: v for k, v in values.items() if not k.startswith(("paged_attention_memory.", PER_OP))}
-    if paged:
-        plain["paged_attention_memory"] = dict(hw.efficiency.paged_attention_memory) | paged
-    if per_op:
-        plain["gemm_compute_max_by_op"] = dict(hw.efficiency.gemm_compute_max_by_op or {}) | per_op
-    return with_terms(hw, plain)
-
-
-def _scaled_start(rows: pd.DataFrame, hw: HardwareProfile, terms: list[_Term]) -> dict:
-    """Start values: the base's, with efficiencies divided by the median measured/predicted
-    ratio when the base is too fast (a CPU is ~1e-3 of a GPU), so the search starts near."""
-    ratio = float(np.median(1.0 / (1.0 + _relative_residuals(rows, hw))))
-    start = {t.key: _get(hw, t.key) for t in terms}
-    if ratio > 2.0:
-        for t in terms:
-            if t.log and t.high <= 1.0:
-                start[t.key] = max(start[t.key] / ratio, t.low)
-    return start
-
-
-def _solve(rows: pd.DataFrame, hw: HardwareProfile, terms: list[_Term], fixed: dict | None = None):
-    """Least-squares fit of `terms` on `rows`; returns (hardware, cost)."""
-    fixed = fixed or {}
-    hw = _apply(hw, fixed) if fixed else hw
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        values = {t.key: t.from_x(v) for t, v in zip(terms, x, strict=True)}
-        return _relative_residuals(rows, _apply(hw, values))
-
-    start = _scaled_start(rows, hw, terms)
-    x0 = np.array([t.to_x(start[t.key]) for t in terms])
-    low, high = (np.array(b) for b in zip(*(t.bounds() for t in terms), strict=True))
-    x0 = np.clip(x0, low + 1e-9 * (high - low), high - 1e-9 * (high - low))
-    result = least_squares(residuals, x0, bounds=(low, high), loss=LOSS, f_scale=F_SCALE, x_scale="jac")
-    values = {t.key: t.from_x(v) for t, v in zip(terms, result.x, strict=True)}
-    return _apply(hw, values), float(result.cost)
-
-
 _EFF = dict(log=True, low=MIN_EFFICIENCY, high=1.0)
 GEMM_TERMS = [
-    _Term("gemm_half_tokens", log=False, low=0.0, high=1e5),
-    _Term("gemm_half_output_elems", log=True, low=1.0, high=1e9),
-    _Term("memory", **_EFF),
-    _Term("roofline_blend", log=False, low=1.0, high=64.0),
-    _Term("kernel_launch_us", log=False, low=0.0, high=1e5),
+    Term("gemm_half_tokens", log=False, low=0.0, high=1e5),
+    Term("gemm_half_output_elems", log=True, low=1.0, high=1e9),
+    Term("memory", **_EFF),
+    Term("roofline_blend", log=False, low=1.0, high=64.0),
+    Term("kernel_launch_us", log=False, low=0.0, high=1e5),
 ]
 GEMM_KEYS = ["gemm_compute_max", "gemm_compute_max_by_op"] + [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]
 
@@ -175,8 +76,8 @@ def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile,
     the shared ramp / occupancy / memory / blend / launch terms; the tile size is picked by the
     lowest loss over `TILE_CANDIDATES`. gemm_compute_max (for classes without their own ceiling,
     e.g. MoE experts) becomes the mean of the fitted ceilings."""
-    ceilings = [_Term(PER_OP + op, **_EFF) for op in GEMM_OPS if (rows["op"] == op).any()]
-    fits = [_solve(rows, hw, ceilings + GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
+    ceilings = [Term(PER_OP + op, **_EFF) for op in GEMM_OPS if (rows["op"] == op).any()]
+    fits = [solve(rows, hw, ceilings + GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
     best, _ = min(fits, key=lambda fit: fit[1])
     by_op = best.efficiency.gemm_compute_max_by_op or {}
     if by_op:
@@ -185,7 +86,7 @@ def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile,
 
 
 def _fit_prefill(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
-    fitted, _ = _solve(rows, hw, [_Term("attention_compute", **_EFF)])
+    fitted, _ = solve(rows, hw, [Term("attention_compute", **_EFF)])
     return fitted, {"attention_compute": fitted.efficiency.attention_compute}
 
 
@@ -193,7 +94,7 @@ def _fit_decode(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfil
     terms = {}
     for block_size, block_rows in rows.groupby("block_size"):
         key = f"paged_attention_memory.{int(block_size)}"
-        hw, _ = _solve(block_rows, hw, [_Term(key, **_EFF)])
+        hw, _ = solve(block_rows, hw, [Term(key, **_EFF)])
         terms[key] = hw.efficiency.paged_attention_memory[int(block_size)]
     return hw, terms
 
@@ -237,7 +138,7 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True)
             result.kept += term_keys
             continue
         result.hardware, terms = fit(rows, result.hardware)
-        result.classes.append(ClassFit(name, len(rows), terms, _mape(rows, result.hardware)))
+        result.classes.append(ClassFit(name, len(rows), terms, rows_mape(rows, result.hardware)))
     measured_blocks = set(frame.loc[frame["op"] == "decode_attention", "block_size"].dropna().astype(int))
     unmeasured = sorted(set(base.efficiency.paged_attention_memory) - measured_blocks)
     if measured_blocks and unmeasured:
