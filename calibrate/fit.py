@@ -17,6 +17,11 @@ kernels, e.g. a cuBLAS heuristic's bad pick, do not drag it), solved in this ord
 With `tables=True` (the default) the GEMM rows also become measured tables
 (`calibration.tables.gemm`, calibrate/fit_tables.py): simulated GEMMs of a measured shape are
 then answered by the table, and the smooth fit predicts the shapes no one measured.
+Rows timed by `calibrate run` on a GPU are fitted as calibrate/fit_eager.py says: GEMM kernel time and
+the host's dispatch floor apart (with wave quantization), prefill attention with its floor; their
+decode attention times our Triton kernel, not an engine's, so `paged_attention_memory` stays the
+base's and that kernel's fit is kept aside (`FitResult.kernel_fits`, written to
+`calibration.kernel_fits`, never simulated). Points that show only the floor are left out of the tables.
 Later classes see the earlier fits (attention uses the fitted memory efficiency, blend and
 launch). A class without rows keeps the base profile's terms, as do step_overhead_us (no kernel
 measures it) and block sizes no row measured; `FitResult.kept` lists them.
@@ -31,6 +36,13 @@ import numpy as np
 import pandas as pd
 
 from calibrate.fit_collectives import fit_collectives
+from calibrate.fit_eager import (
+    decode_kernel_fit,
+    fit_gemm_eager,
+    fit_prefill_eager,
+    floor_bound_rows,
+    timed_on_gpu_by_runner,
+)
 from calibrate.fit_solve import MIN_EFFICIENCY, PER_OP, Term, rows_mape, solve, with_terms
 from calibrate.fit_tables import attention_ratio_entries, gemm_table_entries
 from calibrate.measurements import COLLECTIVE_OPS, GEMM_OPS
@@ -58,6 +70,8 @@ class FitResult:
     tables: list[dict] = field(default_factory=list)  # calibration.tables.gemm entries
     attention_tables: list[dict] = field(default_factory=list)  # calibration.tables.attention entries
     collective_residuals: dict = field(default_factory=dict)
+    # op class -> fit of a timed kernel the engines do not run (calibration.kernel_fits; not simulated)
+    kernel_fits: dict = field(default_factory=dict)
 
 
 _EFF = dict(log=True, low=MIN_EFFICIENCY, high=1.0)
@@ -72,10 +86,13 @@ GEMM_KEYS = ["gemm_compute_max", "gemm_compute_max_by_op"] + [t.key for t in GEM
 
 
 def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
-    """GEMM terms: a compute ceiling per op class present in `rows` (gemm_compute_max_by_op),
+    """Rows timed by `calibrate run` on a GPU: the floor and wave model (calibrate/fit_eager.py).
+    Otherwise: GEMM terms: a compute ceiling per op class present in `rows` (gemm_compute_max_by_op),
     the shared ramp / occupancy / memory / blend / launch terms; the tile size is picked by the
     lowest loss over `TILE_CANDIDATES`. gemm_compute_max (for classes without their own ceiling,
     e.g. MoE experts) becomes the mean of the fitted ceilings."""
+    if timed_on_gpu_by_runner(rows):
+        return fit_gemm_eager(rows, hw)
     ceilings = [Term(PER_OP + op, **_EFF) for op in GEMM_OPS if (rows["op"] == op).any()]
     fits = [solve(rows, hw, ceilings + GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
     best, _ = min(fits, key=lambda fit: fit[1])
@@ -86,6 +103,8 @@ def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile,
 
 
 def _fit_prefill(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
+    if timed_on_gpu_by_runner(rows):
+        return fit_prefill_eager(rows, hw)
     fitted, _ = solve(rows, hw, [Term("attention_compute", **_EFF)])
     return fitted, {"attention_compute": fitted.efficiency.attention_compute}
 
@@ -134,12 +153,17 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True)
     result = FitResult(hardware=smooth_base)
     for name, ops, fit, term_keys in CLASSES:
         rows = frame[frame["op"].isin(ops)].reset_index(drop=True)
+        if name == "decode_attention" and timed_on_gpu_by_runner(rows):
+            result.kernel_fits["decode_attention"] = decode_kernel_fit(rows, result.hardware)
+            rows = rows.iloc[:0]  # the engines do not run this kernel: keep the base's term
         if rows.empty:
             result.kept += term_keys
             continue
         result.hardware, terms = fit(rows, result.hardware)
         result.classes.append(ClassFit(name, len(rows), terms, rows_mape(rows, result.hardware)))
+    decode_fitted = any(c.name == "decode_attention" for c in result.classes)
     measured_blocks = set(frame.loc[frame["op"] == "decode_attention", "block_size"].dropna().astype(int))
+    measured_blocks = measured_blocks if decode_fitted else set()
     unmeasured = sorted(set(base.efficiency.paged_attention_memory) - measured_blocks)
     if measured_blocks and unmeasured:
         result.kept += [f"paged_attention_memory.{b}" for b in unmeasured]
@@ -148,8 +172,11 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True)
     if not collective_rows.empty:
         result.collective_residuals = fit_collectives(collective_rows.reset_index(drop=True))[1]
     if tables:
-        result.tables = gemm_table_entries(frame)
-        result.attention_tables = attention_ratio_entries(frame, result.hardware)
+        kernel_visible = frame[~floor_bound_rows(frame, result.hardware)]
+        if "decode_attention" in result.kernel_fits:
+            kernel_visible = kernel_visible[kernel_visible["op"] != "decode_attention"]
+        result.tables = gemm_table_entries(kernel_visible)
+        result.attention_tables = attention_ratio_entries(kernel_visible, result.hardware)
         stored = {"gemm": result.tables} if result.tables else {}
         if result.attention_tables:
             stored["attention"] = result.attention_tables

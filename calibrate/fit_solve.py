@@ -55,7 +55,9 @@ def rows_mape(rows: pd.DataFrame, hw: HardwareProfile) -> float:
 
 
 PER_OP = "gemm_compute_max_by_op."
-OUTPUT_HALF_START = 1e5  # start of gemm_half_output_elems when the base profile has none
+FLOOR = "timing_floor_us."  # calibration.timing_floor_us[op]: a timing's host floor (calibrate/predict.py)
+# start values of terms the base profile leaves unset
+START_WHEN_UNSET = {"gemm_half_output_elems": 1e5, "eager_gemm_floor_us": 20.0}
 
 
 def _get(hw: HardwareProfile, key: str) -> float:
@@ -66,15 +68,22 @@ def _get(hw: HardwareProfile, key: str) -> float:
         return eff.paged_efficiency(int(key.split(".")[1]))
     if key.startswith(PER_OP):
         return (eff.gemm_compute_max_by_op or {}).get(key[len(PER_OP):], eff.gemm_compute_max)
-    if key == "gemm_half_output_elems" and eff.gemm_half_output_elems is None:
-        return OUTPUT_HALF_START
-    return getattr(eff, key)
+    if key.startswith(FLOOR):
+        return ((hw.calibration or {}).get("timing_floor_us") or {}).get(key[len(FLOOR):], START_WHEN_UNSET[
+            "eager_gemm_floor_us"])
+    value = getattr(eff, key)
+    return START_WHEN_UNSET[key] if value is None else value
 
 
 def _apply(hw: HardwareProfile, values: dict) -> HardwareProfile:
     paged = {int(k.split(".")[1]): v for k, v in values.items() if k.startswith("paged_attention_memory.")}
     per_op = {k[len(PER_OP):]: v for k, v in values.items() if k.startswith(PER_OP)}
-    plain = {k: v for k, v in values.items() if not k.startswith(("paged_attention_memory.", PER_OP))}
+    floors = {k[len(FLOOR):]: v for k, v in values.items() if k.startswith(FLOOR)}
+    plain = {k: v for k, v in values.items() if not k.startswith(("paged_attention_memory.", PER_OP, FLOOR))}
+    if floors:
+        calibration = dict(hw.calibration or {})
+        calibration["timing_floor_us"] = dict(calibration.get("timing_floor_us") or {}) | floors
+        hw = hw.model_copy(update={"calibration": calibration})
     if paged:
         plain["paged_attention_memory"] = dict(hw.efficiency.paged_attention_memory) | paged
     if per_op:

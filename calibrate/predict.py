@@ -11,6 +11,9 @@ A row is one kernel call (one layer, one TP shard), so predictions are per call:
 - send_recv: `collectives.send_recv`, else link latency + payload / link bandwidth.
 GEMM rows whose shape is in the profile's measured tables (`calibration.tables`) are answered by
 the table, as in the simulator; `answered_by` says which rows were.
+A row timed host-bound (calibrate/timing_harness.py) is predicted as max(host floor, kernel), with the
+floors the profile records (`efficiency.eager_gemm_floor_us`, `calibration.timing_floor_us`);
+`kernel_times_s` is the kernel alone.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from calibrate.measurements import GEMM_OPS
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
@@ -146,8 +150,8 @@ _PREDICT = {"decode_attention": _attention_with_tables, "prefill_attention": _at
             "send_recv": _send_recv}
 
 
-def predict_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
-    """Predicted seconds for every row of a validated measurements frame, in row order."""
+def kernel_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """The kernels' own seconds for every row (what a CUDA-graph replay takes), in row order."""
     out = np.full(len(frame), np.nan)
     for (op, dtype), index in frame.groupby(["op", "dtype"], observed=True).indices.items():
         rows = frame.iloc[index]
@@ -155,3 +159,24 @@ def predict_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
         peak = hw.peak_flops(peak_key(dtype, "dtype"))
         out[index] = _PREDICT.get(op, _gemm)(rows, hw, el_bytes, peak)
     return out
+
+
+def timing_floors_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """Per row: the host dispatch floor its timing holds (0 where none): the profile's
+    `efficiency.eager_gemm_floor_us` on host-bound GEMM rows, `calibration.timing_floor_us[op]` on
+    host-bound attention rows (calibrate/timing_harness.py says which rows are host-bound)."""
+    from calibrate.timing_harness import host_bound
+
+    floors_us = dict((hw.calibration or {}).get("timing_floor_us") or {})
+    if hw.efficiency.eager_gemm_floor_us is not None:
+        floors_us |= dict.fromkeys(GEMM_OPS, hw.efficiency.eager_gemm_floor_us)
+    if not floors_us:
+        return np.zeros(len(frame))
+    per_row = frame["op"].astype(str).map(lambda op: floors_us.get(op, 0.0)).to_numpy(dtype=float)
+    return np.where(host_bound(frame), per_row * 1e-6, 0.0)
+
+
+def predict_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """Predicted seconds for every row of a validated measurements frame, in row order: the
+    kernel's time, or the host floor where the row was timed host-bound and the kernel is shorter."""
+    return np.maximum(kernel_times_s(frame, hw), timing_floors_s(frame, hw))
