@@ -181,5 +181,6 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True)
         if result.attention_tables:
             stored["attention"] = result.attention_tables
         if stored:
-            result.hardware = result.hardware.model_copy(update={"calibration": {"tables": stored}})
+            calibration = dict(result.hardware.calibration or {}) | {"tables": stored}
+            result.hardware = result.hardware.model_copy(update={"calibration": calibration})
     return result
