@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate.measurements import GEMM_OPS
+from calibrate.timing_harness import host_bound
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
@@ -187,8 +188,6 @@ def timing_floors_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
     """Per row: the host dispatch floor its timing holds (0 where none): the profile's
     `efficiency.eager_gemm_floor_us` on host-bound GEMM rows, `calibration.timing_floor_us[op]` on
     host-bound attention rows (calibrate/timing_harness.py says which rows are host-bound)."""
-    from calibrate.timing_harness import host_bound
-
     floors_us = dict((hw.calibration or {}).get("timing_floor_us") or {})
     decode_fit = kernel_fit_of(hw, "decode_attention")
     if decode_fit is not None and "timing_floor_us.decode_attention" in decode_fit["terms"]:
