@@ -17,6 +17,11 @@ kernels, e.g. a cuBLAS heuristic's bad pick, do not drag it), solved in this ord
 With `tables=True` (the default) the GEMM rows also become measured tables
 (`calibration.tables.gemm`, calibrate/fit_tables.py): simulated GEMMs of a measured shape are
 then answered by the table, and the smooth fit predicts the shapes no one measured.
+Rows timed by `calibrate run` on a GPU are fitted as calibrate/fit_eager.py says: GEMM kernel time and
+the host's dispatch floor apart (with wave quantization), prefill attention with its floor; their
+decode attention times our Triton kernel, not an engine's, so `paged_attention_memory` stays the
+base's and that kernel's fit is kept aside (`FitResult.kernel_fits`, written to
+`calibration.kernel_fits`, never simulated). Points that show only the floor are left out of the tables.
 Later classes see the earlier fits (attention uses the fitted memory efficiency, blend and
 launch). A class without rows keeps the base profile's terms, as do step_overhead_us (no kernel
 measures it) and block sizes no row measured; `FitResult.kept` lists them.
@@ -29,18 +34,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from calibrate.fit_collectives import fit_collectives
+from calibrate.fit_eager import (
+    decode_kernel_fit,
+    fit_gemm_eager,
+    fit_prefill_eager,
+    floor_bound_rows,
+    timed_on_gpu_by_runner,
+)
+from calibrate.fit_solve import MIN_EFFICIENCY, PER_OP, Term, rows_mape, solve, with_terms
 from calibrate.fit_tables import attention_ratio_entries, gemm_table_entries
 from calibrate.measurements import COLLECTIVE_OPS, GEMM_OPS
-from calibrate.predict import predict_times_s
 from sim.errors import InputError
 from sim.inputs.hardware import Collectives, HardwareProfile
 
-MIN_EFFICIENCY = 1e-6
 TILE_CANDIDATES = (None, 64, 128)
-LOSS, F_SCALE = "soft_l1", 0.05
 
 
 @dataclass(frozen=True)
@@ -61,122 +70,31 @@ class FitResult:
     tables: list[dict] = field(default_factory=list)  # calibration.tables.gemm entries
     attention_tables: list[dict] = field(default_factory=list)  # calibration.tables.attention entries
     collective_residuals: dict = field(default_factory=dict)
-
-
-def with_terms(hw: HardwareProfile, terms: dict) -> HardwareProfile:
-    """`hw` with efficiency terms (and `gpu_link_latency_us`) replaced; validated."""
-    terms = dict(terms)
-    interconnect = hw.interconnect
-    if "gpu_link_latency_us" in terms:
-        interconnect = interconnect.model_copy(update={"gpu_link_latency_us": terms.pop("gpu_link_latency_us")})
-    efficiency = hw.efficiency.model_validate(hw.efficiency.model_dump() | terms)
-    return hw.model_copy(update={"efficiency": efficiency, "interconnect": interconnect})
-
-
-@dataclass(frozen=True)
-class _Term:
-    """A fitted term: its profile key, whether searched in log space, and its bounds."""
-
-    key: str
-    log: bool
-    low: float
-    high: float
-
-    def to_x(self, value: float) -> float:
-        value = min(max(value, self.low), self.high)
-        return float(np.log(value)) if self.log else float(value)
-
-    def from_x(self, x: float) -> float:
-        return float(np.exp(x)) if self.log else float(x)
-
-    def bounds(self) -> tuple[float, float]:
-        return (self.to_x(self.low), self.to_x(self.high)) if self.log else (self.low, self.high)
-
-
-def _relative_residuals(rows: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
-    return predict_times_s(rows, hw) / rows["time_s"].astype("float64").to_numpy() - 1.0
-
-
-def _mape(rows: pd.DataFrame, hw: HardwareProfile) -> float:
-    return float(np.mean(np.abs(_relative_residuals(rows, hw))))
-
-
-PER_OP = "gemm_compute_max_by_op."
-OUTPUT_HALF_START = 1e5  # start of gemm_half_output_elems when the base profile has none
-
-
-def _get(hw: HardwareProfile, key: str) -> float:
-    eff = hw.efficiency
-    if key == "gpu_link_latency_us":
-        return hw.interconnect.gpu_link_latency_us
-    if key.startswith("paged_attention_memory."):
-        return eff.paged_efficiency(int(key.split(".")[1]))
-    if key.startswith(PER_OP):
-        return (eff.gemm_compute_max_by_op or {}).get(key[len(PER_OP):], eff.gemm_compute_max)
-    if key == "gemm_half_output_elems" and eff.gemm_half_output_elems is None:
-        return OUTPUT_HALF_START
-    return getattr(eff, key)
-
-
-def _apply(hw: HardwareProfile, values: dict) -> HardwareProfile:
-    paged = {int(k.split(".")[1]): v for k, v in values.items() if k.startswith("paged_attention_memory.")}
-    per_op = {k[len(PER_OP):]: v for k, v in values.items() if k.startswith(PER_OP)}
-    plain = {k: v for k, v in values.items() if not k.startswith(("paged_attention_memory.", PER_OP))}
-    if paged:
-        plain["paged_attention_memory"] = dict(hw.efficiency.paged_attention_memory) | paged
-    if per_op:
-        plain["gemm_compute_max_by_op"] = dict(hw.efficiency.gemm_compute_max_by_op or {}) | per_op
-    return with_terms(hw, plain)
-
-
-def _scaled_start(rows: pd.DataFrame, hw: HardwareProfile, terms: list[_Term]) -> dict:
-    """Start values: the base's, with efficiencies divided by the median measured/predicted
-    ratio when the base is too fast (a CPU is ~1e-3 of a GPU), so the search starts near."""
-    ratio = float(np.median(1.0 / (1.0 + _relative_residuals(rows, hw))))
-    start = {t.key: _get(hw, t.key) for t in terms}
-    if ratio > 2.0:
-        for t in terms:
-            if t.log and t.high <= 1.0:
-                start[t.key] = max(start[t.key] / ratio, t.low)
-    return start
-
-
-def _solve(rows: pd.DataFrame, hw: HardwareProfile, terms: list[_Term], fixed: dict | None = None):
-    """Least-squares fit of `terms` on `rows`; returns (hardware, cost)."""
-    fixed = fixed or {}
-    hw = _apply(hw, fixed) if fixed else hw
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        values = {t.key: t.from_x(v) for t, v in zip(terms, x, strict=True)}
-        return _relative_residuals(rows, _apply(hw, values))
-
-    start = _scaled_start(rows, hw, terms)
-    x0 = np.array([t.to_x(start[t.key]) for t in terms])
-    low, high = (np.array(b) for b in zip(*(t.bounds() for t in terms), strict=True))
-    x0 = np.clip(x0, low + 1e-9 * (high - low), high - 1e-9 * (high - low))
-    result = least_squares(residuals, x0, bounds=(low, high), loss=LOSS, f_scale=F_SCALE, x_scale="jac")
-    values = {t.key: t.from_x(v) for t, v in zip(terms, result.x, strict=True)}
-    return _apply(hw, values), float(result.cost)
+    # op class -> fit of a timed kernel the engines do not run (calibration.kernel_fits; not simulated)
+    kernel_fits: dict = field(default_factory=dict)
 
 
 _EFF = dict(log=True, low=MIN_EFFICIENCY, high=1.0)
 GEMM_TERMS = [
-    _Term("gemm_half_tokens", log=False, low=0.0, high=1e5),
-    _Term("gemm_half_output_elems", log=True, low=1.0, high=1e9),
-    _Term("memory", **_EFF),
-    _Term("roofline_blend", log=False, low=1.0, high=64.0),
-    _Term("kernel_launch_us", log=False, low=0.0, high=1e5),
+    Term("gemm_half_tokens", log=False, low=0.0, high=1e5),
+    Term("gemm_half_output_elems", log=True, low=1.0, high=1e9),
+    Term("memory", **_EFF),
+    Term("roofline_blend", log=False, low=1.0, high=64.0),
+    Term("kernel_launch_us", log=False, low=0.0, high=1e5),
 ]
 GEMM_KEYS = ["gemm_compute_max", "gemm_compute_max_by_op"] + [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]
 
 
 def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
-    """GEMM terms: a compute ceiling per op class present in `rows` (gemm_compute_max_by_op),
+    """Rows timed by `calibrate run` on a GPU: the floor and wave model (calibrate/fit_eager.py).
+    Otherwise: GEMM terms: a compute ceiling per op class present in `rows` (gemm_compute_max_by_op),
     the shared ramp / occupancy / memory / blend / launch terms; the tile size is picked by the
     lowest loss over `TILE_CANDIDATES`. gemm_compute_max (for classes without their own ceiling,
     e.g. MoE experts) becomes the mean of the fitted ceilings."""
-    ceilings = [_Term(PER_OP + op, **_EFF) for op in GEMM_OPS if (rows["op"] == op).any()]
-    fits = [_solve(rows, hw, ceilings + GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
+    if timed_on_gpu_by_runner(rows):
+        return fit_gemm_eager(rows, hw)
+    ceilings = [Term(PER_OP + op, **_EFF) for op in GEMM_OPS if (rows["op"] == op).any()]
+    fits = [solve(rows, hw, ceilings + GEMM_TERMS, {"gemm_tile_tokens": tile}) for tile in TILE_CANDIDATES]
     best, _ = min(fits, key=lambda fit: fit[1])
     by_op = best.efficiency.gemm_compute_max_by_op or {}
     if by_op:
@@ -185,7 +103,9 @@ def _fit_gemm(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile,
 
 
 def _fit_prefill(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfile, dict]:
-    fitted, _ = _solve(rows, hw, [_Term("attention_compute", **_EFF)])
+    if timed_on_gpu_by_runner(rows):
+        return fit_prefill_eager(rows, hw)
+    fitted, _ = solve(rows, hw, [Term("attention_compute", **_EFF)])
     return fitted, {"attention_compute": fitted.efficiency.attention_compute}
 
 
@@ -193,7 +113,7 @@ def _fit_decode(rows: pd.DataFrame, hw: HardwareProfile) -> tuple[HardwareProfil
     terms = {}
     for block_size, block_rows in rows.groupby("block_size"):
         key = f"paged_attention_memory.{int(block_size)}"
-        hw, _ = _solve(block_rows, hw, [_Term(key, **_EFF)])
+        hw, _ = solve(block_rows, hw, [Term(key, **_EFF)])
         terms[key] = hw.efficiency.paged_attention_memory[int(block_size)]
     return hw, terms
 
@@ -233,12 +153,17 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True)
     result = FitResult(hardware=smooth_base)
     for name, ops, fit, term_keys in CLASSES:
         rows = frame[frame["op"].isin(ops)].reset_index(drop=True)
+        if name == "decode_attention" and timed_on_gpu_by_runner(rows):
+            result.kernel_fits["decode_attention"] = decode_kernel_fit(rows, result.hardware)
+            rows = rows.iloc[:0]  # the engines do not run this kernel: keep the base's term
         if rows.empty:
             result.kept += term_keys
             continue
         result.hardware, terms = fit(rows, result.hardware)
-        result.classes.append(ClassFit(name, len(rows), terms, _mape(rows, result.hardware)))
+        result.classes.append(ClassFit(name, len(rows), terms, rows_mape(rows, result.hardware)))
+    decode_fitted = any(c.name == "decode_attention" for c in result.classes)
     measured_blocks = set(frame.loc[frame["op"] == "decode_attention", "block_size"].dropna().astype(int))
+    measured_blocks = measured_blocks if decode_fitted else set()
     unmeasured = sorted(set(base.efficiency.paged_attention_memory) - measured_blocks)
     if measured_blocks and unmeasured:
         result.kept += [f"paged_attention_memory.{b}" for b in unmeasured]
@@ -247,11 +172,15 @@ def fit_profile(frame: pd.DataFrame, base: HardwareProfile, tables: bool = True)
     if not collective_rows.empty:
         result.collective_residuals = fit_collectives(collective_rows.reset_index(drop=True))[1]
     if tables:
-        result.tables = gemm_table_entries(frame)
-        result.attention_tables = attention_ratio_entries(frame, result.hardware)
+        kernel_visible = frame[~floor_bound_rows(frame, result.hardware)]
+        if "decode_attention" in result.kernel_fits:
+            kernel_visible = kernel_visible[kernel_visible["op"] != "decode_attention"]
+        result.tables = gemm_table_entries(kernel_visible)
+        result.attention_tables = attention_ratio_entries(kernel_visible, result.hardware)
         stored = {"gemm": result.tables} if result.tables else {}
         if result.attention_tables:
             stored["attention"] = result.attention_tables
         if stored:
-            result.hardware = result.hardware.model_copy(update={"calibration": {"tables": stored}})
+            calibration = dict(result.hardware.calibration or {}) | {"tables": stored}
+            result.hardware = result.hardware.model_copy(update={"calibration": calibration})
     return result

@@ -11,6 +11,9 @@ A row is one kernel call (one layer, one TP shard), so predictions are per call:
 - send_recv: `collectives.send_recv`, else link latency + payload / link bandwidth.
 GEMM rows whose shape is in the profile's measured tables (`calibration.tables`) are answered by
 the table, as in the simulator; `answered_by` says which rows were.
+A row timed host-bound (calibrate/timing_harness.py) is predicted as max(host floor, kernel), with the
+floors the profile records (`efficiency.eager_gemm_floor_us`, `calibration.timing_floor_us`);
+`kernel_times_s` is the kernel alone.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from calibrate.measurements import GEMM_OPS
+from calibrate.timing_harness import host_bound
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.roofline import allreduce_time_s, gemm_time_s, op_time_s
@@ -51,9 +56,12 @@ def _gemm(rows: pd.DataFrame, hw: HardwareProfile, el_bytes: int, peak: float) -
 
 def answered_by(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
     """Per row: "table" where a measured table answers it (a GEMM shape or attention head shape in
-    the profile's tables), else "smooth" (the roofline model)."""
+    the profile's tables), "kernel fit" where `calibration.kernel_fits` does (a kernel the simulator
+    does not price), else "smooth" (the roofline model)."""
     tables = gemm_tables(hw.calibration, hw.name)
     out = np.full(len(frame), "smooth", dtype=object)
+    if kernel_fit_of(hw, "decode_attention") is not None:
+        out[(frame["op"] == "decode_attention").to_numpy()] = "kernel fit"
     attn = attention_tables(hw.calibration, hw.name)
     for kind in ("prefill_attention", "decode_attention") if attn else ():
         for i in np.flatnonzero((frame["op"] == kind).to_numpy()):
@@ -146,12 +154,53 @@ _PREDICT = {"decode_attention": _attention_with_tables, "prefill_attention": _at
             "send_recv": _send_recv}
 
 
-def predict_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
-    """Predicted seconds for every row of a validated measurements frame, in row order."""
+def kernel_fit_of(hw: HardwareProfile, op: str) -> dict | None:
+    """The profile's fit of a timed kernel the engines do not run (`calibration.kernel_fits[op]`), if any."""
+    return ((hw.calibration or {}).get("kernel_fits") or {}).get(op)
+
+
+def _as_kernel_fit(hw: HardwareProfile, kernel_fit: dict) -> HardwareProfile:
+    """`hw` with a kernel fit's paged-attention terms and timing floor (for scoring that kernel only)."""
+    terms = kernel_fit["terms"]
+    paged = {int(k.split(".")[1]): v for k, v in terms.items() if k.startswith("paged_attention_memory.")}
+    efficiency = hw.efficiency.model_copy(update={"paged_attention_memory": paged})
+    calibration = {k: v for k, v in (hw.calibration or {}).items() if k != "tables"}
+    if "timing_floor_us.decode_attention" in terms:
+        calibration["timing_floor_us"] = {"decode_attention": terms["timing_floor_us.decode_attention"]}
+    return hw.model_copy(update={"efficiency": efficiency, "calibration": calibration})
+
+
+def kernel_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """The kernels' own seconds for every row (what a CUDA-graph replay takes), in row order. Decode rows
+    of a profile with a decode `kernel_fits` entry are answered by that fit (the kernel they timed)."""
     out = np.full(len(frame), np.nan)
     for (op, dtype), index in frame.groupby(["op", "dtype"], observed=True).indices.items():
         rows = frame.iloc[index]
         el_bytes = bytes_per_element(dtype, "dtype")
         peak = hw.peak_flops(peak_key(dtype, "dtype"))
-        out[index] = _PREDICT.get(op, _gemm)(rows, hw, el_bytes, peak)
+        kernel_fit = kernel_fit_of(hw, op)
+        row_hw = hw if kernel_fit is None else _as_kernel_fit(hw, kernel_fit)
+        out[index] = _PREDICT.get(op, _gemm)(rows, row_hw, el_bytes, peak)
     return out
+
+
+def timing_floors_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """Per row: the host dispatch floor its timing holds (0 where none): the profile's
+    `efficiency.eager_gemm_floor_us` on host-bound GEMM rows, `calibration.timing_floor_us[op]` on
+    host-bound attention rows (calibrate/timing_harness.py says which rows are host-bound)."""
+    floors_us = dict((hw.calibration or {}).get("timing_floor_us") or {})
+    decode_fit = kernel_fit_of(hw, "decode_attention")
+    if decode_fit is not None and "timing_floor_us.decode_attention" in decode_fit["terms"]:
+        floors_us["decode_attention"] = decode_fit["terms"]["timing_floor_us.decode_attention"]
+    if hw.efficiency.eager_gemm_floor_us is not None:
+        floors_us |= dict.fromkeys(GEMM_OPS, hw.efficiency.eager_gemm_floor_us)
+    if not floors_us:
+        return np.zeros(len(frame))
+    per_row = frame["op"].astype(str).map(lambda op: floors_us.get(op, 0.0)).to_numpy(dtype=float)
+    return np.where(host_bound(frame), per_row * 1e-6, 0.0)
+
+
+def predict_times_s(frame: pd.DataFrame, hw: HardwareProfile) -> np.ndarray:
+    """Predicted seconds for every row of a validated measurements frame, in row order: the
+    kernel's time, or the host floor where the row was timed host-bound and the kernel is shorter."""
+    return np.maximum(kernel_times_s(frame, hw), timing_floors_s(frame, hw))

@@ -13,6 +13,10 @@ The `calibration` section (free-form for `sim.inputs.hardware`, whose field is `
       table_holdout: {op: {mape, n}}   # leave every other M out of each table, predict it from the rest
       collective_residuals: {op.tpN: {mape, bias, n}}
       tables: {gemm: [...]}            # measured GEMM tables (sim/cost/tables.py), unless --no-tables
+      timing_floor_us: {op: us}        # the host floor of host-bound timings (calibrate/timing_harness.py);
+                                       # calibrate report uses it, the simulator does not
+      kernel_fits: {op: {kernel, used_by_simulator: false, n_rows, mape, terms}}   # a timed kernel the
+                                       # engines do not run (decode attention): fitted, kept apart, not simulated
 
 and, at the top level, `uncertainty` (sigma per op class from these residuals,
 calibrate/uncertainty.py) and `sources` (which numbers were fitted here, which kept from the base).
@@ -92,6 +96,9 @@ def _sources(fit: FitResult, base: HardwareProfile) -> dict[str, str]:
         out["gemm_tables"] = f"measured ({len(fit.tables)} shapes)"
     if fit.attention_tables:
         out["attention_tables"] = f"measured ({len(fit.attention_tables)} head shapes / block sizes)"
+    for op, kernel_fit in fit.kernel_fits.items():
+        out[op] = (f"kept from {base.name}: the {kernel_fit['n_rows']} {op} rows timed {kernel_fit['kernel']}; its "
+                   "fit is in calibration.kernel_fits, not simulated")
     return out
 
 
@@ -123,6 +130,11 @@ def calibrated_profile_data(
     })  # fmt: skip
     if fit.tables or fit.attention_tables:
         data["calibration"]["tables"] = (fit.hardware.calibration or {}).get("tables", {})
+    floors = (fit.hardware.calibration or {}).get("timing_floor_us")
+    if floors:
+        data["calibration"]["timing_floor_us"] = _plain(floors)
+    if fit.kernel_fits:
+        data["calibration"]["kernel_fits"] = _plain(fit.kernel_fits)
     if frame is not None:
         data["uncertainty"] = uncertainty_from_residuals(class_relative_errors(frame, fit), base.uncertainty)
         data["calibration"]["kernels"] = kernel_classes(frame)  # which kernel class each term came from

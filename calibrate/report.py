@@ -32,7 +32,8 @@ def residual_rows(frame: pd.DataFrame, hw: HardwareProfile) -> pd.DataFrame:
 
 def mape_summary(rows: pd.DataFrame) -> dict:
     """From `residual_rows`, ops in schema order:
-    `{"mape", "bias", "per_op": {op: {"mape", "bias", "n", "answered_by": {"table": n, "smooth": n}}}}`;
+    `{"mape", "bias", "per_op": {op: {"mape", "bias", "n", "answered_by": {"table": n, "smooth": n}}}}`
+    ("kernel fit": n too, for rows a `calibration.kernel_fits` entry answers: a kernel not simulated);
     bias is the mean signed relative error (positive: predicted too slow)."""
     per_op = {}
     for op in sorted(rows["op"].unique(), key=lambda name: OPS.index(name) if name in OPS else len(OPS)):
@@ -46,10 +47,15 @@ def _answered_counts(group: pd.DataFrame) -> dict[str, int]:
     if "answered_by" not in group:
         return {"table": 0, "smooth": int(len(group))}
     counts = group["answered_by"].value_counts()
-    return {name: int(counts.get(name, 0)) for name in ("table", "smooth")}
+    out = {name: int(counts.get(name, 0)) for name in ("table", "smooth")}
+    if counts.get("kernel fit", 0):
+        out["kernel fit"] = int(counts["kernel fit"])
+    return out
 
 
 def _answered_text(counts: dict[str, int]) -> str:
+    if counts.get("kernel fit"):
+        return "kernel fit (not simulated)"
     if counts["table"] and counts["smooth"]:
         return f"table ({counts['table']}) + smooth ({counts['smooth']})"
     return "table" if counts["table"] else "smooth"

@@ -71,6 +71,7 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
                 "profile": str(out),
                 "fitted": data["calibration"]["fitted"],
                 "kept_from_base": fit.kept,
+                "kernel_fits": data["calibration"].get("kernel_fits", {}),
                 "residuals": residuals,
                 "n_tables": len(fit.tables),
                 "table_holdout": data["calibration"]["table_holdout"],
@@ -84,6 +85,9 @@ def _fit_and_write(files: list[tuple[Path, object]], base_name: str, out: Path, 
     ]
     print_table(f"Fitted {out}", ["class", "rows", "MAPE %", "terms"], rows)
     typer.echo(f"kept from {base.name}: {', '.join(fit.kept)}")
+    for op, kernel_fit in fit.kernel_fits.items():
+        typer.echo(f"{op}: {kernel_fit['n_rows']} rows timed {kernel_fit['kernel']}: not fitted into the profile "
+                   f"(its own fit, MAPE {100 * kernel_fit['mape']:.1f} %, is in calibration.kernel_fits)")
     typer.echo(f"measured GEMM tables: {len(fit.tables)} shapes" + ("" if tables else " (--no-tables)"))
 
 

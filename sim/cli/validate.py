@@ -32,6 +32,9 @@ def validate(
     weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="per-request file: checkpoint dtype"),
     per_request_out: Path = typer.Option(None, "--per-request-out", help="per-request file: write measured vs "
                                          "predicted per request to this CSV", show_default=False),
+    hardware_profile: Path = typer.Option(None, "--hardware-profile", help="a (calibrated) profile YAML: run the "
+                                          "cases on its base GPU with the bundled profile and with this one, errors "
+                                          "side by side", show_default=False),
 ) -> None:
     """Measured vs predicted for each case, error per point, median |error| per source (fit/score halves).
     A per-request file (vllm bench --save-detailed JSON, AIPerf JSONL, OTLP spans) is replayed as
@@ -51,6 +54,9 @@ def validate(
     if split not in ("all", "fit", "score"):
         raise typer.BadParameter("must be all, fit or score", param_hint="--split")
     chosen = [c for c in load_cases(cases or None) if split == "all" or c.split == split]
+    if hardware_profile is not None:
+        _compare_profiles(chosen, hardware_profile, engine, max_sim_requests, as_json)
+        return
     preds = [predict(c, engine, max_sim_requests) for c in chosen]
     report = report_dict(preds)
     if as_json:
@@ -64,3 +70,32 @@ def validate(
              _abs_pct(r["median_abs_error_fit"]), _abs_pct(r["median_abs_error_score"])] for r in report["by_source"]]
     print_table("median |error| per source", ["source", "cases", "cannot express", "all", "fit half", "score half"],
                 rows)
+
+
+def _compare_profiles(chosen, profile: Path, engine, max_sim_requests: int, as_json: bool) -> None:
+    """`--hardware-profile`: datasheet vs calibrated error on every chosen case of the profile's GPU."""
+    from sim.validate.compare import compare
+
+    if profile.suffix not in (".yaml", ".yml") or not profile.is_file():
+        from sim.errors import InputError
+
+        raise InputError("--hardware-profile", str(profile), "an existing profile YAML file (.yaml or .yml)")
+    report = compare(chosen, str(profile), engine, max_sim_requests)
+    if as_json:
+        print_json(report)
+        return
+
+    def shown(value) -> str:
+        return "-" if value is None else f"{value:.5g}"
+
+    rows = [[r["case_id"], r["metric"], f"{r['measured']:.5g}", shown(r["datasheet"]), _pct(r["datasheet_error"]),
+             shown(r["calibrated"]), _pct(r["calibrated_error"]), r["split"]] for r in report["cases"]]
+    print_table(f"{report['base']} (datasheet) vs {profile}", ["case", "metric", "measured", "datasheet", "error",
+                                                              "calibrated", "error", "split"], rows)
+    med = report["median_abs_error"]
+    rows = [[kind, _abs_pct(med[kind]["all"]), _abs_pct(med[kind]["fit"]), _abs_pct(med[kind]["score"])]
+            for kind in ("datasheet", "calibrated")]
+    print_table("median |error|", ["profile", "all", "fit half", "score half"], rows)
+    for r in report["cases"]:
+        if r["status"] != "ok":
+            typer.echo(f"{r['case_id']}: {r['status']}", err=True)

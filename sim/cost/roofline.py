@@ -73,6 +73,21 @@ def gemm_compute_tokens(m_tokens: np.ndarray, eff: Efficiency) -> np.ndarray:
     return np.ceil(m / eff.gemm_tile_tokens) * eff.gemm_tile_tokens
 
 
+def gemm_compute_flops(padded_m: np.ndarray, n_out, k_in, eff: Efficiency) -> np.ndarray:
+    """FLOPs the compute term runs: 2 * padded M * N * K, or with wave quantization (the profile sets
+    gemm_tile_n and gemm_wave_slots) whole waves of output tiles: a kernel of T = ceil(M / tile_m) *
+    ceil(N / tile_n) tiles over S slots (SMs) runs ceil(T / S) waves of S tiles each, 2 * tile_m * tile_n
+    * K FLOPs per tile, so a shape one tile past a full wave costs a whole extra wave. Never below the
+    real FLOPs (waves * S * tile >= T * tile >= M * N)."""
+    n_out = np.asarray(n_out, dtype=np.float64)
+    if eff.gemm_tile_n is None or eff.gemm_wave_slots is None:
+        return 2.0 * padded_m * n_out * k_in
+    tile_m, tile_n, slots = eff.gemm_tile_tokens, eff.gemm_tile_n, eff.gemm_wave_slots
+    tiles = np.ceil(padded_m / tile_m) * np.ceil(n_out / tile_n)
+    waves = np.ceil(tiles / slots)
+    return waves * slots * 2.0 * tile_m * tile_n * np.asarray(k_in, dtype=np.float64)
+
+
 def gemm_time_s(
     m_tokens: np.ndarray,
     n_out: int,
@@ -92,7 +107,7 @@ def gemm_time_s(
     m = np.asarray(m_tokens, dtype=np.float64)
     flops = 2.0 * m * n_out * k_in
     padded_m = gemm_compute_tokens(m, eff)
-    compute_flops = 2.0 * padded_m * n_out * k_in
+    compute_flops = gemm_compute_flops(padded_m, n_out, k_in, eff)
     bytes_ = k_in * n_out * weight_bytes_per_el + m * (k_in + n_out) * act_bytes_per_el
     # small-M cost counted once
     e_c = np.where(m > 0, gemm_compute_efficiency(np.maximum(padded_m, 1), eff, n_out, op), 1.0)

@@ -24,6 +24,8 @@ class Compute(StrictModel):
     dense_fp8_tflops: PositiveFloat | None = None
     dense_int8_tops: PositiveFloat | None = None
     dense_fp4_tflops: PositiveFloat | None = None  # Blackwell NVFP4/MXFP4 tensor cores
+    # streaming multiprocessors (datasheet); calibration's GEMM wave model spreads output tiles over them
+    n_sms: PositiveInt | None = None
 
 
 class Memory(StrictModel):
@@ -103,6 +105,22 @@ class Efficiency(StrictModel):
     # entry rescales it relative to that dtype's entry (unchanged at that dtype). Classes not listed are
     # relative to gemm_compute_max. None: all are. See `for_weight_dtype`.
     gemm_ceiling_dtype_by_op: dict[str, str] | None = None
+    # Wave quantization of a GEMM's compute term (calibrated, sim/cost/roofline.py `gemm_compute_flops`):
+    # output tiles of gemm_tile_tokens rows x gemm_tile_n columns, gemm_wave_slots tiles per wave (one per SM:
+    # the profile's compute.n_sms); the compute term runs whole waves. All three or none (None: no waves).
+    gemm_tile_n: PositiveInt | None = None
+    gemm_wave_slots: PositiveInt | None = None
+    # The host's dispatch time per GEMM kernel launched eagerly (no CUDA graph): an eager kernel takes at
+    # least this long (max(floor, kernel)). Applied by the engine layer only to steps that run outside a
+    # captured CUDA graph (sim/inputs/engines/eager.py); graph replays never pay it. None: not modelled (0).
+    eager_gemm_floor_us: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _waves_come_whole(self) -> Efficiency:
+        wave = (self.gemm_tile_n, self.gemm_wave_slots)
+        if any(v is not None for v in wave) and (None in wave or self.gemm_tile_tokens is None):
+            raise ValueError("gemm_tile_n and gemm_wave_slots come together, with gemm_tile_tokens")
+        return self
 
     @field_validator("gemm_ceiling_dtype_by_op")
     @classmethod

@@ -39,14 +39,15 @@ class Prediction:
         return None if self.predicted is None else (self.predicted - self.case.value) / self.case.value
 
 
-def case_config(case: Case, engine: str | None = None) -> EngineConfig:
-    """The config of a case: its engine's preset, its model/GPU/TP/PP/dtypes, its engine_args on top.
+def case_config(case: Case, engine: str | None = None, hardware: str | None = None) -> EngineConfig:
+    """The config of a case: its engine's preset, its model/GPU/TP/PP/dtypes, its engine_args on top;
+    `hardware` (a profile name or YAML path) in place of the case's GPU's bundled profile.
     Unknown names raise InputError (bad input, exit 2)."""
     where = case.case_id
     data: dict = {
         "engine": engine or engine_name(where, case.engine),
         "model": model_name(where, case.model),
-        "hardware": gpu_name(where, case.gpu),
+        "hardware": hardware or gpu_name(where, case.gpu),
         "tp": case.tp,
         **({"pp": case.pp} if case.pp > 1 else {}),
         "weight_dtype": dtype_name(where, "weight_dtype", case.weight_dtype),
@@ -127,11 +128,12 @@ def _metric(summary: dict, metric: str) -> float:
     return summary["output_throughput_tok_s"]
 
 
-def predict(case: Case, engine: str | None = None, max_sim_requests: int = DEFAULT_MAX_SIM_REQUESTS) -> Prediction:
+def predict(case: Case, engine: str | None = None, max_sim_requests: int = DEFAULT_MAX_SIM_REQUESTS,
+            hardware: str | None = None) -> Prediction:
     """Simulate `case` (at most `max_sim_requests` of its requests; throughput is a steady-state
     rate) and read its metric. A config the simulator refuses (weights do not fit, a dtype the
     GPU has no tensor cores for) comes back as `cannot express: <why>`, never skipped."""
-    cfg = case_config(case, engine)
+    cfg = case_config(case, engine, hardware)
     reason = cannot_express(case)
     if reason is not None:
         return Prediction(case, None, reason, 0, cfg.engine or "")

@@ -10,6 +10,9 @@
            multi-step scheduling pay per_step and per_seq once per num_scheduler_steps)
     step = gpu + cpu                       (overlap: false)
     step = max(gpu, cpu) + residue         (overlap: true; SGLang / TensorRT-LLM overlap schedulers)
+
+A step that runs outside a captured graph (`EngineOverhead.graphed` false) also pays the profile's
+eager GEMM floor where it has one (sim/inputs/engines/eager.py); graph replays never do.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.inputs.engines.eager import eager_floor
 from sim.inputs.engines.preset import CudaGraph, EnginePreset
 
 
@@ -84,6 +88,12 @@ class EngineOverhead:
             return size
         return self.capture_sizes[bisect.bisect_left(self.capture_sizes, size)]
 
+    def graphed(self, size: int, decode_only: bool) -> bool:
+        """Whether a step of `size` tokens replays a captured CUDA graph (else it runs eagerly)."""
+        if not self.capture_sizes or size > self.capture_sizes[-1] or size <= 0:
+            return False
+        return decode_only or self.graph_scope == "all"
+
     def cpu_s(self, n_seqs, n_tokens, decode_only: bool):
         """Engine CPU seconds of a step (works on scalars and numpy arrays alike)."""
         scheduled = self.per_step_s + self.per_seq_s * n_seqs
@@ -102,6 +112,7 @@ class EngineCost:
 
     def __init__(self, gpu, overhead: EngineOverhead):
         self.gpu, self.engine = gpu, overhead
+        self._eager = eager_floor(gpu)  # None unless the profile measured an eager GEMM floor
 
     def __getattr__(self, name):
         return getattr(self.gpu, name)
@@ -118,7 +129,11 @@ class EngineCost:
     def gpu_step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
         q = np.asarray(new_tokens, dtype=np.int64)
         decode_only = bool(q.size) and int(q.max()) == 1
-        return self.gpu.step_time_s(q, cached_tokens, n_sampled) + self._padding_s(int(q.sum()), decode_only)
+        size = int(q.sum())
+        gpu_s = self.gpu.step_time_s(q, cached_tokens, n_sampled) + self._padding_s(size, decode_only)
+        if self._eager is not None and not self.engine.graphed(size, decode_only):
+            gpu_s += self._eager.step_s(size, n_sampled)
+        return gpu_s
 
     def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
         q = np.asarray(new_tokens, dtype=np.int64)
@@ -132,6 +147,8 @@ class EngineCost:
         n = int(np.asarray(contexts).shape[0])
         if n:
             times = times + self._padding_s(n, True)
+            if self._eager is not None and not self.engine.graphed(n, True):
+                times = times + self._eager.step_s(n, n)
         return self.engine.combine(times, self.engine.cpu_s(n, n, True)), block_tokens
 
     def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:
