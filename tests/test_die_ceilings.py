@@ -66,7 +66,8 @@ def test_a_profile_naming_a_die_takes_its_ceilings_and_their_sources():
     assert gb200.efficiency == b200.efficiency and gb200.uncertainty == b200.uncertainty
     assert gb200.efficiency.gemm_compute_max_by_op == {"experts": 0.11, "experts_ep": 0.14}
     assert "fitted end to end" in gb200.sources["gemm_compute_max_by_op"]
-    assert "collectives.nccl" not in gb200.sources  # interconnect sources stay the profile's own
+    assert "all_to_all" not in gb200.sources  # interconnect sources stay the profile's own
+    assert gb200.sources["collectives.nccl"].startswith("derived: b200")
     assert gb200.interconnect.scale_up_domain_gpus == 72 and gb200.compute != b200.compute
 
 
@@ -155,3 +156,19 @@ def test_plan_bills_and_prints_the_stated_unit(tmp_path):
     assert best["cost_per_hour_usd"] == pytest.approx(42.0)
     bad = runner.invoke(app, [*args, "--billing", "tray"])
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--billing" in bad.stderr
+
+
+def test_an_engine_prices_the_all_reduce_of_one_tray_as_on_hgx_and_drops_its_kernel_across_trays():
+    """vLLM's custom all-reduce runs inside a node (CUDA IPC): a GB200 tray of 4 as an HGX B200 board; a
+    TP-8 group over two trays takes NCCL (b200's 8-GPU NVLink ring fit), as vLLM disables it across nodes."""
+    from sim.cost.collectives import engine_allreduce
+    from sim.engines.preset import load_engine
+
+    rule = load_engine("vllm").custom_allreduce
+    b200, gb200 = load_hardware("b200"), load_hardware("gb200-nvl72")
+    for tp in (2, 4):
+        assert engine_allreduce(gb200, tp, rule) == engine_allreduce(b200, tp, rule)
+        assert engine_allreduce(gb200, tp, rule)[0] is not None  # the custom kernel
+    custom, nccl, _ = engine_allreduce(gb200, 8, rule)
+    assert custom is None and nccl == engine_allreduce(b200, 8, rule)[1]
+    assert engine_allreduce(b200, 8, rule)[0] is not None  # one HGX board: custom kernel on
