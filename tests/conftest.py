@@ -31,7 +31,8 @@ class ConstantCost:
         self.n_step_calls = 0
         self.n_run_calls = 0
 
-    def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
+    def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int,
+                    verify_tokens: int = 1) -> float:
         self.n_step_calls += 1
         return self.step_s
 

@@ -25,7 +25,7 @@ class TokenCost(ConstantCost):
         super().__init__(base_s)
         self.per_token_s = per_token_s
 
-    def step_time_s(self, new_tokens, cached_tokens, n_sampled):
+    def step_time_s(self, new_tokens, cached_tokens, n_sampled, verify_tokens=1):
         return self.step_s + self.per_token_s * float(np.sum(new_tokens))
 
     def decode_run_times_s(self, contexts, n_steps):

@@ -27,7 +27,7 @@ class UnitCost:
         self.kv_bytes_per_token_layer_gpu = 2 * 8 * 128 * 2
         self.steps: list[list[int]] = []
 
-    def step_time_s(self, q, c, n_sampled):
+    def step_time_s(self, q, c, n_sampled, verify_tokens=1):
         self.steps.append(list(np.asarray(q).tolist()))
         return 1.0
 

@@ -93,7 +93,7 @@ class LinearGpu:
     def layer_time_s(self, n_tokens: int) -> float:
         return n_tokens * 1e-6
 
-    def step_time_s(self, q, c, n_sampled) -> float:
+    def step_time_s(self, q, c, n_sampled, verify_tokens=1) -> float:
         return 0.010
 
     def decode_run(self, contexts, n_steps):

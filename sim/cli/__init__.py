@@ -13,6 +13,7 @@ from sim.cli import calibrate_engine, disagg, engines, foundation, plan, simulat
 from sim.cli.calibrate import calibrate_app
 from sim.cli.common import new_app
 from sim.cli.day import day_app
+from sim.cli.pool import pool_app
 from sim.cli.slo_flags import EXTRA_ARGS
 from sim.cli.workload import workload_app
 
@@ -47,6 +48,7 @@ calibrate_app.command("engine")(calibrate_engine.engine)
 app.add_typer(workload_app, name="workload", help="Describe and sample workloads.")
 app.add_typer(calibrate_app, name="calibrate", help="Time kernels, fit the cost model, report residuals.")
 app.add_typer(day_app, name="day", help="A day in production: autoscaling, cold starts, failures, $ per day.")
+app.add_typer(pool_app, name="pool", help="Several models on one GPU pool: per-model plans, packed, with the total.")
 
 
 def main() -> None:

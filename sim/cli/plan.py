@@ -38,6 +38,11 @@ def plan(
     price: list[str] = typer.Option(None, "--price", show_default=False,
                                     help="PROFILE=USD per GPU-hour, repeatable: your price instead of the profile's "
                                          "cost_per_hour_usd (e.g. h100-sxm=2.10)"),
+    billing: list[str] = typer.Option(None, "--billing", show_default=False,
+                                      help="how GPUs are paid for: gpu (those used) | node (whole nodes: an HGX "
+                                           "server, a GB200 tray) | rack (whole NVLink domains: an NVL72 rack); "
+                                           "UNIT for every profile or PROFILE=UNIT, repeatable [each profile's "
+                                           "`billing`: gpu, gb200-nvl72 rack]"),
     policy: str = typer.Option("chunked,radix", "--policy", "-p", help="comma-separated scheduler policies"),
     search: list[str] = typer.Option(None, "--search", help="engine knob to search, KEY=v1,v2 (repeatable): "
                                                             "max_num_seqs, max_num_batched_tokens, block_size, ..."),
@@ -122,6 +127,7 @@ def plan(
     from sim.inputs.workload.trace import ClosedLoop
     from sim.output import write_json
     from sim.planner.band import capacity_band
+    from sim.planner.billing import parse_billing
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
     from sim.planner.disagg import parse_pd_ratios
     from sim.planner.knobs import parse_knob_search
@@ -149,6 +155,7 @@ def plan(
     hardware_names, tps = parse_list(hardware, "--hardware"), parse_tps(tp)
     knob_grid = parse_knob_search(search or [])
     prices = parse_prices(price, hardware_names)
+    billing_units = parse_billing(billing, hardware_names)
     pd_ratios = None if disagg is None else parse_pd_ratios(disagg)
     check_layouts(pd_ratios or [], "--disagg")  # sim.inputs.budget: replicas of every layout
     if pd_ratios and not verify:
@@ -180,7 +187,7 @@ def plan(
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
                                backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios,
                                announce=None if as_json else lambda: console.print(slo_line(slo_spec)),
-                               model_id=model_id, prices=prices, layouts=layouts)
+                               model_id=model_id, prices=prices, layouts=layouts, billing=billing_units)
             if uncertainty is not None and result["recommended"] is not None:
                 result["recommended"]["uncertainty"] = capacity_band(
                     result, base, trace, slo_spec, settings, uncertainty,

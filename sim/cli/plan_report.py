@@ -87,11 +87,24 @@ def print_trust(trust: dict | None, best: dict) -> None:
     if best.get("nodes") is not None:
         console.print(f"  whole nodes: {best['nodes']} x {best['gpus_per_node']} GPUs = "
                       f"${best['whole_node_cost_per_hour_usd']:.2f}/hour if GPUs come by the node", soft_wrap=True)
+    if best.get("billing") is not None:
+        console.print(f"  {billing_line(best)}", soft_wrap=True)
     if trust is None:
         return
     for reason in trust["extrapolating"]:
         console.print(f"  extrapolating: {reason}", soft_wrap=True)
     console.print(f"  validation: {trust['validation']['line']}", soft_wrap=True)
+
+
+def billing_line(row: dict) -> str:
+    """How the row's cost is billed (sim/planner/billing.py), and where that choice comes from."""
+    bill = row["billing"]
+    where = ("--billing" if bill["from"] == "--billing" else
+             f"profile {row['hardware']}'s `billing`; --billing to change")
+    if bill["unit"] == "gpu":
+        return f"billing: per GPU used ({bill['billed_gpus']} billed; {where})"
+    return (f"billing: per {bill['unit']} of {bill['gpus_per_unit']} GPUs, {bill['units']} x {bill['gpus_per_unit']} = "
+            f"{bill['billed_gpus']} GPUs billed for {row['gpus']} used ({where})")
 
 
 def _gpus(row: dict) -> str:

@@ -68,8 +68,10 @@ def link_time_s(payload_bytes: np.ndarray, fit: LinkFit) -> np.ndarray:
 def custom_enabled(hw: HardwareProfile, tp: int, rule) -> bool:
     """Whether an engine with this `custom_allreduce` rule (sim.inputs.engines.preset.CustomAllreduce) runs its
     custom kernel on a group of `tp` GPUs of `hw`: a supported group size, and all GPUs NVLink-connected
-    or few enough for the PCIe path (vLLM: world size 2)."""
-    if tp not in rule.world_sizes:
+    or few enough for the PCIe path (vLLM: world size 2); and all on one node (its peers' buffers are
+    shared by CUDA IPC: vLLM disables the kernel for a group that spans nodes, as TP 8 over two 4-GPU
+    GB200 trays does inside one NVLink domain)."""
+    if tp not in rule.world_sizes or tp > hw.interconnect.max_gpus_per_node:
         return False
     return hw.interconnect.gpu_link_kind == "nvlink" or tp <= rule.pcie_max_world_size
 

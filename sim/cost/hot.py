@@ -13,6 +13,7 @@ import numpy as np
 
 from sim.cost.block_residues import half_steps, whole_block_tokens_per_step
 from sim.cost.runs_past_finishes import decode_steps_past_finishes
+from sim.cost.shapes import attention_load
 from sim.cost.views import CostModelView
 from sim.cost.window import decode_run_sums, window_sums, window_sums_scalar
 
@@ -144,6 +145,33 @@ class HotPath:
         decode_s = self._attention_s(pairs_d, kv_d, n_decode, self.kv_bw)
         if self.decode_ratio is not None and n_decode:
             decode_s *= float(self.decode_ratio.factor(kv_d))
+        if self.window is not None:
+            sums = window_sums(q, c, self.window)
+            return self._with_window((n_tokens, prefill_s, n_decode, decode_s), sums, float(np.add.reduce(q[q > 1])))
+        return n_tokens, prefill_s, n_decode, decode_s
+
+    def verify_parts(self, new_tokens: np.ndarray, cached_tokens: np.ndarray,
+                     decode_max: int) -> tuple[int, float, int, float]:
+        """`step_parts` of a speculative step on an MLA model: sequences bringing up to `decode_max`
+        tokens take the absorbed decode kernel (`CostModel.decode_query_max`), each reading its KV
+        once for all its query tokens; only longer ones are prefills that re-expand their context."""
+        q, c = new_tokens, cached_tokens
+        load = attention_load(q, c, self.block_size, decode_max)
+        tokens_p, tokens_d = float(load.prefill_tokens[0]), float(load.decode_tokens[0])
+        prefill_s = decode_s = 0.0
+        if tokens_p:
+            pairs_p = float(load.prefill_pairs[0])
+            prefill_s = self._attention_s(pairs_p, float(load.prefill_kv_tokens[0]), tokens_p, self.kv_bw,
+                                          self.prefill_pair_s)
+            if self.prefill_ratio is not None:
+                prefill_s *= float(self.prefill_ratio.factor(pairs_p))
+            prefill_s += self._mla_context_s(int(np.add.reduce(c[q > decode_max])))
+        if tokens_d:
+            kv_d = float(load.decode_kv_tokens[0])
+            decode_s = self._attention_s(float(load.decode_context[0]), kv_d, tokens_d, self.kv_bw)
+            if self.decode_ratio is not None:
+                decode_s *= float(self.decode_ratio.factor(kv_d))
+        n_tokens, n_decode = int(np.add.reduce(q)), int(np.count_nonzero((q >= 1) & (q <= decode_max)))
         if self.window is not None:
             sums = window_sums(q, c, self.window)
             return self._with_window((n_tokens, prefill_s, n_decode, decode_s), sums, float(np.add.reduce(q[q > 1])))

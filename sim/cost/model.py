@@ -116,6 +116,7 @@ class CostModel:
             self.window = Window(model.window_tokens, window_kept_blocks(model, block_size) * block_size, block_size)
             self.full_attention_share = model.n_layers_of("full") / model.n_layers
         self.allreduce_kind = allreduce_kind
+        self.allreduce_rule = allreduce_rule  # kept for costs built beside this one (the MTP module's)
         # a TP group beyond the scale-up domain all-reduces hierarchically (sim/cost/topology.py):
         # the domain's own NCCL all-reduce over its GPUs (one-shot custom kernels need one NVLink
         # domain: vLLM disables them for a group that spans nodes), then the scale-out ring
@@ -217,15 +218,27 @@ class CostModel:
         return ("lm_head", time, flops, bytes_, op_bound(t_c, bytes_ / self.bandwidth))
 
     # ---------------------------------------------------------------- for people
-    def breakdown(self, new_tokens, cached_tokens, n_sampled: int | None = None) -> StepCost:
-        """Every op of one step for sequences bringing `new_tokens` over `cached_tokens` each."""
+    def decode_query_max(self, verify_tokens: int) -> int:
+        """The most new tokens a sequence may bring and still take the decode attention kernel, in a
+        step whose decoding sequences each verify `verify_tokens` (1 without speculation). MLA: the
+        verify tokens run on the absorbed decode kernel (vLLM's MLA backends raise their
+        reorder_batch_threshold to 1 + num_speculative_tokens, `_init_reorder_batch_threshold(...,
+        supports_spec_as_decode=True)` in vllm/v1/attention/backend.py; SGLang's MLA backends build
+        decode metadata with seqlen_q = draft tokens for TARGET_VERIFY), so their cached latents are
+        not re-expanded. Other attention: 1 (prefill and decode pairs are priced alike there)."""
+        return verify_tokens if self.mla_context is not None else 1
+
+    def breakdown(self, new_tokens, cached_tokens, n_sampled: int | None = None, verify_tokens: int = 1) -> StepCost:
+        """Every op of one step for sequences bringing `new_tokens` over `cached_tokens` each;
+        `verify_tokens`: see `decode_query_max`."""
         q = np.atleast_1d(np.asarray(new_tokens, dtype=np.int64))
         c = np.atleast_1d(np.asarray(cached_tokens, dtype=np.int64))
         sampled = len(q) if n_sampled is None else n_sampled
-        load = attention_load(q, c, self.block_size)
+        decode_max = self.decode_query_max(verify_tokens)
+        load = attention_load(q, c, self.block_size, decode_max)
         rows = self._layer_ops(np.array([q.sum()])) + attention_ops(self, load) + window_ops(self, q, c)
         if self.mla_context is not None:
-            rows.append(self.mla_context_op(np.array([float(c[q > 1].sum())])))
+            rows.append(self.mla_context_op(np.array([float(c[q > decode_max].sum())])))
         ops = [
             OpCost(n, float(t[0]), float(f[0]), float(b[0]), str(bd[0]), True)
             for n, t, f, b, bd in rows
@@ -249,10 +262,14 @@ class CostModel:
             self._lm_table_s = self._lm_head_op(grid)[1]
         return float(self._lm_table_s[n_sampled])
 
-    def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
+    def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int,
+                    verify_tokens: int = 1) -> float:
         """Total time of one step (equals `breakdown(...).time_s`)."""
         q = np.asarray(new_tokens, dtype=np.int64)
         c = np.asarray(cached_tokens, dtype=np.int64)
+        decode_max = self.decode_query_max(verify_tokens)
+        if decode_max > 1:
+            return self._hot.total_s(self._hot.verify_parts(q, c, decode_max), int(n_sampled))
         return self._hot.step_time_s(q, c, int(n_sampled))
 
     def decode_run_times_s(self, contexts: np.ndarray, n_steps: int) -> np.ndarray:

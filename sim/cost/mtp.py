@@ -3,8 +3,9 @@
 DeepSeek-V3's MTP module (its report, arXiv:2412.19437 sec. 2.2; GLM-4.5 ships the same kind):
 RMSNorm of the token embedding and of the last hidden state, a projection of their concatenation
 (2h -> h, `eh_proj`), one decoder layer like the model's last, and the shared LM head. One
-proposal = one decode step of that module over the speculating sequences; k proposals reuse it k
-times (vLLM's MTP proposer does so when num_speculative_tokens exceeds the modules). Its cost is
+proposal = one pass of that module over the speculating sequences (the first over the k+1 positions
+just verified, `MTPDraft.time_s`); k proposals reuse it k times (vLLM's MTP proposer does so when
+num_speculative_tokens exceeds the modules). Its cost is
 priced by the same cost model as the target (`mtp_cost_model`), not as a guessed fraction of a
 target step (an expert-parallel target's module is expert-parallel too: its MoE layer's experts over
 the same EP group, with dispatch and combine, as SGLang's NextN draft runs under the server's EP
@@ -49,21 +50,30 @@ class MTPDraft:
 
             self.module = ExpertParallelCostModel(mtp_module_spec(t.model), t.hw, t.layout, _weight_dtype_of(t),
                                                   t.kv_dtype, t.block_size, expert_parallel=expert_parallel,
-                                                  allreduce_kind=t.allreduce_kind, step_overhead_s=0.0)
+                                                  allreduce_kind=t.allreduce_kind, allreduce_rule=t.allreduce_rule,
+                                                  step_overhead_s=0.0)
         else:
             self.module = CostModel(mtp_module_spec(t.model), t.hw, t.tp, _weight_dtype_of(t), t.kv_dtype,
-                                    t.block_size, allreduce_kind=t.allreduce_kind, step_overhead_s=0.0)
+                                    t.block_size, allreduce_kind=t.allreduce_kind, allreduce_rule=t.allreduce_rule,
+                                    step_overhead_s=0.0)
         h = t.model.hidden_size
         self._eh_proj = (h // t.tp, 2 * h)  # column-split 2h -> h projection
 
     def time_s(self, contexts: np.ndarray) -> float:
-        """k module steps over these sequences (each proposal adds a token to their contexts)."""
+        """k module passes over these sequences. The first runs over the k+1 positions the target
+        just verified (vLLM's EagleProposer.propose feeds the draft every token of the target's step
+        with its hidden states, and samples at each sequence's last), the other k-1 over one new
+        token each; each pass samples one token per sequence from the shared LM head."""
         n = int(contexts.shape[0])
         if n == 0:
             return 0.0
-        module_s = float(self.module.decode_run_times_s(contexts, self.k).sum())
+        first = np.full(n, self.k + 1, dtype=np.int64)
+        module_s = self.module.step_time_s(first, contexts, n, verify_tokens=self.k + 1)
+        if self.k > 1:
+            module_s += float(self.module.decode_run_times_s(contexts + self.k + 1, self.k - 1).sum())
+        eh_first_s = float(self.module._gemm(np.array([float(n * (self.k + 1))]), *self._eh_proj, "eh_proj")[0][0])
         eh_s = float(self.module._gemm(np.array([float(n)]), *self._eh_proj, "eh_proj")[0][0])
-        return module_s + self.k * eh_s
+        return module_s + eh_first_s + (self.k - 1) * eh_s
 
 
 def _weight_dtype_of(cost) -> str:

@@ -11,7 +11,9 @@ import numpy as np
 class AttentionLoad:
     """Sums over a step's sequences (arrays: one entry per step).
 
-    prefill_* cover sequences bringing more than one new token, decode_* those bringing one.
+    prefill_* cover sequences bringing more than `decode_query_tokens` new tokens (1 unless told),
+    decode_* those bringing 1 to that many (a speculative verify's k+1 on a decode kernel that takes
+    several query tokens per sequence: `CostModel.decode_query_max`).
     `*_pairs`/`decode_context`: query-key pairs (sum of q_j * (c_j + q_j / 2), causal).
     `*_kv_tokens`: KV tokens read, counted in whole blocks of the block size.
     """
@@ -24,15 +26,16 @@ class AttentionLoad:
     decode_tokens: np.ndarray
 
 
-def attention_load(new_tokens: np.ndarray, cached_tokens: np.ndarray, block_size: int) -> AttentionLoad:
+def attention_load(new_tokens: np.ndarray, cached_tokens: np.ndarray, block_size: int,
+                   decode_query_tokens: int = 1) -> AttentionLoad:
     """Attention load of one step (arrays of length 1)."""
     q = np.asarray(new_tokens, dtype=np.int64)
     c = np.asarray(cached_tokens, dtype=np.int64)
     total = c + q
     kv_tokens = ((total + block_size - 1) // block_size) * block_size
     pairs = q * (c + 0.5 * q)
-    is_prefill = q > 1
-    is_decode = q == 1
+    is_prefill = q > decode_query_tokens
+    is_decode = (q >= 1) & ~is_prefill
 
     def sums(mask):
         return (

@@ -6,8 +6,11 @@ were; the first rejection ends the run. Tokens gained per step = 1 + accepted pr
 expectation 1 + sum_j prod_{i<=j} a_i (one rate a for all: (1 - a^(k+1)) / (1 - a)). Draws come
 from a generator seeded with (run seed, replica), one uniform per proposal, in plan order.
 
-Step cost = draft time + the target's step with k+1 query tokens per decoding sequence (verify
-is a short causal prefill over the sequence's context) and logits at all k+1 positions.
+Step cost = draft time + the target's step with k+1 query tokens per decoding sequence and logits
+at all k+1 positions, in ONE batched forward pass (vLLM's and SGLang's target verify). The verify
+tokens are a decode step of k+1 queries per sequence (`verify_tokens`): on MLA they take the
+absorbed decode kernel and re-expand no cached latents (`CostModel.decode_query_max`), and with an
+engine preset the step is a uniform decode step (CUDA graph, decode CPU cost).
 Draft time: `heads` (EAGLE-style) = k x spec_draft_cost x a decode-only target step over the
 same sequences; `draft` = k decode steps of the draft model (same hardware and TP) over them;
 `mtp` = k decode steps of the model's own MTP module (sim/cost/mtp.py), whose weights and KV
@@ -84,7 +87,8 @@ class SpecDecoder:
         """A step that only verifies these decoding sequences (drafting included)."""
         n = int(contexts.shape[0])
         verify = np.full(n, self.k + 1, dtype=np.int64)
-        return self.cost.step_time_s(verify, contexts, n * (self.k + 1)) + self.draft_time_s(contexts)
+        return self.cost.step_time_s(verify, contexts, n * (self.k + 1), verify_tokens=self.k + 1) + \
+            self.draft_time_s(contexts)
 
     def plan_step(self, sched: Scheduler, ids: list[int], new_tokens: list[int], transfer_s: float) -> StepPlan:
         """One step of `ids` (decoding ones speculate); grows the decoding tables to the kept tokens.
@@ -100,7 +104,7 @@ class SpecDecoder:
             extra[decoding] = self._accepted_within_limits(sched, rid[decoding], c[decoding])
         q_cost = np.where(decoding, self.k + 1, q)
         n_sampled = int(np.count_nonzero(~decoding & (c + q == t.n_tokens[rid]))) + n_dec * (self.k + 1)
-        step_s = self.cost.step_time_s(q_cost, c, n_sampled) + self.draft_time_s(c[decoding])
+        step_s = self.cost.step_time_s(q_cost, c, n_sampled, verify_tokens=self.k + 1) + self.draft_time_s(c[decoding])
         self.n_steps += 1
         return StepPlan(rid, q, np.array([step_s]), transfer_s=transfer_s, spec_extra=extra,
                         moe_tokens=int(q_cost.sum()))

@@ -248,6 +248,14 @@ class HardwareProfile(StrictModel):
     name: str
     description: str = ""
     vendor: str = ""
+    # The GPU die (the bundled profile that carries its kernel ceilings, e.g. `b200`): a profile naming a
+    # die and giving no `efficiency` takes the die's (`with_die_ceilings`); bundled profiles naming one
+    # die hold equal ceilings (tests/test_die_ceilings.py). Rack-scale systems differ in interconnect,
+    # memory and price, not in what the die's kernels reach.
+    die: str | None = None
+    # How a plan pays for this hardware: per GPU used, per whole node (a GB200 compute tray), or per
+    # whole scale-up domain (an NVL72 rack); `plan --billing` overrides it (sim/planner/billing.py).
+    billing: Literal["gpu", "node", "rack"] = "gpu"
     compute: Compute
     memory: Memory
     interconnect: Interconnect
@@ -321,4 +329,29 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
             raise InputError("--hardware", None, f"unknown profile {name_or_path!r}; bundled: {allowed}")
     elif not path.is_file():
         raise InputError(path, None, "file not found")
-    return validate(HardwareProfile, read_mapping(path), path)
+    return validate(HardwareProfile, with_die_ceilings(read_mapping(path), path), path)
+
+
+DIE_KEYS = ("efficiency", "uncertainty", "calibration")  # what a die's reference profile lends
+
+
+def with_die_ceilings(data: dict, path: Path) -> dict:
+    """`data` with its die's kernel ceilings when it names a die and gives no `efficiency`: the
+    reference profile's `efficiency`, and its `uncertainty` / `calibration` where `data` has none, and
+    its `sources` entries for those. The reference is the bundled profile named as the die, itself
+    naming that die and giving its own efficiency (no chains)."""
+    die = data.get("die")
+    if die is None or "efficiency" in data:
+        return data
+    ref_path = bundled_dir("hwprofiles") / f"{die}.yaml"
+    ref = read_mapping(ref_path) if ref_path.is_file() else {}
+    if ref.get("die") != die or "efficiency" not in ref:
+        raise InputError(path, "die", f"{die!r} is no bundled die reference (a profile named so, with `die: "
+                                      f"{die}` and its own efficiency); give efficiency or a die among the bundled")
+    merged = {**{key: ref[key] for key in DIE_KEYS if key in ref}, **data}
+    own = data.get("sources") or {}
+    lent = {key: value for key, value in (ref.get("sources") or {}).items()
+            if key not in own and (key in DIE_KEYS or key in Efficiency.model_fields)}
+    if lent:
+        merged["sources"] = {**lent, **own}
+    return merged

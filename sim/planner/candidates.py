@@ -1,7 +1,7 @@
 """Planner candidates: hardware x TP (x layout) x policy, each one replica of one hardware kind.
 
-A combination the engine cannot run (TP that does not split the heads, more GPUs than a node
-holds, weights that do not fit, a profile without a price) is skipped with its reason. With a
+A combination the engine cannot run (TP that does not split the heads, more GPUs than a scale-up
+(NVLink) domain holds, weights that do not fit, a profile without a price) is skipped with its reason. With a
 layout grid (sim/planner/layouts.py) each TP also takes the grid's PP / EP / DP-attention layouts,
 whose knobs join the candidate's `knobs`; a layout is checked by the simulator's own layout and
 memory rules (sim/inputs/layout/config.py, sim/inputs/layout/layout_memory.py), and TP may then span nodes.
@@ -20,6 +20,7 @@ from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.layout.memory import plan_memory
 from sim.inputs.model import load_model
+from sim.planner.billing import Billing, billing_of
 from sim.planner.layouts import LAYOUT_KNOBS, LayoutGrid, layout_label, replica_gpus
 from sim.yamlio import validate
 
@@ -29,7 +30,8 @@ class Candidate:
     cfg: EngineConfig
     cost_per_gpu_hour_usd: float
     knobs: tuple[tuple[str, object], ...] = ()  # the searched engine knobs' values (empty: no knob search)
-    gpus_per_node: int = 8  # the profile's scale-up domain (interconnect.max_gpus_per_node): whole-node rounding
+    gpus_per_node: int = 8  # the profile's node (interconnect.max_gpus_per_node): whole-node rounding
+    billing: Billing = Billing("gpu", 1, "profile")  # how its GPUs are paid for (sim/planner/billing.py)
 
     @property
     def label(self) -> str:
@@ -40,6 +42,10 @@ class Candidate:
     def n_gpus(self) -> int:
         """GPUs of one replica (its layout's)."""
         return replica_gpus(self.cfg)
+
+    def cost_per_hour_usd(self, replicas: int) -> float:
+        """$ per hour of `replicas` replicas: the GPUs billed (`billing`) at the GPU-hour price."""
+        return self.billing.billed_gpus(replicas, self.n_gpus) * self.cost_per_gpu_hour_usd
 
 
 @dataclass(frozen=True)
@@ -95,11 +101,13 @@ def parse_prices(texts: list[str] | None, hardware: list[str]) -> dict[str, floa
 
 def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
                      knob_settings: list[dict] | None = None, prices: dict[str, float] | None = None,
-                     layouts: LayoutGrid | None = None) -> tuple[list[Candidate], list[Skipped]]:
+                     layouts: LayoutGrid | None = None,
+                     billing: dict[str, str] | None = None) -> tuple[list[Candidate], list[Skipped]]:
     """Every runnable (hardware, tp, layout, policy, knob setting) on top of `base`, and the skipped
     ones with why. Unknown hardware, model or policy names, or a knob value the config rejects, raise
     InputError (a typo, not a skip). `prices`: $ per GPU-hour overriding the profiles' (parse_prices).
-    `layouts`: also each TP's layouts of the grid (None: plain TP within one node, as before)."""
+    `layouts`: also each TP's layouts of the grid (None: plain TP within one scale-up domain).
+    `billing`: billing unit by profile overriding the profiles' (sim.planner.billing.parse_billing)."""
     settings = knob_settings or [{}]
     if base.prefill_replicas is not None or base.decode_replicas is not None:
         raise InputError("--config", "prefill_replicas/decode_replicas", "plan sizes aggregated replicas (its GPU "
@@ -128,7 +136,8 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
                                                    None if layouts is None else layout_label(cfg)))
                         else:
                             runnable.append(Candidate(cfg, price, tuple(knobs.items()),
-                                                      hw.interconnect.max_gpus_per_node))
+                                                      hw.interconnect.max_gpus_per_node,
+                                                      billing_of(hw, (billing or {}).get(name))))
     return runnable, skipped
 
 
@@ -160,8 +169,8 @@ def drop_radix_twins(candidates: list[Candidate], has_prefix_ids: bool) -> tuple
 def _why_not(model, hw, tp: int, base: EngineConfig, price: float | None) -> str | None:
     if price is None:
         return f"profile {hw.name} has no cost_per_hour_usd (give --price {hw.name}=USD)"
-    if tp > hw.interconnect.max_gpus_per_node:
-        return f"tp {tp} exceeds the {hw.interconnect.max_gpus_per_node} GPUs of one node"
+    if tp > hw.scale_up_gpus:  # a TP group may span the nodes of one NVLink domain (GB200 NVL72 trays)
+        return f"tp {tp} exceeds the {hw.scale_up_gpus} GPUs of one NVLink (scale-up) domain"
     try:
         plan_memory(model, hw, tp, base.block_size, base.gpu_memory_utilization, base.weight_dtype,
                     base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs,

@@ -40,7 +40,17 @@ def sglang_command(cfg: EngineConfig, missing: list[str] | None = None) -> str:
         args.append("--disable-radix-cache")
     if cfg.kv_dtype in DTYPE_FLAGS:
         args += ["--kv-cache-dtype", "fp8_e4m3"]
-    return shlex.join(args)
+    return shlex.join(args + sglang_mtp_args(cfg))
+
+
+def sglang_mtp_args(cfg: EngineConfig) -> list[str]:
+    """SGLang's flags for speculating with the checkpoint's MTP (NextN) layers: its EAGLE worker runs
+    them (SGLang's DeepSeek / GLM-4.5 docs), a chain of k proposals (top-k 1) verified as k + 1 draft
+    tokens. Other spec methods: none (`_other_engine_gaps` says so)."""
+    if not cfg.spec_tokens or cfg.spec_method != "mtp":
+        return []
+    return ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(cfg.spec_tokens),
+            "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(cfg.spec_tokens + 1)]
 
 
 def trtllm_command(cfg: EngineConfig) -> str:
@@ -108,7 +118,7 @@ def _other_engine_line(engine: str, cfg: EngineConfig, replicas: int, model_id: 
     command = sglang_command(cfg, missing) if engine == "sglang" else COMMANDS[engine](cfg)
     if model_id:
         command = command.replace(shlex.quote(_hf_name(cfg)), shlex.quote(model_id), 1)
-    return command, missing + _other_engine_gaps(cfg, replicas)
+    return command, missing + _other_engine_gaps(engine, cfg, replicas)
 
 
 def layout_lines(cfg: EngineConfig, replicas: int, model_id: str | None = None) -> dict:
@@ -120,12 +130,12 @@ def layout_lines(cfg: EngineConfig, replicas: int, model_id: str | None = None) 
             "sglang": {"command": sglang, "not_expressible": sglang_missing}}
 
 
-def _other_engine_gaps(cfg: EngineConfig, replicas: int) -> list[str]:
+def _other_engine_gaps(engine: str, cfg: EngineConfig, replicas: int) -> list[str]:
     """What the SGLang / TensorRT-LLM / LMDeploy lines leave out (they carry the core knobs only)."""
     gaps = []
     if cfg.cpu_cache_gib:
         gaps.append(f"host prefix tier {cfg.cpu_cache_gib:g} GiB per replica: not written for this engine")
-    if cfg.spec_tokens:
+    if cfg.spec_tokens and not (engine == "sglang" and cfg.spec_method == "mtp"):
         gaps.append(f"speculative decoding ({cfg.spec_tokens} tokens): not written for this engine")
     if replicas > 1:
         gaps.append(f"router {cfg.router} across {replicas} replicas: put {ROUTER_HINT[cfg.router]} in front")

@@ -166,7 +166,18 @@ def _speculation(cfg: EngineConfig, missing: list[str]) -> list[str]:
         draft = load_model(cfg.spec_draft_model)
         spec = {"model": draft.hf_name or draft.name, "num_speculative_tokens": cfg.spec_tokens}
         return ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
-    missing.append(f"speculative heads ({cfg.spec_tokens} tokens): --speculative-config needs the EAGLE/MTP "
+    if cfg.spec_method == "mtp":
+        return ["--speculative-config", json.dumps(vllm_mtp_config(cfg), separators=(",", ":"))]
+    missing.append(f"speculative heads ({cfg.spec_tokens} tokens): --speculative-config needs the EAGLE heads "
                    f"checkpoint, e.g. '{{\"method\":\"eagle\",\"model\":\"<heads>\",\"num_speculative_tokens\":"
                    f"{cfg.spec_tokens}}}'")
     return []
+
+
+def vllm_mtp_config(cfg: EngineConfig) -> dict:
+    """vLLM's speculative config for the checkpoint's own MTP layers (no separate draft checkpoint:
+    vLLM loads them from the target's). `deepseek_mtp` for the MLA (DeepSeek-V3) family, vLLM's
+    generic `mtp` alias (it picks the architecture's MTP loader) otherwise; vllm/config/speculative.py
+    MTPModelTypes."""
+    method = "deepseek_mtp" if load_model(cfg.model).mla is not None else "mtp"
+    return {"method": method, "num_speculative_tokens": cfg.spec_tokens}

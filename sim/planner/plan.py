@@ -119,14 +119,15 @@ def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_token
     cfg, candidate = search.candidate.cfg, search.candidate
     mean_input_tokens, mean_output_tokens = mean_tokens
     gpus = replicas * candidate.n_gpus
-    cost_per_hour = gpus * candidate.cost_per_gpu_hour_usd
+    cost_per_hour = candidate.cost_per_hour_usd(replicas)  # the GPUs billed (sim.planner.billing)
     nodes = whole_nodes(replicas, candidate.n_gpus, candidate.gpus_per_node)
     tokens_per_hour = target_qps * 3600
     return {
         "hardware": cfg.hardware, "tp": cfg.tp, "policy": cfg.policy, "knobs": dict(candidate.knobs),
         "layout": layout_fields(cfg), "gpus_per_replica": candidate.n_gpus,
         "max_qps_per_replica": search.outcome.max_qps, "replicas": replicas, "gpus": gpus,
-        "cost_per_hour_usd": cost_per_hour, "nodes": nodes, "gpus_per_node": candidate.gpus_per_node,
+        "cost_per_hour_usd": cost_per_hour, "billing": candidate.billing.to_dict(replicas, candidate.n_gpus),
+        "nodes": nodes, "gpus_per_node": candidate.gpus_per_node,
         "whole_node_cost_per_hour_usd": nodes * candidate.gpus_per_node * candidate.cost_per_gpu_hour_usd,
         "usd_per_m_output_tokens": cost_per_hour / (tokens_per_hour * mean_output_tokens) * 1e6,
         "usd_per_m_total_tokens": cost_per_hour / (tokens_per_hour * (mean_input_tokens + mean_output_tokens)) * 1e6,
@@ -146,7 +147,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
               backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None,
               pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None,
               model_id: str | None = None, prices: dict[str, float] | None = None,
-              layouts: LayoutGrid | None = None) -> dict:
+              layouts: LayoutGrid | None = None, billing: dict[str, str] | None = None) -> dict:
     """The plan.json content (see the module docstring). `backend`: a sim.run.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
@@ -155,19 +156,20 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     called once the candidates are built, before the first simulation (the CLI prints the SLOs).
     `model_id`: the checkpoint the launch command serves (default: the model spec's hf_name).
     `prices`: $ per GPU-hour by profile name, overriding the profiles' cost_per_hour_usd.
+    `billing`: billing unit by profile name, overriding the profiles' (sim.planner.billing).
     `layouts`: also search each TP's PP / EP / DP-attention layouts (sim.planner.layouts); with it,
     or with `settings.screen_keep`, candidates are screened first (sim.planner.screen)."""
     if backend is None:
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
-                             progress, pd_ratios, announce, model_id, prices, layouts)
+                             progress, pd_ratios, announce, model_id, prices, layouts, billing)
     if not (target_qps > 0 and math.isfinite(target_qps)):
         raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
     if pd_ratios and not settings.verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}), prices,
-                                           layouts)
+                                           layouts, billing)
     candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids)
     candidates, same = collapse_identical(candidates)
     skipped += twins + same
@@ -264,7 +266,7 @@ def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Tr
         return VerifyTask(searches[i].candidate.cfg, rows[i]["replicas"], settings.max_verify_runs, guess, floor)
 
     def recost(i: int, replicas: int) -> dict:
-        fields = ("replicas", "gpus", "cost_per_hour_usd", "nodes", "whole_node_cost_per_hour_usd",
+        fields = ("replicas", "gpus", "cost_per_hour_usd", "billing", "nodes", "whole_node_cost_per_hour_usd",
                   "usd_per_m_output_tokens", "usd_per_m_total_tokens")
         return {k: v for k, v in costed(searches[i], replicas, target_qps, mean_tokens).items() if k in fields}
 

@@ -63,7 +63,7 @@ def verify_by_bound(rows: list[dict], candidates: list[Candidate], first_guesses
     floors = [verify_floor(g) for g in first_guesses]
     for row, c, floor in zip(rows, candidates, floors, strict=True):
         row["verify_floor_replicas"] = floor
-        row["cost_lower_bound_usd"] = floor * c.n_gpus * c.cost_per_gpu_hour_usd
+        row["cost_lower_bound_usd"] = c.cost_per_hour_usd(floor)  # billed cost never falls with replicas
     pending = sorted(range(len(rows)), key=lambda i: (rows[i]["cost_lower_bound_usd"], i))
     best: dict[str, float] = {}
     n_verified = 0

@@ -126,19 +126,26 @@ class EngineCost:
             return 0.0
         return self.gpu.model.n_layers * (self.gpu.layer_time_s(padded) - self.gpu.layer_time_s(size))
 
-    def gpu_step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
+    def gpu_step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int,
+                        verify_tokens: int = 1) -> float:
+        """The GPU's step time plus its graph padding. `verify_tokens` (speculative decoding: 1 + k): a
+        step whose sequences bring at most that many tokens is a uniform decode step, run as a CUDA
+        graph (vLLM captures decode graphs of uniform_decode_query_len = 1 + num_speculative_tokens)."""
         q = np.asarray(new_tokens, dtype=np.int64)
-        decode_only = bool(q.size) and int(q.max()) == 1
+        decode_only = bool(q.size) and int(q.max()) <= verify_tokens
         size = int(q.sum())
-        gpu_s = self.gpu.step_time_s(q, cached_tokens, n_sampled) + self._padding_s(size, decode_only)
+        gpu_s = self.gpu.step_time_s(q, cached_tokens, n_sampled, verify_tokens) if verify_tokens > 1 else \
+            self.gpu.step_time_s(q, cached_tokens, n_sampled)
+        gpu_s += self._padding_s(size, decode_only)
         if self._eager is not None and not self.engine.graphed(size, decode_only):
             gpu_s += self._eager.step_s(size, n_sampled)
         return gpu_s
 
-    def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int) -> float:
+    def step_time_s(self, new_tokens: np.ndarray, cached_tokens: np.ndarray, n_sampled: int,
+                    verify_tokens: int = 1) -> float:
         q = np.asarray(new_tokens, dtype=np.int64)
-        decode_only = bool(q.size) and int(q.max()) == 1
-        gpu_s = self.gpu_step_time_s(q, cached_tokens, n_sampled)
+        decode_only = bool(q.size) and int(q.max()) <= verify_tokens
+        gpu_s = self.gpu_step_time_s(q, cached_tokens, n_sampled, verify_tokens)
         n_seqs = int(np.count_nonzero(q))
         return float(self.engine.combine(gpu_s, self.engine.cpu_s(n_seqs, int(q.sum()), decode_only)))
 
