@@ -99,6 +99,24 @@ def _explain_arrow_error(path: Path, header: list[str], error: pa.ArrowInvalid) 
     return InputError(str(path), None, f"not a readable CSV trace ({message.splitlines()[0]})")
 
 
+_NUMPY_DTYPES = {
+    pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+    pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
+    pa.float32(): np.float32, pa.float64(): np.float64,
+}
+
+
+def column_values(column: pa.Array) -> np.ndarray:
+    """A column's values as numpy. Numbers without nulls are read in place from the Arrow buffer
+    (what `to_numpy` returns for them, without the pandas import, ~0.2 s, that Arrow's own
+    conversion makes on first use); anything else goes through `to_numpy`."""
+    dtype = _NUMPY_DTYPES.get(column.type)
+    if dtype is None or column.null_count:
+        return column.to_numpy(zero_copy_only=False)
+    return np.frombuffer(column.buffers()[1], dtype=dtype, count=len(column),
+                         offset=column.offset * np.dtype(dtype).itemsize)
+
+
 def load_csv(
     path: Path,
     schema: CsvSchema,
@@ -129,7 +147,7 @@ def load_csv(
         for batch in _open_batches(path, header, schema):
             n_rows = batch.num_rows
             columns = {
-                name: batch.column(name).to_numpy(zero_copy_only=False)
+                name: column_values(batch.column(name))
                 for name in batch.schema.names
             }
             minimum_output = 0 if schema.failed_marker else 1
