@@ -1,5 +1,5 @@
 """Arrow columns built from buffers equal Arrow's own conversions: CSV trace columns read in place
-(`sim.workload.csv_formats.column_values`) equal `to_numpy`, value for value and dtype for dtype;
+(`sim.inputs.workload.csv_formats.column_values`) equal `to_numpy`, value for value and dtype for dtype;
 requests-table columns built from buffers (`sim.output.arrow_column`) equal `pyarrow.array`, and the
 parquet file is the same bytes. So a CSV replay that writes its outputs imports no pandas (Arrow's
 conversions would: ~0.2 s of the process)."""
@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sim.config import EngineConfig
+from sim.inputs.config import EngineConfig
+from sim.inputs.workload.csv_formats import column_values
+from sim.inputs.workload.trace import Trace
 from sim.output import arrow_column, write_columns_parquet
-from sim.simulate import simulate
-from sim.summary import requests_columns
-from sim.trace import Trace
-from sim.workload.csv_formats import column_values
+from sim.run.simulate import simulate
+from sim.run.summary import requests_columns
 
 TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(),
          pa.float32(), pa.float64()]
