@@ -77,7 +77,8 @@ def plan(
     gpu_memory_utilization: float = _knob("share of HBM for the engine [0.9]", "--gpu-memory-utilization"),
     max_model_len: int = _knob("context limit [model's max_position_embeddings]", "--max-model-len"),
     kv_dtype: str = _knob("bf16 | fp16 | fp8 | int8", "--kv-dtype", "--kv-cache-dtype"),
-    weight_dtype: str = _knob("bf16 | fp16 | fp8 | int8 | int4 | fp4", "--weight-dtype"),
+    weight_dtype: str = _knob("bf16 | fp16 | fp8 | int8 | int4 | fp4 | auto [auto: as the checkpoint stores it]",
+                              "--weight-dtype"),
     chunk_size: int = _knob("cap on one request's prefill chunk per step (vLLM's long_prefill_token_threshold)",
                             "--chunk-size", "--long-prefill-token-threshold"),
     cpu_cache_gib: float = _knob("radix candidates: host-memory prefix tier, GiB per replica (vLLM's "

@@ -18,6 +18,7 @@ import json
 
 from sim.config import EngineConfig
 from sim.model import load_model
+from sim.model.weights import AUTO
 from sim.planner.launch_layout import vllm_multinode_note
 
 QUANTIZATION_FLAGS = {"fp8": "fp8"}  # infersim weight dtype -> vLLM --quantization (others need a quantized checkpoint)
@@ -127,7 +128,7 @@ def _memory(cfg: EngineConfig, missing: list[str]) -> list[str]:
         missing.append(f"KV cache dtype {cfg.kv_dtype}: vLLM's --kv-cache-dtype offers auto and fp8 variants")
     if cfg.weight_dtype in QUANTIZATION_FLAGS:
         args += ["--quantization", QUANTIZATION_FLAGS[cfg.weight_dtype]]
-    elif cfg.weight_dtype not in ("bf16", "fp16"):
+    elif cfg.weight_dtype not in ("bf16", "fp16", AUTO):  # auto: vLLM reads the checkpoint's quantization_config
         missing.append(f"{cfg.weight_dtype} weights: serve a checkpoint quantized to {cfg.weight_dtype} "
                        f"(AWQ/GPTQ/...; vLLM reads the method from it)")
     if cfg.cpu_cache_gib:
