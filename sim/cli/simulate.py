@@ -89,7 +89,7 @@ def simulate(
     replicas: int = _opt("replicas behind the router [1]", "--replicas"),
     router: str = _opt("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     replica_hardware: str = _opt("one profile per replica, comma-separated (a mixed cluster)", "--replica-hardware"),
-    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 | int4 (weight-only) | fp4 | auto [auto: as the checkpoint stores it]",
+    weight_dtype: str = _opt("bf16 | fp16 | fp8 | int8 | int4 (weight-only) | fp4 | auto [auto: as stored]",
                              "--weight-dtype"),
     kv_dtype: str = _opt("bf16 | fp16 | fp8 | int8 [bf16; a preset's default for quantized weights]",
                          "--kv-dtype", "--kv-cache-dtype"),

@@ -135,10 +135,11 @@ def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_token
     }
 
 
-def _row_order(row: dict) -> tuple:
-    """Cheapest first; at equal cost the most headroom (highest rate per replica), then by name."""
+def _row_order(row: dict, preferred_policy: str = "chunked") -> tuple:
+    """Cheapest first; at equal cost the most headroom (highest rate per replica), then the engine's
+    default policy (`preferred_policy`: its launch line keeps the engine's defaults), then by name."""
     return (row["cost_per_hour_usd"], row["gpus"], -row["max_qps_per_replica"], row["hardware"], row["tp"],
-            row["policy"], str(row["knobs"]))
+            row["policy"] != preferred_policy, row["policy"], str(row["knobs"]))
 
 
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
@@ -168,7 +169,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}), prices,
                                            layouts)
-    candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids)
+    candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids, _twin_kept(base))
     candidates, same = collapse_identical(candidates)
     skipped += twins + same
     screen_section, estimates = None, []
@@ -189,19 +190,21 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
     mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
-    order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i]))
+    preferred = _twin_kept(base)
+    order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i], preferred))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
     order_section = None
     if settings.verify:
         peak = piece.peak_to_mean if settings.sizing == "busiest" else 1.0
         order_section = verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress,
                                         mean_tokens, peak)
-    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *_row_order(r)))
+    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *_row_order(r, preferred)))
     recommended = _recommend(rows, settings.verify, target_qps)
     mark_ties(rows, recommended)
     recommended_cfg = None if recommended is None else _config_of(recommended, feasible)
     return {
-        **provenance(base, trace), "model": base.model, "workload": trace.source, "target_qps": target_qps,
+        **provenance(base, trace), "model": base.model, "weight_dtype": _weights_section(base),
+        "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
         "workload_shape": workload_shape(trace, piece, target_qps),
         "layouts": None if layouts is None else layouts.to_dict(), "screen": screen_section,
@@ -223,6 +226,25 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
                                                                     estimates if layouts is not None else None,
                                                                     prices),
     }
+
+
+def _twin_kept(base: EngineConfig) -> str:
+    """Which of a chunked / radix pair that replays alike is sized: the engine preset's default policy
+    when it is radix (vLLM, SGLang: prefix caching on), else chunked."""
+    if base.engine is None:
+        return "chunked"
+    from sim.engines.preset import load_engine
+
+    return "radix" if load_engine(base.engine).scheduling.policy == "radix" else "chunked"
+
+
+def _weights_section(base: EngineConfig) -> dict:
+    """plan.json's `weight_dtype`: the dtype every candidate's weights were sized and priced in, and per
+    tensor group in words (sim.model.weights: `auto` is the checkpoint as stored)."""
+    from sim.model import load_model
+    from sim.model.weights import describe_weight_dtype
+
+    return {"value": base.weight_dtype, "described": describe_weight_dtype(load_model(base.model), base.weight_dtype)}
 
 
 def _disaggregated(recommended: dict | None, searches: list[CandidateSearch], pd_ratios: list[tuple[int, int]],

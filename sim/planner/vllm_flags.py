@@ -1,0 +1,59 @@
+"""`plan`'s defaults and vLLM spellings: the engine a plan assumes when none is named, and the vLLM
+flags it prints (`--quantization`, `--speculative-config`, `--enable-expert-parallel`) read back with
+the meaning of infersim's own (sim/vllm_names.py does the translation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.errors import InputError
+
+DEFAULT_ENGINE = "vllm"  # the newest bundled vLLM preset (`infersim engines`): what plan simulates and prints
+NO_ENGINE = "none"  # --engine none: the generic engine of the hardware profile's step overhead (no preset)
+
+
+def plan_engine(engine: str | None, config: Path | None) -> str | None:
+    """The engine preset `plan` simulates: --engine as given (`none`: no preset), else the --config
+    YAML's `engine`, else DEFAULT_ENGINE, so the launch line it prints is the engine it simulated."""
+    if engine is not None:
+        return None if engine.strip().lower() == NO_ENGINE else engine
+    if config is not None:
+        from sim.yamlio import read_mapping
+
+        if "engine" in read_mapping(config):
+            return None  # the YAML's own (load_config reads it)
+    return DEFAULT_ENGINE
+
+
+def vllm_spellings(model: str | None, config: Path | None, weight_dtype: str | None, quantization: str | None,
+                   speculative_config: str | None) -> dict:
+    """Config keys for vLLM's `--quantization` and `--speculative-config` (None-free); `--quantization`
+    together with `--weight-dtype` is an InputError (two names for one setting)."""
+    from sim.vllm_names import speculative_config_knobs, weight_dtype_from_quantization
+
+    out: dict = {}
+    if quantization is not None:
+        if weight_dtype is not None:
+            raise InputError("--quantization", None, "names the weight dtype as --weight-dtype does: give one of them")
+        out["weight_dtype"] = weight_dtype_from_quantization(quantization, _model_spec(model, config))
+    if speculative_config is not None:
+        out.update(speculative_config_knobs(speculative_config))
+    return out
+
+
+def _model_spec(model: str | None, config: Path | None):
+    from sim.config import EngineConfig
+    from sim.model import load_model
+    from sim.yamlio import read_mapping
+
+    name = model or (read_mapping(config).get("model") if config is not None else None)
+    return load_model(str(name or EngineConfig.model_fields["model"].default))
+
+
+def expert_parallel_flag(ep: str | None, enable_expert_parallel: bool) -> str:
+    """`--ep`'s value for vLLM's `--enable-expert-parallel` (on) / `--no-...` (off); both flags
+    naming different things is an InputError."""
+    value = "on" if enable_expert_parallel else "off"
+    if ep is not None and ep.strip().lower() != value:
+        raise InputError("--enable-expert-parallel", None, f"contradicts --ep {ep}: give one of them")
+    return value
