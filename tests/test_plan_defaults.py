@@ -81,10 +81,18 @@ def test_plan_simulates_the_newest_vllm_preset_and_every_printed_flag_was_simula
     for flag, value in flags.items():
         _check_vllm_flag(flag, value, cfg)
     assert "--disable-custom-all-reduce" not in flags  # the preset's all-reduce is vLLM's own choice
-    # splitwise_conv carries no prefix ids: the radix candidate (vLLM's default, prefix caching on) is kept
+    # the engine's default policy (vLLM: prefix caching on chunked prefill) is the one searched
     assert cfg.policy == "radix" and "--enable-prefix-caching" in flags
+    assert {row["policy"] for row in plan["candidates"]} == {"radix"}
     assert "--disable-radix-cache" not in plan["launch"]["layout_lines"]["sglang"]["command"]
+
+
+def test_without_prefix_ids_the_twin_kept_is_the_engines_default():
+    """splitwise_conv carries no prefix ids: radix and chunked replay alike; vLLM's default (radix) is kept."""
+    plan = _plan(DENSE, "--policy", "chunked,radix")
+    assert {row["policy"] for row in plan["candidates"]} == {"radix"}
     assert any(s["policy"] == "chunked" and "engine's default" in s["reason"] for s in plan["skipped"])
+    assert "--enable-prefix-caching" in _flags(plan["launch"]["command"])
 
 
 def test_the_printed_line_is_the_json_line_and_names_weights_and_engine():

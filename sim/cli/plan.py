@@ -38,7 +38,9 @@ def plan(
     price: list[str] = typer.Option(None, "--price", show_default=False,
                                     help="PROFILE=USD per GPU-hour, repeatable: your price instead of the profile's "
                                          "cost_per_hour_usd (e.g. h100-sxm=2.10)"),
-    policy: str = typer.Option("chunked,radix", "--policy", "-p", help="comma-separated scheduler policies"),
+    policy: str = typer.Option(None, "--policy", "-p", show_default=False,
+                               help="comma-separated scheduler policies [the engine's default: radix for vllm "
+                                    "(prefix caching on chunked prefill); chunked,radix with --engine none]"),
     search: list[str] = typer.Option(None, "--search", help="engine knob to search, KEY=v1,v2 (repeatable): "
                                                             "max_num_seqs, max_num_batched_tokens, block_size, ..."),
     target_qps: float = typer.Option(..., "--target-qps",
@@ -138,7 +140,7 @@ def plan(
     from sim.planner.layouts import default_layouts, parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
-    from sim.planner.vllm_flags import expert_parallel_flag, plan_engine, vllm_spellings
+    from sim.planner.vllm_flags import default_policies, expert_parallel_flag, plan_engine, vllm_spellings
     from sim.run import resolve_seed
     from sim.sweep.backends import make_backend
     from sim.trace import ClosedLoop
@@ -156,7 +158,7 @@ def plan(
              "cpu_cache_gib": cpu_cache_gib, "router": router}
     overrides = {"model": model, "seed": seed, "engine": plan_engine(engine, config), **knobs,
                  **vllm_spellings(model, config, weight_dtype, quantization, speculative_config)}
-    policies = parse_list(policy, "--policy")
+    policies = parse_list(policy or default_policies(overrides["engine"], config), "--policy")
     if cpu_cache_gib or chunk_size:  # the base is validated on its own: give it a policy that takes these knobs
         overrides["policy"] = "radix" if "radix" in policies else policies[0]
     base = resolve_seed(load_config(config, overrides), workload, workload_format)

@@ -25,6 +25,24 @@ def plan_engine(engine: str | None, config: Path | None) -> str | None:
     return DEFAULT_ENGINE
 
 
+NO_ENGINE_POLICIES = "chunked,radix"  # without a preset: chunked prefill with and without prefix caching
+
+
+def default_policies(engine: str | None, config: Path | None) -> str:
+    """`plan`'s policies when --policy is not given: the engine preset's default policy (the engine named,
+    else the --config YAML's), so the default plan is the engine as it ships; NO_ENGINE_POLICIES
+    without a preset."""
+    if engine is None and config is not None:
+        from sim.yamlio import read_mapping
+
+        engine = read_mapping(config).get("engine")
+    if not engine:
+        return NO_ENGINE_POLICIES
+    from sim.engines.preset import load_engine
+
+    return load_engine(str(engine)).scheduling.policy
+
+
 def vllm_spellings(model: str | None, config: Path | None, weight_dtype: str | None, quantization: str | None,
                    speculative_config: str | None) -> dict:
     """Config keys for vLLM's `--quantization` and `--speculative-config` (None-free); `--quantization`
