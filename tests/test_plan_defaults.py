@@ -166,3 +166,18 @@ def test_quantization_of_a_stored_checkpoint_is_served_as_stored():
 def test_vllm_names_refuse_what_is_not_modelled_in_one_line(extra, where):
     result = CliRunner().invoke(app, [*DENSE, *extra])
     assert result.exit_code == 2 and where in result.output and "Traceback" not in result.output
+
+
+def test_the_engine_and_its_policy_follow_the_flag_then_the_config_yaml(tmp_path):
+    from sim.planner.vllm_flags import default_policies, plan_engine
+
+    assert plan_engine(None, None) == "vllm" and default_policies("vllm", None) == "radix"
+    assert plan_engine("none", None) is None and default_policies(None, None) == "chunked,radix"
+    assert plan_engine("trtllm", None) == "trtllm" and default_policies("trtllm", None) == "chunked"
+    yaml_file = tmp_path / "engine.yaml"
+    yaml_file.write_text("engine: sglang\nmax_num_seqs: 64\n")
+    assert plan_engine(None, yaml_file) is None  # the YAML's own engine is read by load_config
+    assert default_policies(None, yaml_file) == "radix"
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("max_num_seqs: 64\n")
+    assert plan_engine(None, plain) == "vllm"
