@@ -169,7 +169,7 @@ def test_vllm_names_refuse_what_is_not_modelled_in_one_line(extra, where):
 
 
 def test_the_engine_and_its_policy_follow_the_flag_then_the_config_yaml(tmp_path):
-    from sim.planner.vllm_flags import default_policies, plan_engine
+    from sim.planner.defaults import default_policies, plan_engine
 
     assert plan_engine(None, None) == "vllm" and default_policies("vllm", None) == "radix"
     assert plan_engine("none", None) is None and default_policies(None, None) == "chunked,radix"

@@ -135,12 +135,12 @@ def plan(
     from sim.output import atomic_run_dir, write_json
     from sim.planner.band import capacity_band
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
+    from sim.planner.defaults import default_policies, expert_parallel_flag, plan_engine, vllm_spellings
     from sim.planner.disagg import parse_pd_ratios
     from sim.planner.knobs import parse_knob_search
     from sim.planner.layouts import default_layouts, parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
-    from sim.planner.vllm_flags import default_policies, expert_parallel_flag, plan_engine, vllm_spellings
     from sim.run import resolve_seed
     from sim.sweep.backends import make_backend
     from sim.trace import ClosedLoop

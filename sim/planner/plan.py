@@ -19,6 +19,7 @@ from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.planner.burst import SearchSlice, search_slice, workload_shape
 from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
+from sim.planner.defaults import preferred_policy, weights_section
 from sim.planner.disagg import compare_layouts
 from sim.planner.disagg_layouts import choose_groups, groups_section, split_base
 from sim.planner.estimate import start_qps
@@ -135,11 +136,11 @@ def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_token
     }
 
 
-def _row_order(row: dict, preferred_policy: str = "chunked") -> tuple:
+def _row_order(row: dict, engine_policy: str = "chunked") -> tuple:
     """Cheapest first; at equal cost the most headroom (highest rate per replica), then the engine's
-    default policy (`preferred_policy`: its launch line keeps the engine's defaults), then by name."""
+    default policy (`engine_policy`: its launch line keeps the engine's defaults), then by name."""
     return (row["cost_per_hour_usd"], row["gpus"], -row["max_qps_per_replica"], row["hardware"], row["tp"],
-            row["policy"] != preferred_policy, row["policy"], str(row["knobs"]))
+            row["policy"] != engine_policy, row["policy"], str(row["knobs"]))
 
 
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
@@ -169,7 +170,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}), prices,
                                            layouts)
-    candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids, _twin_kept(base))
+    candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids, preferred_policy(base))
     candidates, same = collapse_identical(candidates)
     skipped += twins + same
     screen_section, estimates = None, []
@@ -190,7 +191,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
     mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
-    preferred = _twin_kept(base)
+    preferred = preferred_policy(base)
     order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i], preferred))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
     order_section = None
@@ -203,7 +204,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mark_ties(rows, recommended)
     recommended_cfg = None if recommended is None else _config_of(recommended, feasible)
     return {
-        **provenance(base, trace), "model": base.model, "weight_dtype": _weights_section(base),
+        **provenance(base, trace), "model": base.model, "weight_dtype": weights_section(base),
         "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
         "workload_shape": workload_shape(trace, piece, target_qps),
@@ -226,25 +227,6 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
                                                                     estimates if layouts is not None else None,
                                                                     prices),
     }
-
-
-def _twin_kept(base: EngineConfig) -> str:
-    """Which of a chunked / radix pair that replays alike is sized: the engine preset's default policy
-    when it is radix (vLLM, SGLang: prefix caching on), else chunked."""
-    if base.engine is None:
-        return "chunked"
-    from sim.engines.preset import load_engine
-
-    return "radix" if load_engine(base.engine).scheduling.policy == "radix" else "chunked"
-
-
-def _weights_section(base: EngineConfig) -> dict:
-    """plan.json's `weight_dtype`: the dtype every candidate's weights were sized and priced in, and per
-    tensor group in words (sim.model.weights: `auto` is the checkpoint as stored)."""
-    from sim.model import load_model
-    from sim.model.weights import describe_weight_dtype
-
-    return {"value": base.weight_dtype, "described": describe_weight_dtype(load_model(base.model), base.weight_dtype)}
 
 
 def _disaggregated(recommended: dict | None, searches: list[CandidateSearch], pd_ratios: list[tuple[int, int]],

@@ -1,6 +1,7 @@
-"""`plan`'s defaults and vLLM spellings: the engine a plan assumes when none is named, and the vLLM
-flags it prints (`--quantization`, `--speculative-config`, `--enable-expert-parallel`) read back with
-the meaning of infersim's own (sim/vllm_names.py does the translation)."""
+"""`plan`'s defaults and vLLM spellings: the engine and policies a plan assumes when none is named,
+which of two candidates that replay alike it keeps, the weights it reports, and the vLLM flags it
+prints (`--quantization`, `--speculative-config`, `--enable-expert-parallel`) read back with the
+meaning of infersim's own (sim/vllm_names.py does the translation)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,22 @@ def expert_parallel_flag(ep: str | None, enable_expert_parallel: bool) -> str:
     if ep is not None and ep.strip().lower() != value:
         raise InputError("--enable-expert-parallel", None, f"contradicts --ep {ep}: give one of them")
     return value
+
+
+def preferred_policy(base) -> str:
+    """Which of a chunked / radix pair that replays alike is sized: the engine preset's default policy
+    when it is radix (vLLM, SGLang: prefix caching on), else chunked."""
+    if base.engine is None:
+        return "chunked"
+    from sim.engines.preset import load_engine
+
+    return "radix" if load_engine(base.engine).scheduling.policy == "radix" else "chunked"
+
+
+def weights_section(base) -> dict:
+    """plan.json's `weight_dtype`: the dtype every candidate's weights were sized and priced in, and per
+    tensor group in words (sim.model.weights: `auto` is the checkpoint as stored)."""
+    from sim.model import load_model
+    from sim.model.weights import describe_weight_dtype
+
+    return {"value": base.weight_dtype, "described": describe_weight_dtype(load_model(base.model), base.weight_dtype)}
