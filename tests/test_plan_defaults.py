@@ -181,3 +181,14 @@ def test_the_engine_and_its_policy_follow_the_flag_then_the_config_yaml(tmp_path
     plain = tmp_path / "plain.yaml"
     plain.write_text("max_num_seqs: 64\n")
     assert plan_engine(None, plain) == "vllm"
+
+
+def test_an_mtp_speculative_config_round_trips_through_the_launch_line():
+    from sim.planner.launch_vllm import vllm_args
+    from sim.vllm_names import speculative_config_knobs
+
+    knobs = speculative_config_knobs('{"method":"deepseek_mtp","num_speculative_tokens":1}')
+    assert knobs == {"spec_tokens": 1, "spec_method": "mtp"}
+    argv, _ = vllm_args(EngineConfig.model_validate({"model": "deepseek-r1", "tp": 8, "hardware": "h200", **knobs}))
+    assert json.loads(_flags(shlex.join(argv))["--speculative-config"]) == {"method": "mtp",
+                                                                             "num_speculative_tokens": 1}

@@ -163,6 +163,9 @@ def _speculation(cfg: EngineConfig, missing: list[str]) -> list[str]:
         return []
     rates = ",".join(f"{a:g}" for a in cfg.spec_acceptance)
     missing.append(f"speculative acceptance {rates}: assumed by the simulation, a property of the draft and data")
+    if cfg.spec_method == "mtp":  # the checkpoint's own MTP layers (vLLM docs, "MTP": method mtp)
+        spec = {"method": "mtp", "num_speculative_tokens": cfg.spec_tokens}
+        return ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     if cfg.spec_method == "draft" and cfg.spec_draft_model:
         draft = load_model(cfg.spec_draft_model)
         spec = {"model": draft.hf_name or draft.name, "num_speculative_tokens": cfg.spec_tokens}
