@@ -88,7 +88,7 @@ def test_launch_lines_carry_the_engines_mtp_flags():
     launch = launch_command(cfg, 1)
     argv = shlex.split(launch["command"])
     spec = json.loads(argv[argv.index("--speculative-config") + 1])
-    assert spec == {"method": "deepseek_mtp", "num_speculative_tokens": 2}
+    assert spec == {"method": "mtp", "num_speculative_tokens": 2}  # vLLM >= 0.11: deepseek_mtp is an alias
     assert not any("EAGLE" in m or "checkpoint" in m for m in launch["not_expressible"])
     sglang = launch["layout_lines"]["sglang"]
     flags = shlex.split(sglang["command"])

@@ -99,7 +99,8 @@ def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
     cli = CliRunner().invoke(app, ["plan", "--workload", str(workload), "--model", "llama-3-8b", "--hardware",
                                    "h100-sxm,a100-80g-sxm", "--tp", "1", "--policy", "chunked", "--slo", "ttft_p99=1s",
                                    "--slo", "tpot_p99=50ms", "--target-qps", "12", "--max-requests", "60",
-                                   "--workers", "1", "--out", str(tmp_path / "cli")])
+                                   "--workers", "1", "--engine", "none",  # the notebook's config names no engine
+                                   "--out", str(tmp_path / "cli")])
     assert cli.exit_code == 0, cli.output
     from_cli = json.loads((tmp_path / "cli" / "plan.json").read_text())
     from_notebook = json.loads((tmp_path / "notebook_plan.json").read_text())

@@ -4,6 +4,8 @@ screen (an estimate that never claims to be a bound), prefill and decode groups 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -18,7 +20,7 @@ from sim.planner.candidates import build_candidates
 from sim.planner.launch import launch_command
 from sim.planner.layouts import LayoutGrid, parse_layout_grid, whole_nodes
 from sim.planner.plan import SearchSettings, make_plan
-from sim.planner.screen import screen
+from sim.planner.screen import is_plain_tp, screen
 
 GRID = LayoutGrid(pps=(1, 2), expert_parallel=(False, True), dps=(1, 2, 4, 8), a2a_backends=("nccl", "deepep"))
 SLO = parse_slo(["ttft_p99=2s", "tpot_p99=50ms"])
@@ -70,8 +72,20 @@ def test_screen_drops_per_hardware_and_says_it_is_no_bound():
     kept, unpriced, section, estimates = screen(candidates, small_trace(), SLO, 20.0, 2)
     assert section["kind"].endswith("(not a bound)") and section["exact_over"] == "sized candidates only"
     assert {c.cfg.hardware for c in kept} == {"h200", "gb200-nvl72"}
-    assert all(sum(c.cfg.hardware == hw for c in kept) == 2 for hw in ("h200", "gb200-nvl72"))
+    for hw in ("h200", "gb200-nvl72"):  # per hardware: the 2 lowest estimates, and plain TP whatever its estimate
+        def order(i):  # the screen's: estimated $/h, then GPU-hours, then candidate order
+            c, e = estimates[i]
+            return e.cost_per_hour_usd, 20.0 / e.replica_qps * c.n_gpus if e.replica_qps > 0 else math.inf, i
+
+        mine = sorted((order(i), i) for i, (c, e) in enumerate(estimates) if c.cfg.hardware == hw)
+        plain = [i for i, (c, _) in enumerate(estimates) if c.cfg.hardware == hw and is_plain_tp(c)]
+        best_plain = min(plain, key=order)
+        in_node = {i for i in plain if estimates[i][0].n_gpus <= estimates[i][0].gpus_per_node}
+        expected = {i for _, i in mine[:2]} | in_node | {best_plain}
+        assert {id(c) for c in kept if c.cfg.hardware == hw} == {id(estimates[i][0]) for i in expected}
     assert section["n_dropped"] == len(estimates) - len(kept) > 0
+    dropped = [r for r in section["estimates"] if not r["sized"]]
+    assert section["best_dropped"]["cost_per_hour_usd"] == min(r["cost_per_hour_usd"] for r in dropped)
     assert any("no fit for EP" in s.reason for s in unpriced)  # DeepEP sizes a profile has no fit for
     kept_all, _, all_section, _ = screen(candidates, small_trace(), SLO, 20.0, None)
     assert all_section["exact_over"] == "every candidate" and len(kept_all) == len(estimates)
@@ -129,7 +143,9 @@ def moe_plan():
 
 def test_plan_rows_count_gpus_and_whole_nodes_by_layout(moe_plan):
     per_node = load_hardware("h100-sxm").interconnect.max_gpus_per_node
-    assert moe_plan["screen"]["n_sized"] == 3 and moe_plan["layouts"]["dp"] == [1, 2]
+    sized = {r["candidate"] for r in moe_plan["screen"]["estimates"] if r["sized"]}
+    assert {"h100-sxm tp1 chunked", "h100-sxm tp2 chunked", "h100-sxm tp4 chunked"} <= sized  # plain TP: always
+    assert moe_plan["screen"]["n_sized"] == len(sized) <= 3 + 3 and moe_plan["layouts"]["dp"] == [1, 2]
     for row in moe_plan["candidates"]:
         assert row["gpus"] == row["replicas"] * row["gpus_per_replica"] == row["replicas"] * row["layout"][
             "gpus_per_replica"]

@@ -43,7 +43,9 @@ def plan(
                                            "server, a GB200 tray) | rack (whole NVLink domains: an NVL72 rack); "
                                            "UNIT for every profile or PROFILE=UNIT, repeatable [each profile's "
                                            "`billing`: gpu, gb200-nvl72 rack]"),
-    policy: str = typer.Option("chunked,radix", "--policy", "-p", help="comma-separated scheduler policies"),
+    policy: str = typer.Option(None, "--policy", "-p", show_default=False,
+                               help="comma-separated scheduler policies [the engine's default: radix for vllm "
+                                    "(prefix caching on chunked prefill); chunked,radix with --engine none]"),
     search: list[str] = typer.Option(None, "--search", help="engine knob to search, KEY=v1,v2 (repeatable): "
                                                             "max_num_seqs, max_num_batched_tokens, block_size, ..."),
     target_qps: float = typer.Option(..., "--target-qps",
@@ -65,8 +67,13 @@ def plan(
                            help="layout search: pipeline stages to try, e.g. 1,2 (sim/planner/layouts.py)"),
     ep: str = typer.Option(None, "--ep", show_default=False,
                            help="layout search: expert parallelism over the MoE layer's GPUs: off | on | off,on"),
-    dp: str = typer.Option(None, "--dp", show_default=False,
+    dp: str = typer.Option(None, "--dp", "--data-parallel-size", show_default=False,
                            help="layout search: attention data-parallel ranks (with EP), e.g. 1,2,4,8"),
+    enable_expert_parallel: bool = typer.Option(None, "--enable-expert-parallel", show_default=False,
+                                                help="vLLM's name for --ep on (EP layouts only)"),
+    layout_search: bool = typer.Option(None, "--layout-search/--no-layout-search", show_default=False,
+                                       help="search EP and DP-attention layouts (--ep off,on --dp 1,2,4,8) [on for "
+                                            "a MoE model when no layout flag is given]; budget: --screen-keep"),
     moe_a2a_backend: str = typer.Option(None, "--moe-a2a-backend", show_default=False,
                                         help="layout search: MoE all-to-all backends with EP: nccl | deepep | both"),
     max_replica_gpus: int = typer.Option(None, "--max-replica-gpus", show_default=False,
@@ -82,15 +89,20 @@ def plan(
     gpu_memory_utilization: float = _knob("share of HBM for the engine [0.9]", "--gpu-memory-utilization"),
     max_model_len: int = _knob("context limit [model's max_position_embeddings]", "--max-model-len"),
     kv_dtype: str = _knob("bf16 | fp16 | fp8 | int8", "--kv-dtype", "--kv-cache-dtype"),
-    weight_dtype: str = _knob("bf16 | fp16 | fp8 | int8 | int4 | fp4", "--weight-dtype"),
+    weight_dtype: str = _knob("bf16 | fp16 | fp8 | int8 | int4 | fp4 | auto [auto: as the checkpoint stores it]",
+                              "--weight-dtype"),
+    quantization: str = _knob("vLLM's --quantization: fp8 (online FP8 of a bf16 checkpoint) or the checkpoint's "
+                              "own method (served as stored)", "--quantization", "-q"),
+    speculative_config: str = _knob("vLLM's --speculative-config JSON: method (mtp | eagle | draft_model), "
+                                    "num_speculative_tokens, model", "--speculative-config"),
     chunk_size: int = _knob("cap on one request's prefill chunk per step (vLLM's long_prefill_token_threshold)",
                             "--chunk-size", "--long-prefill-token-threshold"),
     cpu_cache_gib: float = _knob("radix candidates: host-memory prefix tier, GiB per replica (vLLM's "
                                  "--kv-offloading-size)", "--cpu-cache-gib", "--kv-offloading-size"),
     router: str = _knob("round_robin | random | least_outstanding | least_kv | prefix_affinity", "--router"),
     engine: str = typer.Option(None, "--engine", show_default=False,
-                               help="engine preset (vllm | sglang | trtllm | lmdeploy | YAML): its knobs and CPU "
-                                    "cost, and its launch command"),
+                               help="engine preset (vllm | sglang | trtllm | lmdeploy | YAML | none): its knobs and "
+                                    "CPU cost, and its launch command [vllm, the newest vLLM preset]"),
     seed: int = typer.Option(None, "--seed", show_default=False,
                              help="random seed [the config's, else the workload spec's, else 0]"),
     backend: str = typer.Option("local", "--backend", help="local (processes) | ray"),
@@ -123,15 +135,18 @@ def plan(
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
     from sim.inputs.budget import check_layouts
     from sim.inputs.config import load_config
+    from sim.inputs.model import load_model
+    from sim.inputs.vllm_names import kv_dtype_from_vllm
     from sim.inputs.workload import load_workload
     from sim.inputs.workload.trace import ClosedLoop
     from sim.output import write_json
     from sim.planner.band import capacity_band
     from sim.planner.billing import parse_billing
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
+    from sim.planner.defaults import default_policies, expert_parallel_flag, plan_engine, vllm_spellings
     from sim.planner.disagg import parse_pd_ratios
     from sim.planner.knobs import parse_knob_search
-    from sim.planner.layouts import parse_layout_grid
+    from sim.planner.layouts import default_layouts, parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan, run_on
     from sim.planner.plots import write_plots
     from sim.run.backends import make_backend
@@ -145,13 +160,17 @@ def plan(
             raise InputError(flag, None, f"must be at least 1; got {value}")
     slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput, required=True)
     knobs = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
-             "gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len, "kv_dtype": kv_dtype,
-             "weight_dtype": weight_dtype, "chunk_size": chunk_size, "cpu_cache_gib": cpu_cache_gib, "router": router}
-    overrides = {"model": model, "seed": seed, "engine": engine, **knobs}
-    policies = parse_list(policy, "--policy")
+             "gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len,
+             "kv_dtype": kv_dtype_from_vllm(kv_dtype), "weight_dtype": weight_dtype, "chunk_size": chunk_size,
+             "cpu_cache_gib": cpu_cache_gib, "router": router}
+    overrides = {"model": model, "seed": seed, "engine": plan_engine(engine, config), **knobs,
+                 **vllm_spellings(model, config, weight_dtype, quantization, speculative_config)}
+    policies = parse_list(policy or default_policies(overrides["engine"], config), "--policy")
     if cpu_cache_gib or chunk_size:  # the base is validated on its own: give it a policy that takes these knobs
         overrides["policy"] = "radix" if "radix" in policies else policies[0]
     base = resolve_seed(load_config(config, overrides), workload, workload_format)
+    if enable_expert_parallel is not None:
+        ep = expert_parallel_flag(ep, enable_expert_parallel)
     hardware_names, tps = parse_list(hardware, "--hardware"), parse_tps(tp)
     knob_grid = parse_knob_search(search or [])
     prices = parse_prices(price, hardware_names)
@@ -163,6 +182,7 @@ def plan(
     if uncertainty is not None:
         check_replays(uncertainty)
     layouts = parse_layout_grid(pp, ep, dp, moe_a2a_backend, max_replica_gpus)
+    layouts = default_layouts(layouts, layout_search, load_model(base.model))
     if screen_keep is not None and screen_keep < 1:
         raise InputError("--screen-keep", None, f"must be at least 1; got {screen_keep}")
     if screen_keep is None and layouts is not None:

@@ -32,6 +32,7 @@ def print_plan(result: dict, top: int) -> None:
     columns = ("#", "hardware", "tp", "policy") + (("knobs",) if with_knobs else ()) + (
         "qps/rep", "reps", "GPUs (nodes)", "$/hour", "$/M out", "$/M tok", "binds", "verified")
     _print_rows(head, columns, rows, left=("hardware", "policy", "knobs", "binds", "verified"))
+    print_basis(result)
     best = result["recommended"]
     if best is None:
         console.print("[bold red]no recommendation[/bold red]: no verified cluster met the SLOs on the whole workload "
@@ -73,6 +74,28 @@ def print_plan(result: dict, top: int) -> None:
     for (hardware, tp, reason), policies in policies_of.items():
         console.print(f"skipped: {hardware} tp{tp} {','.join(dict.fromkeys(policies))}: {reason}", style="dim",
                       soft_wrap=True)
+
+
+def print_basis(result: dict) -> None:
+    """What every candidate was simulated with (weights, engine) and what the screen left out."""
+    weights = result.get("weight_dtype")
+    if weights is not None:
+        console.print(f"weights: {weights['described']} (--weight-dtype overrides)", soft_wrap=True)
+    engine = (result.get("config") or {}).get("engine")
+    if engine is not None:
+        from sim.inputs.engines.preset import load_engine
+
+        preset = load_engine(engine)
+        console.print(f"engine: {preset.name} ({preset.engine} {preset.version}): its knobs and CPU cost in every "
+                      "candidate (--engine chooses another)", soft_wrap=True)
+    screen = result.get("screen")
+    if screen and screen["n_dropped"]:
+        best = screen.get("best_dropped")
+        cheapest = "" if best is None else (f"; the cheapest of them estimated ${best['cost_per_hour_usd']:.2f}/h "
+                                            f"({best['candidate']})")
+        console.print(f"screen: {screen['n_dropped']} of {screen['n_screened']} candidates screened out by the "
+                      f"analytic estimate (not sized){cheapest}; the best plain-TP candidate of each hardware is "
+                      "always sized (--screen-keep N sizes more)", soft_wrap=True)
 
 
 def print_trust(trust: dict | None, best: dict) -> None:

@@ -49,6 +49,8 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
     replicas: PositiveInt = Field(1, le=MAX_REPLICAS)
     replica_hardware: list[str] | None = None  # heterogeneous cluster: one profile per replica
     router: Literal["round_robin", "random", "least_outstanding", "least_kv", "prefix_affinity"] = "round_robin"
+    # not given: as the checkpoint stores its weights (sim.inputs.model.weights.as_stored: `auto` for a quantized
+    # checkpoint, bf16 otherwise); any dtype name overrides it for every linear layer
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     # vLLM engine knobs (same names)
@@ -84,8 +86,9 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
     @model_validator(mode="before")
     @classmethod
     def _engine_preset(cls, data):
-        """Explicit keys win; the preset fills the rest (see sim/inputs/engines/apply.py)."""
-        return fill_from_preset(data) if isinstance(data, dict) else data
+        """Explicit keys win; the weight dtype defaults to the checkpoint's (before the preset, whose KV
+        dtype default depends on it); the preset fills the rest (see sim/inputs/engines/apply.py)."""
+        return fill_from_preset(_weights_as_stored(data)) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _one_profile_per_replica(self) -> EngineConfig:
@@ -135,6 +138,21 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
         if self.chunk_size > self.max_num_batched_tokens:
             raise ValueError("chunk_size must not exceed max_num_batched_tokens")
         return self
+
+
+def _weights_as_stored(data: dict) -> dict:
+    """`data` with `weight_dtype` as the model's checkpoint stores it when none (or `auto`) is given
+    (sim.inputs.model.weights.as_stored). A model that cannot be read is left to the config's own checks."""
+    if data.get("weight_dtype") not in (None, "auto"):
+        return data
+    from sim.inputs.model import load_model
+    from sim.inputs.model.weights import as_stored
+
+    try:
+        model = load_model(str(data.get("model") or EngineConfig.model_fields["model"].default))
+    except (InputError, OSError, ValueError):
+        return data
+    return {**data, "weight_dtype": as_stored(model)}
 
 
 FLAG_NAMES = {"allreduce_kind": "--allreduce"}  # config keys whose flag is not --key-with-dashes

@@ -144,21 +144,32 @@ def build_candidates(base: EngineConfig, hardware: list[str], tps: list[int], po
 _RADIX_ONLY_KNOBS = ("policy", "radix_ordering", "radix_chunked", "cpu_cache_gib")
 
 
-def drop_radix_twins(candidates: list[Candidate], has_prefix_ids: bool) -> tuple[list[Candidate], list[Skipped]]:
+def drop_radix_twins(candidates: list[Candidate], has_prefix_ids: bool,
+                     keep: str = "chunked") -> tuple[list[Candidate], list[Skipped]]:
     """Without prefix ids in the workload nothing is ever shared, so a `radix` candidate (FCFS order,
     on top of chunked prefill) replays exactly as the `chunked` candidate with the same other knobs:
-    searching and verifying it again would only double the work. Such twins are skipped with why."""
+    searching and verifying both would only double the work. One of each pair is kept, `keep`
+    ("chunked", or "radix": the engine's default, prefix caching on, so its launch line does not
+    switch off what the simulation could not judge); the other is skipped with why."""
     if has_prefix_ids:
         return candidates, []
 
     def key(cfg: EngineConfig) -> tuple:
         return tuple(sorted((k, repr(v)) for k, v in cfg.model_dump().items() if k not in _RADIX_ONLY_KNOBS))
 
+    def is_twin_radix(cfg: EngineConfig) -> bool:
+        return cfg.policy == "radix" and cfg.radix_chunked and cfg.radix_ordering == "fcfs"
+
     chunked = {key(c.cfg) for c in candidates if c.cfg.policy == "chunked"}
+    radix = {key(c.cfg) for c in candidates if is_twin_radix(c.cfg)}
     kept, skipped = [], []
     for c in candidates:
         cfg = c.cfg
-        if cfg.policy == "radix" and cfg.radix_chunked and cfg.radix_ordering == "fcfs" and key(cfg) in chunked:
+        if keep == "radix" and cfg.policy == "chunked" and key(cfg) in radix:
+            skipped.append(Skipped(cfg.hardware, cfg.tp, "chunked", "the workload has no prefix ids, so chunked "
+                                   "replays exactly as radix with the same knobs (not searched twice; radix is the "
+                                   "engine's default)", layout_label(cfg)))
+        elif keep != "radix" and is_twin_radix(cfg) and key(cfg) in chunked:
             skipped.append(Skipped(cfg.hardware, cfg.tp, "radix", "the workload has no prefix ids, so radix "
                                    "replays exactly as chunked with the same knobs (not searched twice)"))
         else:

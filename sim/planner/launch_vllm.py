@@ -18,6 +18,7 @@ import json
 
 from sim.inputs.config import EngineConfig
 from sim.inputs.model import load_model
+from sim.inputs.model.weights import AUTO
 from sim.planner.launch_layout import vllm_multinode_note
 
 QUANTIZATION_FLAGS = {"fp8": "fp8"}  # infersim weight dtype -> vLLM --quantization (others need a quantized checkpoint)
@@ -127,7 +128,7 @@ def _memory(cfg: EngineConfig, missing: list[str]) -> list[str]:
         missing.append(f"KV cache dtype {cfg.kv_dtype}: vLLM's --kv-cache-dtype offers auto and fp8 variants")
     if cfg.weight_dtype in QUANTIZATION_FLAGS:
         args += ["--quantization", QUANTIZATION_FLAGS[cfg.weight_dtype]]
-    elif cfg.weight_dtype not in ("bf16", "fp16"):
+    elif cfg.weight_dtype not in ("bf16", "fp16", AUTO):  # auto: vLLM reads the checkpoint's quantization_config
         missing.append(f"{cfg.weight_dtype} weights: serve a checkpoint quantized to {cfg.weight_dtype} "
                        f"(AWQ/GPTQ/...; vLLM reads the method from it)")
     if cfg.cpu_cache_gib:
@@ -176,8 +177,7 @@ def _speculation(cfg: EngineConfig, missing: list[str]) -> list[str]:
 
 def vllm_mtp_config(cfg: EngineConfig) -> dict:
     """vLLM's speculative config for the checkpoint's own MTP layers (no separate draft checkpoint:
-    vLLM loads them from the target's). `deepseek_mtp` for the MLA (DeepSeek-V3) family, vLLM's
-    generic `mtp` alias (it picks the architecture's MTP loader) otherwise; vllm/config/speculative.py
-    MTPModelTypes."""
-    method = "deepseek_mtp" if load_model(cfg.model).mla is not None else "mtp"
-    return {"method": method, "num_speculative_tokens": cfg.spec_tokens}
+    vLLM loads them from the target's). Method `mtp`: since vLLM 0.11 the per-family names
+    (`deepseek_mtp`, ...) are deprecated aliases that vllm/config/speculative.py rewrites to `mtp`
+    with a warning, and the architecture picks its MTP loader; plan reads either spelling."""
+    return {"method": "mtp", "num_speculative_tokens": cfg.spec_tokens}

@@ -26,6 +26,7 @@ from sim.errors import InputError
 LAYOUT_KNOBS = ("pp", "dp", "enable_expert_parallel", "moe_a2a_backend")
 A2A_BACKENDS = ("nccl", "deepep")
 DEFAULT_MAX_REPLICA_GPUS = 72  # one GB200 NVL72 domain; a larger replica is rarely what anyone deploys
+DEFAULT_MOE_DPS = (1, 2, 4, 8)  # attention DP ranks a MoE model's default layout search tries (with EP)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,18 @@ def parse_layout_grid(pp: str | None, ep: str | None, dp: str | None, a2a: str |
         raise InputError("--max-replica-gpus", str(max_replica_gpus), "a positive integer")
     return LayoutGrid(_ints(pp, "--pp") if pp is not None else (1,), eps, dps, backends,
                       max_replica_gpus or DEFAULT_MAX_REPLICA_GPUS)
+
+
+def default_layouts(grid: LayoutGrid | None, layout_search: bool | None, model) -> LayoutGrid | None:
+    """The grid `plan` searches: the one the layout flags gave; with none given, for a MoE model (or
+    with --layout-search) EP off / on and DP-attention ranks DEFAULT_MOE_DPS on NCCL, as AIConfigurator
+    searches them; None (plain TP) for a dense model or with --no-layout-search. Explicit flags win
+    over --no-layout-search."""
+    if grid is not None:
+        return grid
+    if layout_search is False or (layout_search is None and model.moe is None):
+        return None
+    return LayoutGrid(expert_parallel=(False, True), dps=DEFAULT_MOE_DPS)
 
 
 def replica_gpus(cfg) -> int:

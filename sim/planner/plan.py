@@ -20,6 +20,7 @@ from sim.inputs.config import EngineConfig
 from sim.inputs.workload.trace import Trace
 from sim.planner.burst import SearchSlice, search_slice, workload_shape
 from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
+from sim.planner.defaults import preferred_policy, weights_section
 from sim.planner.disagg import compare_layouts
 from sim.planner.disagg_layouts import choose_groups, groups_section, split_base
 from sim.planner.estimate import start_qps
@@ -136,10 +137,11 @@ def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_token
     }
 
 
-def _row_order(row: dict) -> tuple:
-    """Cheapest first; at equal cost the most headroom (highest rate per replica), then by name."""
+def _row_order(row: dict, engine_policy: str = "chunked") -> tuple:
+    """Cheapest first; at equal cost the most headroom (highest rate per replica), then the engine's
+    default policy (`engine_policy`: its launch line keeps the engine's defaults), then by name."""
     return (row["cost_per_hour_usd"], row["gpus"], -row["max_qps_per_replica"], row["hardware"], row["tp"],
-            row["policy"], str(row["knobs"]))
+            row["policy"] != engine_policy, row["policy"], str(row["knobs"]))
 
 
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
@@ -170,7 +172,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
     candidates, skipped = build_candidates(base, hardware, tps, policies, knob_settings(knob_grid or {}), prices,
                                            layouts, billing)
-    candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids)
+    candidates, twins = drop_radix_twins(candidates, trace.has_hash_ids, preferred_policy(base))
     candidates, same = collapse_identical(candidates)
     skipped += twins + same
     screen_section, estimates = None, []
@@ -191,19 +193,21 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
     mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
-    order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i]))
+    preferred = preferred_policy(base)
+    order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i], preferred))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
     order_section = None
     if settings.verify:
         peak = piece.peak_to_mean if settings.sizing == "busiest" else 1.0
         order_section = verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress,
                                         mean_tokens, peak)
-    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *_row_order(r)))
+    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *_row_order(r, preferred)))
     recommended = _recommend(rows, settings.verify, target_qps)
     mark_ties(rows, recommended)
     recommended_cfg = None if recommended is None else _config_of(recommended, feasible)
     return {
-        **provenance(base, trace), "model": base.model, "workload": trace.source, "target_qps": target_qps,
+        **provenance(base, trace), "model": base.model, "weight_dtype": weights_section(base),
+        "workload": trace.source, "target_qps": target_qps,
         "mean_output_tokens": mean_output_tokens, "slo": slo.to_dict(), "search": settings.to_dict(),
         "workload_shape": workload_shape(trace, piece, target_qps),
         "layouts": None if layouts is None else layouts.to_dict(), "screen": screen_section,

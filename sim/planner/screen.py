@@ -18,9 +18,14 @@ alone exceeds the TTFT limit, is estimated infeasible (infinite cost; still size
 decode tokens/s (for a decode-only group, sim.planner.disagg_layouts) uses pure decode steps.
 
 Selection: per hardware, the `keep` candidates of lowest estimated cost (ties: lower estimated
-GPU-hours, then candidate order). Per hardware, so adding a hardware kind never changes which
-candidates of another kind are sized; with at most `keep` candidates per hardware nothing is
-dropped and the plan's bound-then-verify guarantees hold over every candidate.
+GPU-hours, then candidate order), and always, whatever their estimate, (a) every plain-TP candidate
+within one node, the very candidates `plan` sizes without a layout search, so a layout search is
+never dearer than the plain-TP search it widens (the bound-then-verify walk is exact over what is
+sized: its minimum can only fall when candidates are added), and (b) the plain-TP candidate of
+lowest estimated cost (which may span nodes). Per hardware, so adding a hardware kind never changes
+which candidates of another kind are sized; with at most `keep` candidates per hardware nothing is
+dropped and the plan's bound-then-verify guarantees hold over every candidate. The section says how
+many were dropped and the cheapest dropped estimate (`best_dropped`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from sim.planner.layouts import layout_label
 from sim.planner.slo import PlanSLO
 
 KIND = "analytic estimate from the roofline step cost (not a bound)"
+ALWAYS_SIZED = ("every plain-TP candidate within one node (what plan sizes without a layout search), and the "
+                "plain-TP candidate of lowest estimate")
 
 
 @dataclass(frozen=True)
@@ -140,10 +147,22 @@ def screen(candidates: list[Candidate], trace: Trace, slo: PlanSLO, target_qps: 
         mine = [i for i, (c, _) in enumerate(estimates) if c.cfg.hardware == hardware]
         mine.sort(key=lambda i: (estimates[i][1].cost_per_hour_usd, _gpus_needed(*estimates[i], target_qps), i))
         chosen.update(mine if keep is None else mine[:keep])
+        plain = [i for i in mine if is_plain_tp(estimates[i][0])]
+        chosen.update(plain[:1])
+        chosen.update(i for i in plain if estimates[i][0].n_gpus <= estimates[i][0].gpus_per_node)
     rows = [{"candidate": c.label, "hardware": c.cfg.hardware, "sized": i in chosen, **e.to_dict()}
             for i, (c, e) in enumerate(estimates)]
-    n_dropped = len(estimates) - len(chosen)
-    section = {"kind": KIND, "keep_per_hardware": keep, "n_screened": len(estimates), "n_sized": len(chosen),
-               "n_dropped": n_dropped, "exact_over": "sized candidates only" if n_dropped else "every candidate",
-               "estimates": rows}
+    dropped = [row for row in rows if not row["sized"]]
+    best_dropped = min(dropped, key=lambda r: r["cost_per_hour_usd"], default=None)
+    section = {"kind": KIND, "keep_per_hardware": keep, "always_sized": ALWAYS_SIZED,
+               "n_screened": len(estimates), "n_sized": len(chosen), "n_dropped": len(dropped),
+               "best_dropped": None if best_dropped is None else
+               {k: best_dropped[k] for k in ("candidate", "cost_per_hour_usd", "replicas", "infeasible")},
+               "exact_over": "sized candidates only" if dropped else "every candidate", "estimates": rows}
     return [c for i, (c, _) in enumerate(estimates) if i in chosen], skipped, section, estimates
+
+
+def is_plain_tp(candidate: Candidate) -> bool:
+    """Whether the candidate is plain tensor parallelism (no PP, EP or attention DP)."""
+    layout = candidate.cfg.layout()
+    return layout.pp == 1 and layout.n_kv_ranks == 1 and not layout.uses_expert_parallel

@@ -2,8 +2,9 @@
 
 `--weight-dtype` and a checkpoint's own dtypes (`ModelSpec.weight_dtypes`, read from its
 `quantization_config`):
-- `auto`: as the checkpoint stores them (vLLM reads `quantization_config` the same way); bf16
-  for a model without per-group dtypes.
+- `auto`: as the checkpoint stores them (vLLM and SGLang read `quantization_config` the same way
+  and serve the weights as stored); bf16 for a model without per-group dtypes. This is the
+  default of every command: a config that names no weight dtype gets `as_stored(model)`.
 - any dtype name: every linear layer (attention, MLPs, experts) in it; router and embeddings as
   the checkpoint stores them (bf16). For a model without per-group dtypes every weight takes it,
   as before (so `bf16`, the default, is the bf16 checkpoint: DeepSeek's fp8_cast_bf16.py output),
@@ -64,3 +65,24 @@ def weight_bytes_per_gpu(model: ModelSpec, tp: int, weight_dtype: str, with_mtp:
         elements = sum(weight_elements_by_group(model, tp, with_mtp=with_mtp).values())
         return math.ceil(elements * bytes_per_element(uniform, "--weight-dtype"))
     return sum(weight_bytes_by_group(model, tp, weight_dtype, with_mtp).values())
+
+
+def as_stored(model: ModelSpec) -> str:
+    """The weight dtype a config that names none takes: `auto` for a checkpoint with per-group dtypes
+    (served as stored), else bf16 (the dense checkpoint, spelled as before so its outputs do not move)."""
+    return AUTO if model.weight_dtypes is not None else CHECKPOINT_DEFAULT
+
+
+def describe_weight_dtype(model: ModelSpec, weight_dtype: str) -> str:
+    """One line for people: 'auto (as stored: fp8 attention, dense_mlp, experts, shared_experts; bf16
+    router, embedding)', or the one dtype every weight takes."""
+    dtypes = group_dtypes(model, weight_dtype)
+    uniform = uniform_dtype(model, weight_dtype)
+    if dtypes is None or uniform is not None:
+        shown = uniform or weight_dtype
+        return f"{weight_dtype} (as stored)" if weight_dtype == AUTO else shown
+    by_dtype: dict[str, list[str]] = {}
+    for group, dtype in dtypes.items():
+        by_dtype.setdefault(dtype, []).append(group)
+    parts = "; ".join(f"{dtype} {', '.join(groups)}" for dtype, groups in by_dtype.items())
+    return f"{weight_dtype} ({'as stored: ' if weight_dtype == AUTO else ''}{parts})"
