@@ -18,7 +18,7 @@ from sim.errors import InputError
 from sim.hardware import load_hardware
 from sim.layout_config import simulated_layout
 from sim.layout_memory import plan_layout_memory
-from sim.memory import plan_memory
+from sim.memory import RAISE_TP_HINT, plan_memory
 from sim.model import load_model
 from sim.planner.layouts import LAYOUT_KNOBS, LayoutGrid, layout_label, replica_gpus
 from sim.yamlio import validate
@@ -157,18 +157,33 @@ def drop_radix_twins(candidates: list[Candidate], has_prefix_ids: bool) -> tuple
     return kept, skipped
 
 
+SPAN_NODES_HINT = "span nodes with pipeline stages (plan --pp 1,2; docs/parallelism.md)"
+
+
 def _why_not(model, hw, tp: int, base: EngineConfig, price: float | None) -> str | None:
+    """Why a (hardware, tp) candidate cannot run, with what to change; None when it can. Past a
+    node's GPUs the advice is pipeline stages, never a larger --tp (TP stays inside a node)."""
     if price is None:
         return f"profile {hw.name} has no cost_per_hour_usd (give --price {hw.name}=USD)"
-    if tp > hw.interconnect.max_gpus_per_node:
-        return f"tp {tp} exceeds the {hw.interconnect.max_gpus_per_node} GPUs of one node"
+    node_gpus = hw.interconnect.max_gpus_per_node
+    if tp > node_gpus:
+        return (f"tp {tp} exceeds the {node_gpus} GPUs of one node (tensor parallelism stays in a node: "
+                f"{SPAN_NODES_HINT})")
     try:
         plan_memory(model, hw, tp, base.block_size, base.gpu_memory_utilization, base.weight_dtype,
                     base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs,
                     share_of_free=kv_pool_share_of_free(base.engine))
     except InputError as exc:
-        return f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed
+        return _node_hint(f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed, tp, node_gpus)
     return None
+
+
+def _node_hint(reason: str, tp: int, node_gpus: int) -> str:
+    """`reason` with sim.memory's 'raise --tp' advice replaced by pipeline stages when tp fills a node."""
+    if tp < node_gpus:
+        return reason
+    return reason.replace(RAISE_TP_HINT, f" (tp {tp} fills a node: {SPAN_NODES_HINT}, or raise "
+                                         "--gpu-memory-utilization, or use a smaller dtype)")
 
 
 def _why_not_layout(model, hw, cfg: EngineConfig, price: float | None) -> str | None:
@@ -181,5 +196,5 @@ def _why_not_layout(model, hw, cfg: EngineConfig, price: float | None) -> str | 
                            cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
                            share_of_free=kv_pool_share_of_free(cfg.engine))
     except InputError as exc:
-        return exc.line()
+        return _node_hint(exc.line(), cfg.tp, hw.interconnect.max_gpus_per_node)
     return None
