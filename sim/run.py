@@ -119,7 +119,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
         progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
         resample: Callable[[int], Trace | ClosedLoop] | None = None, percentiles=DEFAULT_PERCENTILES,
         slo: PlanSLO | None = None, csv_path: Path | None = None, workers: int = 1, backend: str = "local",
-        address: str | None = None) -> RunOutput:
+        address: str | None = None, detailed_bench: bool = False) -> RunOutput:
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
     with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
@@ -130,7 +130,8 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     summary.json carries `extrapolating` (sim/intervals.py); with `uncertainty` = N it also
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
     `workers` > 1 spreads the replicas (sim.replica_split) and the perturbed replays over that many
-    processes of `backend` (local | ray, at `address`); the output is the same."""
+    processes of `backend` (local | ray, at `address`); the output is the same. `detailed_bench`:
+    bench_serve.json also holds the per-request `itls` (vLLM's --save-detailed)."""
     from sim.bench_result import vllm_bench_result  # bench_serve.json: shaped like vllm bench serve's result
     from sim.intervals import check_replays
     from sim.sweep.backends import make_backend  # here: sim.sweep imports this module
@@ -158,7 +159,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
                     write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
                 write_json(tmp_dir / "summary.json", output.summary)
                 write_json(tmp_dir / "bench_serve.json", vllm_bench_result(output.result, output.columns,
-                                                                         output.summary))
+                                                                         output.summary, detailed_bench))
                 _stage_csv(stage, csv_path, output)
     return output
 
