@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.budget import MAX_TIME_S
+from sim.budget import MAX_TIME_S, check_rate_qps
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
@@ -104,8 +104,7 @@ def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: flo
 
 def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
     """The same requests (lengths, order, prefixes) arriving as a Poisson process of `qps` req/s."""
-    if not (qps > 0 and math.isfinite(qps)):
-        raise InputError("--qps", None, f"must be a number of requests/s > 0; got {qps}")
+    check_rate_qps(qps, "--qps", also=", or inf (all at t = 0)")
     timed = trace.take(np.arange(len(trace)))
     with np.errstate(over="ignore"):
         timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))

@@ -52,6 +52,9 @@ def disagg(
     base = load_config(config, overrides)
 
     def workload_for(n_replicas: int):
+        if not math.isfinite(load * n_replicas):
+            raise InputError("--load", None, f"{load:g} x {n_replicas} replicas is past any finite rate factor; "
+                                             "a smaller --load")
         try:
             return load_run_workload(trace, rate_scale=load * n_replicas, max_requests=max_requests, seed=base.seed)
         except InputError as exc:  # the rate factor is --load x replicas: name this command's flag

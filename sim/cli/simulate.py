@@ -214,8 +214,9 @@ def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qp
     """load_run_workload, plus --request-rate inf (all at t=0) and --trace-qps (the trace's shape re-timed)."""
     import math
 
+    from sim.budget import check_rate_qps
     from sim.vllm_names import all_at_once
-    from sim.workload import apply_transforms
+    from sim.workload.transforms import scale_rate
 
     if sum(v is not None for v in (qps, trace_qps, rate_scale)) > 1:
         raise InputError("--qps", None, "give at most one of --qps (Poisson), --trace-qps (the trace's shape) and "
@@ -224,7 +225,10 @@ def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qp
     workload = load_run_workload(trace, trace_format, rate_scale, max_requests, seed, None if infinite else qps)
     if infinite:
         return all_at_once(workload) if not isinstance(workload, ClosedLoop) else workload
-    return workload if trace_qps is None else apply_transforms(workload, target_qps=trace_qps)
+    if trace_qps is None:
+        return workload
+    check_rate_qps(trace_qps, "--trace-qps")
+    return scale_rate(workload, target_qps=trace_qps, where="--trace-qps")
 
 
 def _feature_overrides(overrides: dict) -> None:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sim.budget import MAX_CLUSTER_REPLICAS, check_rate_qps
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.planner.burst import SearchSlice, search_slice, workload_shape
@@ -111,6 +112,17 @@ def run_on(backend, fn: Callable, arg_tuples: list[tuple], progress: Progress | 
     return results
 
 
+def _check_cluster_size(rows: list[dict], target_qps: float) -> None:
+    """InputError naming --target-qps when a candidate needs more replicas than one simulated
+    cluster holds (sim.budget.MAX_CLUSTER_REPLICAS): verifying it could not run."""
+    largest = max(rows, key=lambda r: r["replicas"])
+    if largest["replicas"] > MAX_CLUSTER_REPLICAS:
+        raise InputError("--target-qps", None, f"{target_qps:g} req/s needs {largest['replicas']:,} replicas of "
+                                               f"{largest['hardware']} tp{largest['tp']} "
+                                               f"({largest['max_qps_per_replica']:.3g} req/s each), above the "
+                                               f"{MAX_CLUSTER_REPLICAS:,} one simulated cluster holds: a lower rate")
+
+
 def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_tokens: tuple[float, float]) -> dict:
     """The plan.json row of a feasible candidate with `replicas` replicas at `target_qps`;
     `mean_tokens`: (input, output) tokens per request. Cost per GPU (a replica's GPUs follow its
@@ -161,8 +173,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
                              progress, pd_ratios, announce, model_id, prices, layouts)
-    if not (target_qps > 0 and math.isfinite(target_qps)):
-        raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
+    check_rate_qps(target_qps, "--target-qps")
     if pd_ratios and not settings.verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
@@ -189,6 +200,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
     mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
+    _check_cluster_size(rows, target_qps)
     order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i]))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
     order_section = None
