@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.budget import MAX_TIME_S, check_rate_qps
+from sim.budget import MAX_ROWS, MAX_TIME_S, check_rate_qps
 from sim.config import EngineConfig
 from sim.errors import InputError
 from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
@@ -61,8 +61,8 @@ def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: flo
                       max_requests: int | None = None, seed: int = 0, qps: float | None = None) -> Trace | ClosedLoop:
     """The workload of a run: a trace/spec path or bundled name, optionally cut, then sped up
     (`rate_scale`) or given Poisson arrivals at `qps` req/s (its lengths kept, in order)."""
-    if max_requests is not None and max_requests < 1:
-        raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
+    if max_requests is not None and not 1 <= max_requests <= MAX_ROWS:
+        raise InputError("--max-requests", None, f"must be in [1, {MAX_ROWS:,}]; got {max_requests}")
     if rate_scale is not None and qps is not None:
         raise InputError("--qps", None, "give at most one of --qps and --rate-scale")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)

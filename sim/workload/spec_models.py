@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, model_validator
 
+from sim.budget import MAX_TIME_S
 from sim.schema import MAX_RATE_QPS, MAX_REQUESTS, MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
 
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
@@ -83,8 +84,8 @@ class ClosedLoopArrival(_Strict):
 
     kind: Literal["closed_loop"]
     concurrency: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
-    think_time_s: float = Field(0.0, ge=0)
-    think_time_cv: float = Field(0.0, ge=0)
+    think_time_s: float = Field(0.0, ge=0, le=MAX_TIME_S)
+    think_time_cv: float = Field(0.0, ge=0, le=MAX_GAMMA_CV)
     length_jitter: float = Field(0.0, ge=0, lt=1)
 
 
@@ -134,7 +135,7 @@ class MultiTurn(_Strict):
     conversation arrive `think_time_s` (exponential mean, covers the reply too) apart."""
 
     turns: Dist
-    think_time_s: float = Field(ge=0)
+    think_time_s: float = Field(ge=0, le=MAX_TIME_S)
 
 
 class Prefix(_Strict):
