@@ -297,4 +297,7 @@ def run_calibration(
         "calibration: %d points in %.1f s, %d skipped past the time budget",
         len(run.rows), time.monotonic() - started, run.n_skipped,
     )  # fmt: skip
+    if not run.rows and deadline is not None:
+        raise InputError("--time-budget-s", None, f"{time_budget_s:g} s ran out before the first point was timed "
+                                                  "(nothing measured): a longer budget")
     return validate_measurements(pd.DataFrame(run.rows, columns=list(COLUMNS)), "run_calibration")

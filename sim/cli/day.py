@@ -51,9 +51,10 @@ def run(spec: SpecArg,
     day = load_day_spec(spec)
     if seed is not None:
         from sim.errors import InputError
+        from sim.schema import MAX_SEED_EXCLUSIVE
 
-        if seed < 0:
-            raise InputError("--seed", None, f"must be >= 0; got {seed}")
+        if not 0 <= seed < MAX_SEED_EXCLUSIVE:
+            raise InputError("--seed", None, f"must be in [0, 2**63); got {seed}")
         day = day.model_copy(update={"workload": day.workload.model_copy(update={"seed": seed})})
     generator = DayGenerator(day.workload, spec.parent) if plot else None  # checks the traces before the replay
     with make_replays(ray, address, None) as replays:

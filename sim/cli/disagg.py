@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from sim.budget import check_layouts
+from sim.budget import MAX_TIME_S, check_layouts
 from sim.cli.common import print_json, print_table
 from sim.cli.group_flags import with_group_flags
 from sim.config import load_config
@@ -41,8 +41,8 @@ def disagg(
     if not (math.isfinite(load) and load > 0):
         raise InputError("--load", None, f"must be a finite number > 0 (got {load})")
     for flag, limit_s in (("--ttft-slo", ttft_slo), ("--tpot-slo", tpot_slo)):
-        if not (math.isfinite(limit_s) and limit_s > 0):
-            raise InputError(flag, None, f"must be a finite number of seconds > 0 (got {limit_s})")
+        if not (math.isfinite(limit_s) and 0 < limit_s <= MAX_TIME_S):
+            raise InputError(flag, None, f"must be a number of seconds in (0, {MAX_TIME_S:g}] (got {limit_s})")
     if max_requests < 1:
         raise InputError("--max-requests", None, "must be >= 1")
     layouts = parse_pd_ratios(ratios, "--ratios")

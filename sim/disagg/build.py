@@ -77,8 +77,10 @@ def group_config(cfg, role: str):
         return EngineConfig.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
-        raise InputError(f"{role} group (--{role}-* / `{role}:`)", None,
-                         first["msg"].removeprefix("Value error, ")) from None
+        key = str(first["loc"][0]) if first["loc"] else None
+        where = (f"--{role}-{key.replace('_', '-')}" if key in own else
+                 f"{role} group (--{role}-* / `{role}:`)" + (f": {key}" if key else ""))
+        raise InputError(where, None, first["msg"].removeprefix("Value error, ")) from None
 
 
 def check_disagg_config(cfg, table) -> None:
