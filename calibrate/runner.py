@@ -177,5 +177,8 @@ def run_calibration(
     )  # fmt: skip
     if notes is not None:
         notes.extend(([run.graph_reason] if run.graph_reason else []) + run.skipped_shapes)
+    if not run.rows and deadline is not None:
+        raise InputError("--time-budget-s", None, f"{time_budget_s:g} s ran out before the first point was timed "
+                                                  "(nothing measured): a longer budget")
     frame = pd.DataFrame(run.rows, columns=list(COLUMNS + OPTIONAL_COLUMNS))
     return validate_measurements(frame, "run_calibration")

@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, model_validator
 MAX_TOKENS = 10_000_000
 # Most requests one synthetic workload may generate (memory: a few int64 columns of this length).
 MAX_REQUESTS = 10_000_000
+# Highest arrival rate any input may ask for, in requests/s: one request a nanosecond. Faster is
+# indistinguishable from all at once (`--qps inf`), and gaps of 1e-308 s underflow the arithmetic
+# on arrival times (the queue-growth fit's SVD diverges on them).
+MAX_RATE_QPS = 1e9
 # Seeds go to numpy.random.default_rng (any int >= 0) and into parquet/JSON columns (int64).
 MAX_SEED_EXCLUSIVE = 2**63
 

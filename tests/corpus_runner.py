@@ -1,17 +1,19 @@
-"""Run every case of tests/malformed_corpus.py in this one process, under an address-space limit.
+"""Run the bad-input corpus (tests/hostile_corpus.py ALL_CASES: the malformed corpus, the issue
+cases and every numeric flag's hostile values) in this one process, under an address-space limit.
 
-`python -m tests.corpus_runner RESULTS.json [LIMIT_BYTES]`: sets RLIMIT_AS (so a case that
-allocates without bound fails here with MemoryError instead of taking the machine down), then
-runs each case in-process through typer's CliRunner, in a folder of its own that is also the
-working folder, with a per-case alarm, and writes what each case did as JSON:
-{"limit_bytes": ..., "cases": {id: {exit_code, stderr, exception, changed, entries}}}.
-tests/test_malformed_corpus.py starts it and judges the results.
+`python -m tests.corpus_runner RESULTS.json [LIMIT_BYTES [IDS_FILE]]`: sets RLIMIT_AS (so a case
+that allocates without bound fails here with MemoryError instead of taking the machine down), then
+runs each case (or those whose id is a line of IDS_FILE) in-process through typer's CliRunner, in
+a folder of its own that is also the working folder, with a per-case alarm, and writes what each
+case did as JSON: {"limit_bytes": ..., "cases": {id: {exit_code, stderr, exception, changed, ...}}}.
+tests/test_malformed_corpus.py and bench/bench_bad_input.py start it; `verdict` judges one case.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import sys
@@ -58,18 +60,47 @@ def run_case(case, root: Path, runner, app) -> dict:
                                                       if before.get(k) != after.get(k))}
 
 
-def main(results_path: str, limit_bytes: int) -> None:
+VERDICTS = ("clean error", "correct run", "traceback", "silently accepted", "other")
+INTERNAL_NAMES = re.compile(r"\b(EngineConfig|EnginePreset|HardwareProfile|ModelSpec|WorkloadSpec|Synthetic|"
+                            r"StrictModel|Scheduling|Overhead|CudaGraph)\b|Extra inputs are not permitted")
+TEMP_NAMES = re.compile(r"partial-\d|/\.[^/\s]+\.[a-z0-9_]{8}(\.[a-z]+)?\b|/tmp[a-z0-9_]{8}\b")
+PY_WARNING = re.compile(r"\b[A-Z][A-Za-z]*Warning: ")  # a Python warning printed to the user
+
+
+def verdict(case, got: dict) -> str:
+    """One of VERDICTS: `clean error` (exit 2, one printable `error: ` line holding the expected
+    text, no internal or temporary names, nothing left or changed), `correct run` (a documented
+    success: exit 0, no warning shown), `traceback` (an exception escaped), `silently accepted`
+    (an error was expected, the command exited 0), or `other` (anything else)."""
+    from tests.malformed_corpus import OK
+
+    if got["exception"] is not None or "Traceback" in got["stderr"] or "Traceback" in got["stdout_tail"]:
+        return "traceback"
+    if case.expected == OK:
+        return "correct run" if got["exit_code"] == 0 and not PY_WARNING.search(got["stderr"]) else "other"
+    if got["exit_code"] == 0:
+        return "silently accepted"
+    lines = got["stderr"].strip().splitlines()
+    line = lines[0] if lines else ""
+    clean = (got["exit_code"] == 2 and len(lines) == 1 and line.startswith("error: ") and case.expected in line
+             and not INTERNAL_NAMES.search(line) and not TEMP_NAMES.search(line) and line.isprintable()
+             and got["changed"] == [])
+    return "clean error" if clean else "other"
+
+
+def main(results_path: str, limit_bytes: int, ids_path: str | None = None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
     signal.signal(signal.SIGALRM, _on_alarm)
     from typer.testing import CliRunner
 
     from sim.cli import app
-    from tests.malformed_corpus import CASES
+    from tests.hostile_corpus import ALL_CASES
 
+    wanted = None if ids_path is None else set(Path(ids_path).read_text().split())
     runner = CliRunner()
     results = {}
     with tempfile.TemporaryDirectory(prefix="corpus-") as root:
-        for case in CASES:
+        for case in ALL_CASES if wanted is None else [c for c in ALL_CASES if c.id in wanted]:
             results[case.id] = run_case(case, Path(root).resolve(), runner, app)
         left = sorted(p.name for p in Path(root).iterdir() if p.name not in results)
     Path(results_path).write_text(json.dumps({"limit_bytes": resource.getrlimit(resource.RLIMIT_AS)[0],
@@ -77,4 +108,4 @@ def main(results_path: str, limit_bytes: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 4 << 30)
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 4 << 30, sys.argv[3] if len(sys.argv) > 3 else None)

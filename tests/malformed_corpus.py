@@ -450,7 +450,7 @@ CASES = [
     case("disagg-group-pp", f"{SIM} -m qwen3-30b-a3b -c {{d}}/c.yaml", "pipeline stages with disaggregated", t__csv=TRACE, c__yaml="prefill_replicas: 1\ndecode_replicas: 1\ndecode: {tp: 2, pp: 2}\n"),
     case("disagg-group-ep-not-dividing", f"{SIM} -m qwen3-30b-a3b --prefill-replicas 1 --decode-replicas 1 --decode-dp 3 --decode-enable-expert-parallel", "--ep", t__csv=TRACE),
     case("disagg-group-ep-with-spec", f"{SIM} -m qwen3-30b-a3b --prefill-replicas 1 --decode-replicas 1 --decode-dp 2 --decode-enable-expert-parallel --spec-tokens 2", "speculative decoding", t__csv=TRACE),
-    case("disagg-group-bad-a2a", f"{SIM} -m qwen3-30b-a3b --prefill-replicas 1 --decode-replicas 1 --decode-moe-a2a-backend nvshmem", "moe_a2a_backend", t__csv=TRACE),
+    case("disagg-group-bad-a2a", f"{SIM} -m qwen3-30b-a3b --prefill-replicas 1 --decode-replicas 1 --decode-moe-a2a-backend nvshmem", "--decode-moe-a2a-backend", t__csv=TRACE),
     # ---- one budget for what a run allocates; derived times ----
     case("budget-cpu-cache-1e308", f"{SIM} --policy radix --cpu-cache-gib 1e308", "--cpu-cache-gib", t__csv=TRACE),
     case("budget-cpu-cache-nan", f"{SIM} --policy radix --cpu-cache-gib nan", "--cpu-cache-gib", t__csv=TRACE),

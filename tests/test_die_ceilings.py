@@ -120,7 +120,7 @@ def test_a_tp_group_may_span_the_trays_of_an_nvlink_domain():
     kept = {(c.cfg.hardware, c.cfg.tp) for c in runnable}
     assert {("gb200-nvl72", 8), ("gb200-nvl72", 16), ("b200", 8)} <= kept
     (b200_16,) = [s for s in skipped if (s.hardware, s.tp) == ("b200", 16)]
-    assert "exceeds the 8 GPUs of one NVLink (scale-up) domain" in b200_16.reason
+    assert "exceeds the 8 GPUs of one node (tensor parallelism stays in one NVLink domain" in b200_16.reason
     tp16 = _roofline("gb200-nvl72", "--tp", "16")
     assert "allreduce_scale_out" not in tp16["prefill"]  # 4 trays, one NVLink domain: no NIC hop
     assert "allreduce_scale_out" in _roofline("b200", "--tp", "16")["prefill"]  # two HGX boards

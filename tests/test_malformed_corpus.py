@@ -1,4 +1,6 @@
-"""Every case of tests/malformed_corpus.py: one line on stderr and exit 2 (or the documented
+"""The bad-input corpus (tests/hostile_corpus.py: the malformed corpus, the issue cases and, for
+speed, the huge / NaN / -1 values of every numeric flag; bench/bench_bad_input.py runs all of
+them and prints the table): one line on stderr and exit 2 (or the documented
 success), no traceback, never an internal model's name or a temporary file's, and nothing left
 behind or changed: the case folder holds exactly the files it started with (no --out folder, no
 temporary sibling, no sweep lock).
@@ -11,20 +13,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.malformed_corpus import CASES, OK
+from tests.corpus_runner import INTERNAL_NAMES, TEMP_NAMES, verdict
+from tests.hostile_corpus import ALL_CASES, NUMERIC_CASES
+from tests.malformed_corpus import OK
+
+FAST_VALUES = ("=1e308", "=nan", "=huge", "=-1")  # of the numeric cases, the test runs these (the bench all)
+CASES = [c for c in ALL_CASES if c not in NUMERIC_CASES or c.id.endswith(FAST_VALUES)]
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_BYTES = 4 << 30  # address space of the runner: a few times what a case needs (~1.7 GiB peak)
-INTERNAL_NAMES = re.compile(r"\b(EngineConfig|EnginePreset|HardwareProfile|ModelSpec|WorkloadSpec|Synthetic|"
-                            r"StrictModel|Scheduling|Overhead|CudaGraph)\b|Extra inputs are not permitted")
-TEMP_NAMES = re.compile(r"partial-\d|/\.[^/\s]+\.[a-z0-9_]{8}(\.[a-z]+)?\b|/tmp[a-z0-9_]{8}\b")
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +35,10 @@ def outcomes(tmp_path_factory) -> dict:
     results = tmp_path_factory.mktemp("corpus") / "results.json"
     # one BLAS/OpenMP thread: their per-thread buffers would make the address space grow with the core count
     env = {**os.environ, **{name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
-    done = subprocess.run([sys.executable, "-m", "tests.corpus_runner", str(results), str(LIMIT_BYTES)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900, env=env)
+    ids = results.with_name("ids.txt")
+    ids.write_text("\n".join(c.id for c in CASES))
+    done = subprocess.run([sys.executable, "-m", "tests.corpus_runner", str(results), str(LIMIT_BYTES), str(ids)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(results.read_text())
     assert data["limit_bytes"] == LIMIT_BYTES  # the limit was in force
@@ -42,8 +47,14 @@ def outcomes(tmp_path_factory) -> dict:
 
 
 def test_corpus_is_large_and_ids_are_unique():
-    assert len(CASES) >= 250
-    assert len({c.id for c in CASES}) == len(CASES)
+    assert len(ALL_CASES) >= 900 and len(NUMERIC_CASES) >= 400  # every numeric flag of every command
+    assert len({c.id for c in ALL_CASES}) == len(ALL_CASES)
+
+
+def test_every_case_is_a_clean_error_or_a_correct_run(outcomes):
+    verdicts = {c.id: verdict(c, outcomes[c.id]) for c in CASES}
+    assert {v for v in verdicts.values()} <= {"clean error", "correct run"}, {
+        k: v for k, v in verdicts.items() if v not in ("clean error", "correct run")}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -128,7 +128,7 @@ def assert_one_line_error(result, *needles: str) -> str:
     (["--slo", "ttft_p99=1s", "--hardware", "h100-sxm,tpu-v9"], ("--hardware", "unknown profile 'tpu-v9'")),
     (["--slo", "ttft_p99=1s", "--policy", "fastest"], ("--policy", "fastest", "unknown policy")),
     (["--slo", "ttft_p99=1s", "--tp", "two"], ("--tp", "positive integers")),
-    (["--slo", "ttft_p99=1s", "--target-qps", "0"], ("--target-qps", "> 0")),
+    (["--slo", "ttft_p99=1s", "--target-qps", "0"], ("--target-qps", "(0, 1e+09]")),
     (["--slo", "ttft_p99=1s", "--model", "llama-3-70b", "--hardware", "a100-80g-sxm,h100-sxm", "--tp", "1"],
      ("no candidate can run", "a100-80g-sxm tp1: does not fit", "h100-sxm tp1: does not fit")),
 ])

@@ -115,7 +115,7 @@ def test_kill_9_midway_then_rerun_ends_with_exactly_16_rows(tmp_path):
     (["--grid", "block_size=8", "--backend", "dask"], "error: --backend: 'dask'; one of local, ray"),
     (["--grid", "block_size=8", "--address", "auto"], "error: --address: only with --backend ray"),
     (["--grid", "block_size=8", "--base", "missing.yaml"], "error: missing.yaml: cannot read file"),
-    (["--grid", "block_size=8", "--max-requests", "0"], "error: --max-requests: must be at least 1"),
+    (["--grid", "block_size=8", "--max-requests", "0"], "error: --max-requests: must be in [1, 100,000,000]"),
 ])
 def test_bad_sweep_input_is_one_line_and_exit_2(tmp_path, args, words):
     result = CliRunner().invoke(app, ["sweep", *args, "--out", str(tmp_path / "out")])

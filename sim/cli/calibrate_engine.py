@@ -18,8 +18,9 @@ def engine(
     split: str = typer.Option("all", "--split", help="all | fit: fit on every case, or only on split=fit rows"),
     model: str = typer.Option(None, "--model", "-m", help="bench JSON: the model served", show_default=False),
     hardware: str = typer.Option(None, "--hardware", "-H", help="bench JSON: the GPU", show_default=False),
-    tp: int = typer.Option(1, "--tp", min=1, help="bench JSON: tensor-parallel size"),
-    weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="bench JSON: checkpoint dtype"),
+    tp: int = typer.Option(None, "--tp", min=1, help="bench JSON: tensor-parallel size [1]", show_default=False),
+    weight_dtype: str = typer.Option(None, "--weight-dtype", help="bench JSON: checkpoint dtype [bf16]",
+                                     show_default=False),
     objective: str = typer.Option("mean", "--objective", help="mean | median |relative error| to minimise"),
     max_sim_requests: int = typer.Option(DEFAULT_MAX_SIM_REQUESTS, "--max-sim-requests", min=1),
     as_json: bool = typer.Option(False, "--json", help="print the before/after report as JSON"),
@@ -45,6 +46,11 @@ def engine(
     from sim.cli.measured import calibrate_measured, split_measured
 
     per_request, others = split_measured(measured)
+    if not per_request and not any(p.suffix == ".json" for p in measured):
+        from sim.cli.validate import refuse_per_request_flags
+
+        refuse_per_request_flags(model=model, hardware=hardware, tp=tp, weight_dtype=weight_dtype)
+    tp, weight_dtype = tp or 1, weight_dtype or "bf16"
     if per_request:  # a run request by request: fit by re-simulation (docs/measurements.md)
         if len(per_request) > 1 or others:
             raise typer.BadParameter("give one per-request measurement file alone", param_hint="MEASURED")
@@ -59,6 +65,7 @@ def engine(
         else:
             cases += load_cases([path])
     cases = [c for c in cases if split == "all" or c.split == "fit"]
+    _check_case_engines(cases, base)
     staged = [c for c in cases
               if c.workload == "shared_prefix_stages" and c.workload_args.get("measured") != "overloaded"]
     if staged:  # open-loop serving runs: fitted by re-simulation
@@ -99,3 +106,20 @@ def engine(
         ["median |error| before", f"{before:.1%}"], ["median |error| after", f"{after:.1%}"]])
     for cid, why in skipped:
         console.print(f"skipped {cid}: {why}")
+
+
+def _check_case_engines(cases: list, base) -> None:
+    """Each case's `engine` names a known engine (validate's rule), of the fitted preset's family
+    when both are bundled families: the fit re-prices the cases on `base`, so a row measured on
+    another engine would be fitted as if `base` had run it."""
+    from sim.errors import InputError
+    from sim.inputs.engines.preset import engine_names, load_engine
+    from sim.validate.names import engine_name
+
+    families = {name.split("@")[0] for name in engine_names()}
+    for case in cases:
+        measured_on = load_engine(engine_name(case.case_id, case.engine)).family
+        if measured_on in families and base.family in families and measured_on != base.family:
+            raise InputError(case.case_id, "engine", f"measured on {case.engine}, but the fit is of --engine "
+                                                     f"{base.name}'s terms: give --engine {measured_on} or leave "
+                                                     "the row out")

@@ -51,9 +51,10 @@ def run(spec: SpecArg,
     day = load_day_spec(spec)
     if seed is not None:
         from sim.errors import InputError
+        from sim.schema import MAX_SEED_EXCLUSIVE
 
-        if seed < 0:
-            raise InputError("--seed", None, f"must be >= 0; got {seed}")
+        if not 0 <= seed < MAX_SEED_EXCLUSIVE:
+            raise InputError("--seed", None, f"must be in [0, 2**63); got {seed}")
         day = day.model_copy(update={"workload": day.workload.model_copy(update={"seed": seed})})
     generator = DayGenerator(day.workload, spec.parent) if plot else None  # checks the traces before the replay
     with make_replays(ray, address, None) as replays:
@@ -85,12 +86,13 @@ def plan(spec: SpecArg,
     """Pick the reserved base, autoscaling parameters and headroom meeting the SLOs all day at least
     cost; verify by replaying the day, with and without a failure at the peak."""
     from sim.errors import InputError
-    from sim.fleet.plan import plan_day, write_plan
+    from sim.fleet.plan import FIRST_PROBE_RPS, MIN_PROBE_S, plan_day, write_plan
     from sim.fleet.replays import make_replays
     from sim.fleet.spec import load_day_spec
 
-    if not (probe_s > 0 and probe_s < 86_400):
-        raise InputError("--probe-s", None, f"must be in (0, 86400) seconds; got {probe_s}")
+    if not (MIN_PROBE_S <= probe_s < 86_400):
+        raise InputError("--probe-s", None, f"must be in [{MIN_PROBE_S:g}, 86400) seconds (the first probe runs at "
+                                            f"{FIRST_PROBE_RPS:g} req/s: a shorter one sees no request); got {probe_s}")
     day = load_day_spec(spec)
     with make_replays(ray, address, workers) as replays:
         if not as_json:  # a plan of a long day takes minutes: each stage as it ends, on stderr

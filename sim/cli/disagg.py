@@ -10,7 +10,7 @@ import typer
 from sim.cli.common import print_json, print_table
 from sim.cli.group_flags import with_group_flags
 from sim.errors import InputError
-from sim.inputs.budget import check_layouts
+from sim.inputs.budget import MAX_TIME_S, check_layouts
 from sim.inputs.config import load_config
 from sim.planner.disagg import parse_pd_ratios
 from sim.run.disagg_compare import compare_splits
@@ -41,8 +41,8 @@ def disagg(
     if not (math.isfinite(load) and load > 0):
         raise InputError("--load", None, f"must be a finite number > 0 (got {load})")
     for flag, limit_s in (("--ttft-slo", ttft_slo), ("--tpot-slo", tpot_slo)):
-        if not (math.isfinite(limit_s) and limit_s > 0):
-            raise InputError(flag, None, f"must be a finite number of seconds > 0 (got {limit_s})")
+        if not (math.isfinite(limit_s) and 0 < limit_s <= MAX_TIME_S):
+            raise InputError(flag, None, f"must be a number of seconds in (0, {MAX_TIME_S:g}] (got {limit_s})")
     if max_requests < 1:
         raise InputError("--max-requests", None, "must be >= 1")
     layouts = parse_pd_ratios(ratios, "--ratios")
@@ -52,6 +52,9 @@ def disagg(
     base = load_config(config, overrides)
 
     def workload_for(n_replicas: int):
+        if not math.isfinite(load * n_replicas):
+            raise InputError("--load", None, f"{load:g} x {n_replicas} replicas is past any finite rate factor; "
+                                             "a smaller --load")
         try:
             return load_run_workload(trace, rate_scale=load * n_replicas, max_requests=max_requests, seed=base.seed)
         except InputError as exc:  # the rate factor is --load x replicas: name this command's flag

@@ -42,10 +42,16 @@ def profiles(as_json: bool = JsonOpt) -> None:
     print_table("Hardware profiles", columns, [[r[c] for c in columns] for r in rows])
 
 
-def models(as_json: bool = JsonOpt) -> None:
-    """List the bundled model specs."""
+def models(specs: list[str] = typer.Argument(None, show_default=False,
+                                             help="model names or YAML / HF config.json paths (default: every "
+                                                  "bundled spec)"),
+           as_json: bool = JsonOpt) -> None:
+    """List the bundled model specs, or the given ones (names, YAML or HF config.json paths)."""
     rows = []
-    for name in bundled_models():
+    for name in specs or bundled_models():
+        if not name.endswith((".yaml", ".yml", ".json")) and name not in bundled_models():
+            raise InputError("models", name, f"unknown model; give a bundled name ({', '.join(bundled_models())}) "
+                                             "or a YAML / config.json path")
         m = load_model(name)
         rows.append({
             "name": name, "layers": m.n_layers, "hidden": m.hidden_size, "heads": m.n_heads,

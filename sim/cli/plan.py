@@ -195,6 +195,11 @@ def plan(
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
     if emit is not None and (emit not in EMITS or out is None):
         raise InputError("--emit", emit, f"one of {', '.join(EMITS)}, with --out DIR (it writes DIR/k8s.yaml)")
+    if emit == "k8s":
+        from sim.planner.k8s import check_k8s_engine
+        from sim.planner.launch import assumed_engine
+
+        check_k8s_engine(assumed_engine(base))
     if max_verified < 1:
         raise InputError("--max-verified", None, f"must be at least 1; got {max_verified}")
     if uncertainty is not None:

@@ -24,7 +24,7 @@ PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
               "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers", "backend",
               "address", "goodput_pairs", "ctx", "trace_qps", "enable_prefix_caching", "enable_chunked_prefill",
-              "group_knobs")
+              "group_knobs", "save_detailed")
 
 
 def _opt(help_text: str, *names: str):
@@ -58,7 +58,8 @@ class _LazyProgress:
 @with_group_flags  # --prefill-* / --decode-* (sim/cli/group_flags.py)
 def simulate(
     ctx: typer.Context,
-    trace: str = typer.Option(DEFAULT_TRACE, "--trace", "-t", help="trace file, workload spec YAML or bundled name"),
+    trace: str = typer.Option(None, "--trace", "-t", show_default=False,
+                              help=f"trace file, workload spec YAML or bundled name [{DEFAULT_TRACE}]"),
     trace_format: str = _opt("force a trace format (azure, mooncake, splitwise, ...)", "--format"),
     bench: str = _opt("benchmark workload instead of --trace: 'batch=8,isl=32,osl=128' (fixed batch), "
                       "'requests=1000,isl=128,osl=128' (infinite rate), add 'concurrency=32[,think_s=..,think_cv=..,"
@@ -141,6 +142,9 @@ def simulate(
     percentiles: str = _opt("latency percentiles to report, e.g. 50,90,95,99 [50,90,99]", "--percentiles"),
     csv: Path = _opt("also write one row per request to this CSV file", "--csv"),
     record_steps: bool = typer.Option(False, "--record-steps", help="also write steps.parquet"),
+    save_detailed: bool = typer.Option(False, "--save-detailed",
+                                       help="bench_serve.json also holds `itls`, one list per request (as vLLM's "
+                                            "--save-detailed; its size grows with the run's output tokens)"),
     out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
@@ -171,7 +175,7 @@ def simulate(
         overrides["radix_chunked"] = radix_chunked
     cfg = resolve_seed(load_config(config, overrides), trace, trace_format)
     if bench is not None:
-        if trace != DEFAULT_TRACE or trace_format or rate_scale or max_requests or qps or trace_qps:
+        if any(v is not None for v in (trace, trace_format, rate_scale, max_requests, qps, trace_qps)):
             raise InputError("--bench", None, "replaces the workload: do not combine with --trace, --format, "
                                               "--rate-scale, --qps or --max-requests")
         workload = bench_workload(bench)
@@ -187,8 +191,10 @@ def simulate(
             return without_unread_prefix_ids(cfg, _workload(trace, trace_format, rate_scale, max_requests, seed, qps,
                                                             trace_qps))
     try:
+        if save_detailed and out is None:
+            raise InputError("--save-detailed", None, "adds itls to DIR/bench_serve.json: give --out DIR")
         output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers, backend,
-                     address)
+                     address, detailed_bench=save_detailed)
     finally:
         progress.close()
     if as_json:
@@ -209,8 +215,9 @@ def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qp
     """load_run_workload, plus --request-rate inf (all at t=0) and --trace-qps (the trace's shape re-timed)."""
     import math
 
+    from sim.inputs.budget import check_rate_qps
     from sim.inputs.vllm_names import all_at_once
-    from sim.inputs.workload import apply_transforms
+    from sim.inputs.workload.transforms import scale_rate
 
     if sum(v is not None for v in (qps, trace_qps, rate_scale)) > 1:
         raise InputError("--qps", None, "give at most one of --qps (Poisson), --trace-qps (the trace's shape) and "
@@ -219,7 +226,10 @@ def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qp
     workload = load_run_workload(trace, trace_format, rate_scale, max_requests, seed, None if infinite else qps)
     if infinite:
         return all_at_once(workload) if not isinstance(workload, ClosedLoop) else workload
-    return workload if trace_qps is None else apply_transforms(workload, target_qps=trace_qps)
+    if trace_qps is None:
+        return workload
+    check_rate_qps(trace_qps, "--trace-qps")
+    return scale_rate(workload, target_qps=trace_qps, where="--trace-qps")
 
 
 def _feature_overrides(overrides: dict) -> None:

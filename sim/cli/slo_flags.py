@@ -35,14 +35,16 @@ def goodput_option():
 
 
 def min_finished_option():
-    return typer.Option(DEFAULT_GOODPUT_MIN, "--min-finished",
-                        help="least share of judged requests that must finish for the SLOs to be met")
+    return typer.Option(None, "--min-finished", show_default=False,
+                        help=f"least share of judged requests that must finish for the SLOs to be met "
+                             f"[{DEFAULT_GOODPUT_MIN}]; with --slo / --goodput")
 
 
-def resolve_slo(slo: list[str] | None, goodput: list[str] | None, extra_args: list[str], min_finished: float,
-                required: bool = False) -> PlanSLO | None:
+def resolve_slo(slo: list[str] | None, goodput: list[str] | None, extra_args: list[str],
+                min_finished: float | None, required: bool = False) -> PlanSLO | None:
     """The PlanSLO of the flags (None when none given and not `required`). `extra_args`: the command's
-    leftover arguments, each of which must be a vLLM NAME:MS pair following --goodput."""
+    leftover arguments, each of which must be a vLLM NAME:MS pair following --goodput. `min_finished`
+    (None: DEFAULT_GOODPUT_MIN) given without any SLO is refused: it would judge nothing."""
     for token in extra_args:
         if not (goodput and _PAIR.match(token)):
             raise InputError("arguments", token, "unexpected argument (SLOs: --slo ttft_p99=2000 or "
@@ -53,8 +55,10 @@ def resolve_slo(slo: list[str] | None, goodput: list[str] | None, extra_args: li
             raise InputError("--goodput", token, "takes vLLM's SLO pairs NAME:MS (e.g. ttft:2000); the least "
                                                  "share of requests that must finish is --min-finished")
     if not (slo or pairs) and not required:
+        if min_finished is not None:
+            raise InputError("--min-finished", None, "has no effect without --slo or --goodput: give them or drop it")
         return None
-    return parse_slo(slo or [], min_finished, goodput_pairs=pairs)
+    return parse_slo(slo or [], DEFAULT_GOODPUT_MIN if min_finished is None else min_finished, goodput_pairs=pairs)
 
 
 def slo_line(spec: PlanSLO | None) -> str | None:

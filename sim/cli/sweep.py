@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sim.cli.common import console, print_table
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
+from sim.inputs.budget import MAX_ROWS
 from sim.run.invoke import DEFAULT_TRACE
 
 if TYPE_CHECKING:
@@ -66,8 +67,8 @@ def sweep(
     if trace is not None:
         workload_base["trace"] = trace
     if max_requests is not None:
-        if max_requests < 1:
-            raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
+        if not 1 <= max_requests <= MAX_ROWS:
+            raise InputError("--max-requests", None, f"must be in [1, {MAX_ROWS:,}]; got {max_requests}")
         workload_base["max_requests"] = max_requests
     if "seed" not in engine_base and "seed" not in grid_values:  # no explicit seed: the spec's, else 0
         seed = spec_seed(workload_base.get("trace") or DEFAULT_TRACE, workload_base.get("format"))

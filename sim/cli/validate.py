@@ -18,6 +18,17 @@ def _abs_pct(value) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+def refuse_per_request_flags(**given) -> None:
+    """The per-request file's flags are read only with one: given without it, they are refused."""
+    named = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
+    if named:
+        from sim.errors import InputError
+
+        raise InputError(named[0], None, "describes a bench JSON or per-request measurement file (vllm bench "
+                                         "JSON, AIPerf JSONL, OTLP spans); the validation CSVs name their own "
+                                         "model, GPU, tp and dtype per row: drop it")
+
+
 def validate(
     cases: list[Path] = typer.Argument(None, help="validation CSVs (default: the bundled cases)", show_default=False),
     engine: str = typer.Option(None, "--engine", help="use this preset (name or YAML) for every case instead of "
@@ -28,8 +39,9 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     model: str = typer.Option(None, "--model", "-m", help="per-request file: the model served", show_default=False),
     hardware: str = typer.Option(None, "--hardware", "-H", help="per-request file: the GPU", show_default=False),
-    tp: int = typer.Option(1, "--tp", min=1, help="per-request file: tensor-parallel size"),
-    weight_dtype: str = typer.Option("bf16", "--weight-dtype", help="per-request file: checkpoint dtype"),
+    tp: int = typer.Option(None, "--tp", min=1, help="per-request file: tensor-parallel size [1]", show_default=False),
+    weight_dtype: str = typer.Option(None, "--weight-dtype", help="per-request file: checkpoint dtype [bf16]",
+                                     show_default=False),
     per_request_out: Path = typer.Option(None, "--per-request-out", help="per-request file: write measured vs "
                                          "predicted per request to this CSV", show_default=False),
     hardware_profile: Path = typer.Option(None, "--hardware-profile", help="a (calibrated) profile YAML: run the "
@@ -45,8 +57,11 @@ def validate(
     if measured:
         if len(measured) > 1 or others:
             raise typer.BadParameter("give one per-request measurement file alone", param_hint="CASES")
-        validate_measured(measured[0], engine, model, hardware, tp, weight_dtype, per_request_out, as_json)
+        validate_measured(measured[0], engine, model, hardware, tp or 1, weight_dtype or "bf16", per_request_out,
+                          as_json)
         return
+    refuse_per_request_flags(model=model, hardware=hardware, tp=tp, weight_dtype=weight_dtype,
+                              per_request_out=per_request_out)
     from sim.validate.cases import load_cases
     from sim.validate.report import report_dict
     from sim.validate.run import predict
@@ -54,6 +69,11 @@ def validate(
     if split not in ("all", "fit", "score"):
         raise typer.BadParameter("must be all, fit or score", param_hint="--split")
     chosen = [c for c in load_cases(cases or None) if split == "all" or c.split == split]
+    if not chosen:
+        from sim.errors import InputError
+
+        raise InputError("--split", split, "no case has this split (a row's `split` column: fit or score); "
+                                           "nothing to validate")
     if hardware_profile is not None:
         _compare_profiles(chosen, hardware_profile, engine, max_sim_requests, as_json)
         return

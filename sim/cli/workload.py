@@ -92,6 +92,9 @@ def sample_command(
         raise InputError("--out", None, f"folder {out.parent} does not exist")
     if out.is_dir():
         raise InputError("--out", None, f"{out} is a folder; give the path of the JSONL file to write")
+    if out.suffix != ".jsonl":
+        raise InputError("--out", None, f"{out} must end in .jsonl (sample writes canonical JSONL, and a trace's "
+                                        "suffix tells readers its format)")
     workload = load_workload(spec, strict=strict, seed=seed)
     n_rows = write_canonical_jsonl(workload, out)
     closed = isinstance(workload, ClosedLoop)

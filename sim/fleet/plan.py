@@ -48,6 +48,8 @@ from sim.output import write_json
 
 PROBE_S = 300.0
 BISECT_STEPS = 6
+FIRST_PROBE_RPS = 1.0  # the capacity search starts here, doubling while met, then bisects
+MIN_PROBE_S = 1.0 / FIRST_PROBE_RPS  # a probe shorter than one gap at the first rate sees no request
 UTILISATIONS = (0.8, 0.9)
 MAX_REPLAYS = 4  # whole-day replays of candidates without a failure
 QUEUE_BACKSTOP_PER_REPLICA = 8.0  # judgement: a queue this deep per replica means the forecast was low
@@ -129,12 +131,18 @@ def replica_capacity_rps(spec: DaySpec, base_dir: Path | None = None,
         probes.append({"rate_rps": rate_rps, "slo_attainment": totals["slo_attainment"]})
         return (totals["slo_attainment"] or 0.0) >= spec.attainment_target
 
-    low, high = 0.0, 1.0
+    low, high = 0.0, FIRST_PROBE_RPS
     while meets(high):
         low, high = high, 2 * high
     for _ in range(BISECT_STEPS):
         middle = (low + high) / 2
         low, high = (middle, high) if meets(middle) else (low, middle)
+    if low <= 0:
+        from sim.errors import InputError
+
+        raise InputError("--probe-s", None, f"one replica met the attainment target ({spec.attainment_target:g}) at "
+                                            f"no probed rate down to {high:.3g} req/s over {probe_s:g} s probes: "
+                                            "a longer --probe-s, or an SLO / attainment_target the replica can meet")
     return low, probes
 
 

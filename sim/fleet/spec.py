@@ -20,6 +20,9 @@ from sim.inputs.config import SLO
 from sim.schema import StrictModel
 
 MAX_FLEET_REPLICAS = 10_000
+# Shortest autoscaler decision interval: Kubernetes' HPA syncs every 15 s by default; below a
+# second a day is millions of decisions (interval_s 1e-308 never ended).
+MIN_AUTOSCALER_INTERVAL_S = 1.0
 METRICS = ("queue_length", "kv_usage", "running", "request_rate")
 
 
@@ -62,7 +65,7 @@ Policy = Annotated[StaticPolicy | TargetTracking | Predictive, Field(discriminat
 
 class Autoscaler(StrictModel):
     policy: Policy
-    interval_s: PositiveFloat = 30.0
+    interval_s: float = Field(30.0, ge=MIN_AUTOSCALER_INTERVAL_S)
     cooldown_up_s: NonNegativeFloat = 60.0
     cooldown_down_s: NonNegativeFloat = 300.0  # scale in only to the largest count wanted over this window
     min_replicas: PositiveInt = Field(1, le=MAX_FLEET_REPLICAS)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from sim.errors import InputError
-from sim.schema import MAX_REQUESTS, MAX_TOKENS
+from sim.schema import MAX_RATE_QPS, MAX_REQUESTS, MAX_TOKENS
 
 MAX_ROWS = 10 * MAX_REQUESTS  # draws one workload makes of a distribution (lengths, shots, samples)
 MAX_SEQUENCES = 10 * MAX_REQUESTS  # requests x parallel samples: sequences one run simulates
@@ -41,6 +41,14 @@ def require(amount: float, limit: float, what: str, inputs: str, where: str = "b
                                         "ask for less")
 
 
+def check_rate_qps(rate_qps: float, where: str, field: str | None = None, also: str = "") -> None:
+    """InputError `where: field: ...` unless 0 < rate_qps <= MAX_RATE_QPS (an arrival rate in req/s);
+    `also` names another accepted spelling (", or inf: all at t = 0")."""
+    if not (math.isfinite(rate_qps) and 0 < rate_qps <= MAX_RATE_QPS):
+        raise InputError(where, field, f"must be a rate in (0, {MAX_RATE_QPS:g}] requests/s (at most one a "
+                                       f"nanosecond){also}; got {rate_qps:g}")
+
+
 def check_layouts(ratios: list[tuple[int, int]], flag: str) -> None:
     """P:D layouts within MAX_CLUSTER_REPLICAS replicas each (a layout is simulated as P + D
     replicas, and compared with an aggregated cluster of as many)."""
@@ -55,5 +63,5 @@ def _count(value: float) -> str:
 
 
 __all__ = ["MAX_CAPTURE_SIZES", "MAX_CLUSTER_REPLICAS", "MAX_HASH_IDS", "MAX_HOST_GIB", "MAX_PREFIX_BLOCKS",
-           "MAX_REPLAYS", "MAX_REQUEST_RUNS", "MAX_ROWS", "MAX_SEQUENCES", "MAX_TIME_S", "MAX_TOKENS",
-           "MAX_TOTAL_TOKENS", "check_layouts", "require"]
+           "MAX_RATE_QPS", "MAX_REPLAYS", "MAX_REQUEST_RUNS", "MAX_ROWS", "MAX_SEQUENCES", "MAX_TIME_S", "MAX_TOKENS",
+           "MAX_TOTAL_TOKENS", "check_layouts", "check_rate_qps", "require"]

@@ -168,9 +168,19 @@ def load_config(path: Path | None, overrides: dict) -> EngineConfig:
     try:
         return validate(EngineConfig, data, path if path is not None else "command line")
     except InputError as error:
-        top = (error.field or "").split(".")[0]
+        top, _, sub = (error.field or "").partition(".")
+        if error.field is None:  # a check across fields: name the flag its message starts with
+            top = error.allowed.split(" ", 1)[0]
+        if top in GROUP_KEYS and sub and "." not in sub:  # --prefill-tp -> prefill.tp
+            raise InputError(f"--{top}-{sub.replace('_', '-')}", None, error.allowed) from None
         if top in flags:  # the bad value came from a flag: name the flag
-            flag = FLAG_NAMES.get(top, f"--{top.replace('_', '-')}")
-            raise InputError(flag, error.field if "." in (error.field or "") else None,
-                             error.allowed) from None
+            raise InputError(flag_name(top), error.field if sub else None, error.allowed) from None
         raise
+
+
+GROUP_KEYS = ("prefill", "decode")  # the disaggregated groups' nested knobs (--prefill-* / --decode-*)
+
+
+def flag_name(key: str) -> str:
+    """The command-line flag of a config key (`max_num_seqs` -> `--max-num-seqs`)."""
+    return FLAG_NAMES.get(key, f"--{key.replace('_', '-')}")

@@ -18,7 +18,7 @@ from sim.inputs.engines.preset import kv_pool_share_of_free
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
-from sim.inputs.layout.memory import plan_memory
+from sim.inputs.layout.memory import RAISE_TP_HINT, plan_memory
 from sim.inputs.model import load_model
 from sim.planner.billing import Billing, billing_of
 from sim.planner.layouts import LAYOUT_KNOBS, LayoutGrid, layout_label, replica_gpus
@@ -177,18 +177,40 @@ def drop_radix_twins(candidates: list[Candidate], has_prefix_ids: bool,
     return kept, skipped
 
 
+SPAN_NODES_HINT = "span nodes with pipeline stages (plan --pp 1,2; docs/parallelism.md)"
+
+
 def _why_not(model, hw, tp: int, base: EngineConfig, price: float | None) -> str | None:
+    """Why a (hardware, tp) candidate cannot run, with what to change; None when it can. Past a
+    node's GPUs the advice is pipeline stages, never a larger --tp (TP stays inside a node)."""
     if price is None:
         return f"profile {hw.name} has no cost_per_hour_usd (give --price {hw.name}=USD)"
     if tp > hw.scale_up_gpus:  # a TP group may span the nodes of one NVLink domain (GB200 NVL72 trays)
-        return f"tp {tp} exceeds the {hw.scale_up_gpus} GPUs of one NVLink (scale-up) domain"
+        return (f"tp {tp} exceeds the {hw.scale_up_gpus} GPUs of {_domain_words(hw, 'one')} (tensor parallelism "
+                f"stays in one NVLink domain: {SPAN_NODES_HINT})")
     try:
         plan_memory(model, hw, tp, base.block_size, base.gpu_memory_utilization, base.weight_dtype,
                     base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs,
                     share_of_free=kv_pool_share_of_free(base.engine))
     except InputError as exc:
-        return f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed
+        return _node_hint(f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed, tp, hw)
     return None
+
+
+def _domain_words(hw, article: str) -> str:
+    """The scale-up domain a TP group may span, in words: a node (HGX) or an NVLink domain of nodes."""
+    if hw.scale_up_gpus == hw.interconnect.max_gpus_per_node:
+        return f"{article} node"
+    return f"{article} NVLink domain ({hw.scale_up_gpus // hw.interconnect.max_gpus_per_node} nodes)"
+
+
+def _node_hint(reason: str, tp: int, hw) -> str:
+    """`reason` with sim.inputs.layout.memory's 'raise --tp' advice replaced by pipeline stages when tp
+    fills the NVLink (scale-up) domain a TP group may span."""
+    if tp < hw.scale_up_gpus:
+        return reason
+    return reason.replace(RAISE_TP_HINT, f" (tp {tp} fills {_domain_words(hw, 'a')}: {SPAN_NODES_HINT}, or raise "
+                                         "--gpu-memory-utilization, or use a smaller dtype)")
 
 
 def _why_not_layout(model, hw, cfg: EngineConfig, price: float | None) -> str | None:
@@ -201,5 +223,5 @@ def _why_not_layout(model, hw, cfg: EngineConfig, price: float | None) -> str | 
                            cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
                            share_of_free=kv_pool_share_of_free(cfg.engine))
     except InputError as exc:
-        return exc.line()
+        return _node_hint(exc.line(), cfg.tp, hw)
     return None

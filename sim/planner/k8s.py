@@ -30,6 +30,19 @@ ADAPTER_RULE = ('seriesQuery: vllm:request_success_total; as: vllm_requests_per_
                 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)')
 
 
+K8S_ENGINES = ("vllm",)  # engines whose launch line the manifests run (`vllm serve`)
+
+
+def check_k8s_engine(engine: str) -> None:
+    """InputError before any planning when `--emit k8s` cannot write the plan's engine."""
+    if engine not in K8S_ENGINES:
+        from sim.errors import InputError
+
+        raise InputError("--emit", "k8s", f"writes vLLM manifests (`vllm serve` pods); the plan's engine is "
+                                          f"{engine}: plan with --engine vllm, or drop --emit k8s (plan.json "
+                                          "holds the engine's own launch line)")
+
+
 def manifests(plan: dict, name: str = "infersim-plan", image: str = IMAGE) -> list[dict]:
     """[Deployment, Service, HorizontalPodAutoscaler] for plan.json's recommendation and launch."""
     best, launch = plan["recommended"], plan["launch"]
@@ -37,7 +50,7 @@ def manifests(plan: dict, name: str = "infersim-plan", image: str = IMAGE) -> li
         raise ValueError("the plan has no recommendation to deploy")
     argv = shlex.split(launch["command"])
     if argv[:2] != ["vllm", "serve"]:
-        raise ValueError(f"--emit k8s writes vLLM manifests; the plan's engine is {launch['engine']}")
+        check_k8s_engine(launch["engine"])
     replica_gpus, node_gpus = best.get("gpus_per_replica", best["tp"]), best.get("gpus_per_node", best["tp"])
     if replica_gpus > node_gpus:
         from sim.errors import InputError

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.errors import InputError
+from sim.inputs.budget import MAX_CLUSTER_REPLICAS, check_rate_qps
 from sim.inputs.config import EngineConfig
 from sim.inputs.workload.trace import Trace
 from sim.planner.burst import SearchSlice, search_slice, workload_shape
@@ -112,6 +113,17 @@ def run_on(backend, fn: Callable, arg_tuples: list[tuple], progress: Progress | 
     return results
 
 
+def _check_cluster_size(rows: list[dict], target_qps: float) -> None:
+    """InputError naming --target-qps when a candidate needs more replicas than one simulated
+    cluster holds (sim.inputs.budget.MAX_CLUSTER_REPLICAS): verifying it could not run."""
+    largest = max(rows, key=lambda r: r["replicas"])
+    if largest["replicas"] > MAX_CLUSTER_REPLICAS:
+        raise InputError("--target-qps", None, f"{target_qps:g} req/s needs {largest['replicas']:,} replicas of "
+                                               f"{largest['hardware']} tp{largest['tp']} "
+                                               f"({largest['max_qps_per_replica']:.3g} req/s each), above the "
+                                               f"{MAX_CLUSTER_REPLICAS:,} one simulated cluster holds: a lower rate")
+
+
 def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_tokens: tuple[float, float]) -> dict:
     """The plan.json row of a feasible candidate with `replicas` replicas at `target_qps`;
     `mean_tokens`: (input, output) tokens per request. Cost per GPU (a replica's GPUs follow its
@@ -165,8 +177,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
                              progress, pd_ratios, announce, model_id, prices, layouts, billing)
-    if not (target_qps > 0 and math.isfinite(target_qps)):
-        raise InputError("--target-qps", None, f"must be a number > 0; got {target_qps}")
+    check_rate_qps(target_qps, "--target-qps")
     if pd_ratios and not settings.verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
     piece = search_slice(trace, settings.max_requests, settings.warmup_fraction, settings.sizing)
@@ -193,6 +204,7 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
     mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
+    _check_cluster_size(rows, target_qps)
     preferred = preferred_policy(base)
     order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i], preferred))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]

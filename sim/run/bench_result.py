@@ -1,14 +1,26 @@
-"""`bench_serve.json`: a run's result shaped like `vllm bench serve --save-result`'s JSON, so the
-dashboards and scripts that read vLLM's benchmark results read a simulation too.
+"""`bench_serve.json`: a run's result shaped like `vllm bench serve --save-result`'s JSON (with
+`simulate --save-detailed`, its --save-detailed one), so the dashboards and scripts that read vLLM's
+benchmark results, and `pd.read_json` (one row per request), read a simulation too.
 
-Field names and meanings follow vLLM's serving benchmark (vllm/benchmarks/serve.py): `duration`
-(s, first arrival to last finish), `completed`, `total_input_tokens`, `total_output_tokens`,
-`request_throughput`, `request_goodput` (requests meeting every SLO per second; null without SLOs),
-`output_throughput` and `total_token_throughput` (tok/s), and for each of ttft, tpot, itl and e2el
-`mean_*_ms`, `median_*_ms`, `std_*_ms` and `p<q>_*_ms` (q: 90, 95, 99, as its
-`--metric-percentiles 90,95,99`); per-request lists `input_lens`, `output_lens` and `ttfts` (s), and
-`errors` (the reject reason of each request that did not finish, else ""). The simulation has no
-texts: `generated_texts` is absent. `infersim` names the source of the numbers.
+Field names, units and per-request conventions follow vLLM's serving benchmark
+(vllm/benchmarks/serve.py, read at commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1): `duration`
+(s, first arrival to last finish), `completed`, `failed`, `total_input_tokens`,
+`total_output_tokens`, `request_throughput`, `request_goodput` (requests meeting every SLO per
+second; null without SLOs), `output_throughput` and `total_token_throughput` (tok/s), and for each
+of ttft, tpot, itl and e2el `mean_*_ms`, `median_*_ms`, `std_*_ms` and `p<q>_*_ms` (q: 90, 95, 99,
+as its `--metric-percentiles 90,95,99`). Per request, in request_id order (requests.parquet's):
+`input_lens`, `output_lens` (0 for a request that did not finish), `ttfts`, `latencies` (E2E) and
+`start_times` (arrival) in s, and `errors` ("" for success, else the reject reason); a request that
+did not finish has ttft 0.0, latency 0.0 and no gaps, as vLLM writes a failed one.
+
+`itls` (a list of s per request) only with `simulate --save-detailed`, as vLLM writes it only with
+its --save-detailed: its size grows with the run's output tokens (~115 MB for splitwise_conv's
+19,366 requests, ~1 MB without). The simulator keeps each request's first-token and finish times
+and the run's inter-token gaps (`mean_itl_ms` and the other itl fields are over every real gap),
+not each request's own gaps: a request's list is its mean gap (latency - ttft) / (output_len - 1),
+output_len - 1 times, so it sums to latency - ttft (to rounding), as vLLM's does. No texts are
+simulated: `generated_texts` is absent. The infersim extras are flat `infersim_*` keys (a nested
+object would break `pd.read_json`).
 """
 
 from __future__ import annotations
@@ -22,9 +34,10 @@ from sim.run.weighted_percentiles import weighted_percentiles
 PERCENTILES = (90, 95, 99)
 
 
-def vllm_bench_result(result, table: Mapping[str, np.ndarray], summary: dict) -> dict:
+def vllm_bench_result(result, table: Mapping[str, np.ndarray], summary: dict, detailed: bool = False) -> dict:
     """The bench_serve.json content of a finished run (`result`: the SimResult; `table`: its
-    requests columns, sim.run.summary.requests_columns; `summary`: its summary.json)."""
+    requests columns, sim.run.summary.requests_columns; `summary`: its summary.json); `detailed`:
+    with the per-request `itls` (vLLM's --save-detailed)."""
     status = np.asarray(table["status"])
     done = status == "FINISHED"
     duration = result.sim_duration_s or 0.0
@@ -32,7 +45,7 @@ def vllm_bench_result(result, table: Mapping[str, np.ndarray], summary: dict) ->
     outputs = np.asarray(table["output_tokens"])[done]
     out = {
         "backend": "infersim", "model_id": summary.get("model"), "num_prompts": int(status.shape[0]),
-        "duration": duration, "completed": int(done.sum()),
+        "duration": duration, "completed": int(done.sum()), "failed": int((~done).sum()),
         "total_input_tokens": int(inputs.sum()), "total_output_tokens": int(outputs.sum()),
         "request_throughput": _per_s(done.sum(), duration),
         "request_goodput": None if not summary.get("goodput") else summary["goodput"]["request_throughput"],
@@ -42,14 +55,27 @@ def vllm_bench_result(result, table: Mapping[str, np.ndarray], summary: dict) ->
     for name, column in (("ttft", "ttft_s"), ("tpot", "tpot_s"), ("e2el", "e2e_s")):
         out.update(_ms_stats(name, np.asarray(table[column], dtype=float)[done]))
     out.update(_itl_stats(result))
-    out.update({"input_lens": np.asarray(table["prompt_tokens"]).tolist(),
-                "output_lens": np.where(done, np.asarray(table["output_tokens"]), 0).tolist(),
-                "ttfts": [float(v) if ok else 0.0 for v, ok in zip(np.asarray(table["ttft_s"], dtype=float), done,
-                                                                  strict=True)],
-                "errors": ["" if ok else str(reason or status[i]) for i, (ok, reason) in
-                           enumerate(zip(done, table["reject_reason"], strict=True))],
-                "infersim": {"simulated": True, "summary": "summary.json", "version": summary.get("infersim_version")}})
+    out.update(_per_request(table, done, status, detailed))
+    out.update({"infersim_simulated": True, "infersim_summary": "summary.json",
+                "infersim_version": summary.get("infersim_version")})
     return out
+
+
+def _per_request(table: Mapping[str, np.ndarray], done: np.ndarray, status: np.ndarray, detailed: bool) -> dict:
+    """vLLM's per-request lists (module docstring), one entry per request in table order; `itls`
+    only when `detailed`."""
+    ttft = np.where(done, np.asarray(table["ttft_s"], dtype=float), 0.0)
+    e2e = np.where(done, np.asarray(table["e2e_s"], dtype=float), 0.0)
+    outputs = np.where(done, np.asarray(table["output_tokens"]), 0)
+    n_gaps = np.maximum(outputs - 1, 0)
+    mean_gap = np.divide(e2e - ttft, n_gaps, out=np.zeros_like(e2e), where=n_gaps > 0)
+    lists = {"input_lens": np.asarray(table["prompt_tokens"]).tolist(), "output_lens": outputs.tolist(),
+             "ttfts": ttft.tolist()}
+    if detailed:
+        lists["itls"] = [[gap] * n for gap, n in zip(mean_gap.tolist(), n_gaps.tolist(), strict=True)]
+    return {**lists, "latencies": e2e.tolist(), "start_times": np.asarray(table["arrival_s"], dtype=float).tolist(),
+            "errors": ["" if ok else str(reason or status[i]) for i, (ok, reason) in
+                       enumerate(zip(done, table["reject_reason"], strict=True))]}
 
 
 def _per_s(amount, duration: float) -> float:

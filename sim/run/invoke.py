@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.errors import InputError
-from sim.inputs.budget import MAX_TIME_S
+from sim.inputs.budget import MAX_ROWS, MAX_TIME_S, check_rate_qps
 from sim.inputs.config import EngineConfig
 from sim.inputs.slo import PlanSLO, slo_report
 from sim.inputs.workload import load_workload
@@ -61,8 +61,8 @@ def load_run_workload(trace: str | None, fmt: str | None = None, rate_scale: flo
                       max_requests: int | None = None, seed: int = 0, qps: float | None = None) -> Trace | ClosedLoop:
     """The workload of a run: a trace/spec path or bundled name, optionally cut, then sped up
     (`rate_scale`) or given Poisson arrivals at `qps` req/s (its lengths kept, in order)."""
-    if max_requests is not None and max_requests < 1:
-        raise InputError("--max-requests", None, f"must be at least 1; got {max_requests}")
+    if max_requests is not None and not 1 <= max_requests <= MAX_ROWS:
+        raise InputError("--max-requests", None, f"must be in [1, {MAX_ROWS:,}]; got {max_requests}")
     if rate_scale is not None and qps is not None:
         raise InputError("--qps", None, "give at most one of --qps and --rate-scale")
     workload = load_workload(trace or DEFAULT_TRACE, fmt, seed=seed)
@@ -104,8 +104,7 @@ def _cut(workload: Trace | ClosedLoop, max_requests: int | None, rate_scale: flo
 
 def poisson_arrivals(trace: Trace, qps: float, seed: int) -> Trace:
     """The same requests (lengths, order, prefixes) arriving as a Poisson process of `qps` req/s."""
-    if not (qps > 0 and math.isfinite(qps)):
-        raise InputError("--qps", None, f"must be a number of requests/s > 0; got {qps}")
+    check_rate_qps(qps, "--qps", also=", or inf (all at t = 0)")
     timed = trace.take(np.arange(len(trace)))
     with np.errstate(over="ignore"):
         timed.arrival_s = arrival_times_s(np.random.default_rng(seed), "poisson", qps, n=len(trace))
@@ -119,7 +118,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
         progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
         resample: Callable[[int], Trace | ClosedLoop] | None = None, percentiles=DEFAULT_PERCENTILES,
         slo: PlanSLO | None = None, csv_path: Path | None = None, workers: int = 1, backend: str = "local",
-        address: str | None = None) -> RunOutput:
+        address: str | None = None, detailed_bench: bool = False) -> RunOutput:
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
     with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
@@ -130,7 +129,8 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     summary.json carries `extrapolating` (sim/run/intervals.py); with `uncertainty` = N it also
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
     `workers` > 1 spreads the replicas (sim.run.replica_split) and the perturbed replays over that many
-    processes of `backend` (local | ray, at `address`); the output is the same."""
+    processes of `backend` (local | ray, at `address`); the output is the same. `detailed_bench`:
+    bench_serve.json also holds the per-request `itls` (vLLM's --save-detailed)."""
     from sim.run.backends import make_backend  # here: sim.sweep imports this module
     from sim.run.bench_result import vllm_bench_result  # bench_serve.json: shaped like vllm bench serve's result
     from sim.run.intervals import check_replays
@@ -158,7 +158,7 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
                     write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
                 write_json(tmp_dir / "summary.json", output.summary)
                 write_json(tmp_dir / "bench_serve.json", vllm_bench_result(output.result, output.columns,
-                                                                         output.summary))
+                                                                         output.summary, detailed_bench))
                 _stage_csv(stage, csv_path, output)
     return output
 

@@ -12,13 +12,15 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import yaml
-from pydantic import ConfigDict, PositiveFloat, PositiveInt, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, model_validator
 
 from sim.errors import InputError
+from sim.inputs.budget import MAX_ROWS
 from sim.inputs.config import EngineConfig
-from sim.schema import StrictModel
+from sim.schema import MAX_RATE_QPS, StrictModel
 from sim.yamlio import load_yaml, read_mapping, validate
 
 # workload knobs a grid may vary: qps = Poisson arrivals at that rate (as simulate --qps and vLLM's
@@ -36,10 +38,10 @@ class WorkloadParams(StrictModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     trace: str | None = None
     format: str | None = None
-    max_requests: PositiveInt | None = None
-    qps: PositiveFloat | None = None
+    max_requests: Annotated[int, Field(ge=1, le=MAX_ROWS)] | None = None
+    qps: Annotated[float, Field(gt=0, le=MAX_RATE_QPS)] | None = None
     rate_scale: PositiveFloat | None = None
-    trace_qps: PositiveFloat | None = None
+    trace_qps: Annotated[float, Field(gt=0, le=MAX_RATE_QPS)] | None = None
 
     @model_validator(mode="after")
     def _one_rate_knob(self) -> WorkloadParams:

@@ -77,8 +77,22 @@ def group_config(cfg, role: str):
         return EngineConfig.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
-        raise InputError(f"{role} group (--{role}-* / `{role}:`)", None,
-                         first["msg"].removeprefix("Value error, ")) from None
+        key = str(first["loc"][0]) if first["loc"] else None
+        where = (f"--{role}-{key.replace('_', '-')}" if key in own else
+                 f"{role} group (--{role}-* / `{role}:`)" + (f": {key}" if key else ""))
+        raise InputError(where, None, first["msg"].removeprefix("Value error, ")) from None
+
+
+def group_layout(cfg, role: str, group_cfg, model):
+    """The group's simulated layout; a refusal names the group's own flag (--prefill-ep for --ep)
+    when the knob is the group's own."""
+    try:
+        return simulated_layout(group_cfg, model)
+    except InputError as error:
+        knob = error.where.removeprefix("--")
+        if knob.replace("-", "_") in getattr(cfg, role).model_dump(exclude_none=True):
+            raise InputError(f"--{role}-{knob}", error.field, error.allowed) from None
+        raise
 
 
 def check_disagg_config(cfg, table) -> None:
@@ -99,7 +113,7 @@ def build_disaggregated(cfg, model, env, table, recorder, source, max_model_len:
     (sim.run.simulate)."""
     check_disagg_config(cfg, table)
     configs = {role: group_config(cfg, role) for role in ROLES}
-    layouts = {role: simulated_layout(c, model) for role, c in configs.items()}
+    layouts = {role: group_layout(cfg, role, c, model) for role, c in configs.items()}
     cluster_placement(cfg)  # refuses a --nodes too small for both groups, before anything runs
     counts = {"prefill": cfg.prefill_replicas, "decode": cfg.decode_replicas}
     hardware = {role: load_hardware(c.hardware) for role, c in configs.items()}

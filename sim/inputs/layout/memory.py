@@ -19,6 +19,8 @@ from sim.inputs.model.kv import (
 from sim.inputs.model.params import weight_elements_by_group
 from sim.inputs.model.weights import uniform_dtype, weight_bytes_by_group, weight_bytes_per_gpu
 
+RAISE_TP_HINT = " (raise --tp or --gpu-memory-utilization, or use a smaller dtype)"  # plan rewrites it at a node's GPUs
+
 
 @dataclass(frozen=True)
 class MemoryPlan:
@@ -148,7 +150,7 @@ def plan_memory(
             f"--model {model.name}{'' if draft is None else f' (+ draft {draft.name})'} on --hardware {hw.name} "
             f"--tp {tp}", None,
             f"does not fit: weights+activations+runtime need {need_gib:.1f} GiB per GPU of "
-            f"{usable / GIB:.1f} GiB usable (raise --tp or --gpu-memory-utilization, or use a smaller dtype)",
+            f"{usable / GIB:.1f} GiB usable{RAISE_TP_HINT}",
         )
     blocks = kv_budget // (block_size * kv_token_gpu)
     return MemoryPlan(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
 from sim.errors import InputError
+from sim.inputs.budget import check_rate_qps
 from sim.inputs.workload.bundled import resolve_workload
 from sim.inputs.workload.csv_formats import CSV_SCHEMAS, TIME_UNIT_S, generic_csv_schema, load_csv
 from sim.inputs.workload.jsonl_formats import JSONL_SCHEMAS, generic_jsonl_schema, load_jsonl
@@ -43,8 +43,7 @@ def load_trace(
         )
     if time_unit not in TIME_UNIT_S:
         raise InputError("--time-unit", None, f"{time_unit!r}; one of {', '.join(TIME_UNIT_S)}")
-    if not (math.isfinite(lengths_rate_qps) and lengths_rate_qps > 0):
-        raise InputError("--lengths-rate-qps", None, f"must be a finite number > 0; got {lengths_rate_qps}")
+    check_rate_qps(lengths_rate_qps, "--lengths-rate-qps")
     if fmt in JSONL_SCHEMAS:
         read_text_head(path)
         return load_jsonl(path, JSONL_SCHEMAS[fmt], strict=strict)

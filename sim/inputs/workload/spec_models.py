@@ -12,7 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, model_validator
 
-from sim.schema import MAX_REQUESTS, MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
+from sim.inputs.budget import MAX_TIME_S
+from sim.schema import MAX_RATE_QPS, MAX_REQUESTS, MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
 
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 Seed = Annotated[int, Field(ge=0, lt=MAX_SEED_EXCLUSIVE)]
@@ -55,22 +56,25 @@ class LognormalDist(_Strict):
 Dist = Annotated[FixedDist | UniformDist | LognormalDist, Field(discriminator="kind")]
 
 
+RateQps = Annotated[float, Field(gt=0, le=MAX_RATE_QPS)]  # requests/s (sim.schema.MAX_RATE_QPS)
+
+
 class PoissonArrival(_Strict):
     kind: Literal["poisson"]
-    rate_qps: PositiveFloat
+    rate_qps: RateQps
 
 
 class GammaArrival(_Strict):
     """Renewal process with Gamma gaps: `cv` > 1 is burstier than Poisson, < 1 smoother."""
 
     kind: Literal["gamma"]
-    rate_qps: PositiveFloat
+    rate_qps: RateQps
     cv: float = Field(gt=0, le=MAX_GAMMA_CV)
 
 
 class ConstantArrival(_Strict):
     kind: Literal["constant"]
-    rate_qps: PositiveFloat
+    rate_qps: RateQps
 
 
 class ClosedLoopArrival(_Strict):
@@ -80,8 +84,8 @@ class ClosedLoopArrival(_Strict):
 
     kind: Literal["closed_loop"]
     concurrency: Annotated[int, Field(ge=1, le=MAX_REQUESTS)]
-    think_time_s: float = Field(0.0, ge=0)
-    think_time_cv: float = Field(0.0, ge=0)
+    think_time_s: float = Field(0.0, ge=0, le=MAX_TIME_S)
+    think_time_cv: float = Field(0.0, ge=0, le=MAX_GAMMA_CV)
     length_jitter: float = Field(0.0, ge=0, lt=1)
 
 
@@ -131,7 +135,7 @@ class MultiTurn(_Strict):
     conversation arrive `think_time_s` (exponential mean, covers the reply too) apart."""
 
     turns: Dist
-    think_time_s: float = Field(ge=0)
+    think_time_s: float = Field(ge=0, le=MAX_TIME_S)
 
 
 class Prefix(_Strict):

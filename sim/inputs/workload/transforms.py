@@ -14,6 +14,7 @@ import numpy as np
 from sim.errors import InputError
 from sim.inputs.budget import MAX_TIME_S
 from sim.inputs.workload.trace import Trace
+from sim.schema import MAX_RATE_QPS
 
 
 def mean_qps(trace: Trace) -> float | None:
@@ -60,6 +61,11 @@ def scale_rate(
     if not span_s <= MAX_TIME_S:  # a tiny factor stretches the trace past any finite clock
         raise InputError(where, None, f"a factor of {factor:g} makes the trace span {span_s:g} s; at most "
                                       f"{MAX_TIME_S:g} s (a larger factor)")
+    first_to_last_s = span_s - float(scaled.arrival_s.min()) if len(scaled) > 1 else 0.0
+    if first_to_last_s > 0 and (len(scaled) - 1) > MAX_RATE_QPS * first_to_last_s:  # no overflow in the test
+        raise InputError(where, None, f"a factor of {factor:g} makes the trace's {len(scaled):,} requests arrive "
+                                      f"within {first_to_last_s:.3g} s, faster than {MAX_RATE_QPS:g} requests/s "
+                                      "(one a nanosecond; all at once is --qps inf): a smaller factor")
     return scaled
 
 
