@@ -28,6 +28,7 @@ import sim.inputs.workload.canonical as canonical
 import sim.inputs.workload.synthetic.prefix_ids as prefix_ids
 import sim.inputs.workload.trace as trace_mod
 import sim.run.attribution as attribution
+import sim.run.attribution_split as attribution_split
 from sim.cost import CostModel
 from sim.engine.kv.blocks import BlockManager
 from sim.inputs.config import EngineConfig
@@ -70,6 +71,7 @@ def set_thresholds(monkeypatch, n_seqs: int, histogram_loop_seqs: int | None = N
     monkeypatch.setattr(metrics, "RUNNING_SUM_LOOP_MAX", n_seqs)
     monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", n_seqs)
     monkeypatch.setattr(attribution, "FEW_ROWS", n_seqs)
+    monkeypatch.setattr(attribution_split, "FEW_ROWS", n_seqs)
 
 
 def assert_identical(left, right) -> None:

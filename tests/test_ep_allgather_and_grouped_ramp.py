@@ -10,7 +10,8 @@ from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.cost.expert_parallel import ExpertParallelCostModel, ExpertParallelism
 from sim.cost.roofline import gemm_compute_efficiency
 from sim.errors import InputError
-from sim.inputs.hardware import Efficiency, load_hardware
+from sim.inputs.efficiency import Efficiency
+from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.parallel import ReplicaLayout
 from sim.inputs.model import load_model
 from sim.validate.cases import bundled_case_files, load_cases

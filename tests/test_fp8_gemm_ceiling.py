@@ -9,7 +9,8 @@ import yaml
 from calibrate.fp8_ceiling_published import INPUTS, derived_fp8_ceiling
 from sim.cost import CostModel
 from sim.errors import InputError
-from sim.inputs.hardware import Efficiency, load_hardware
+from sim.inputs.efficiency import Efficiency
+from sim.inputs.hardware import load_hardware
 from sim.inputs.model import load_model
 from sim.paths import bundled_dir
 

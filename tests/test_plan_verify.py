@@ -235,13 +235,13 @@ def test_plan_refuses_a_disaggregated_base(tmp_path):
 def test_equal_cost_candidates_rank_by_headroom():
     """QA: two knob settings needing the same replicas tied on cost and were ordered by the knobs'
     text ('256' before '64'), so the recommendation contradicted the best-knobs table."""
-    from sim.planner.plan import _row_order
+    from sim.planner.rows import row_order
 
     def row(seqs, qps):
         return {"cost_per_hour_usd": 2.69, "gpus": 1, "hardware": "h100-sxm", "tp": 1, "policy": "chunked",
                 "knobs": {"max_num_seqs": seqs}, "max_qps_per_replica": qps}
 
-    rows = sorted([row(256, 8.72), row(64, 9.93)], key=_row_order)
+    rows = sorted([row(256, 8.72), row(64, 9.93)], key=row_order)
     assert [r["knobs"]["max_num_seqs"] for r in rows] == [64, 256]
     assert best_per_hardware_tp(rows)[0]["knobs"] == rows[0]["knobs"]
 

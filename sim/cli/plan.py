@@ -147,8 +147,9 @@ def plan(
     from sim.planner.disagg import parse_pd_ratios
     from sim.planner.knobs import parse_knob_search
     from sim.planner.layouts import default_layouts, parse_layout_grid
-    from sim.planner.plan import SearchSettings, make_plan, run_on
+    from sim.planner.plan import SearchSettings, make_plan
     from sim.planner.plots import write_plots
+    from sim.planner.rows import run_on
     from sim.run.backends import make_backend
     from sim.run.folder import atomic_run_dir
     from sim.run.intervals import check_replays

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.cost.roofline import gemm_compute_efficiency, op_time_s
-from sim.inputs.hardware import Efficiency
+from sim.inputs.efficiency import Efficiency
 
 
 @dataclass(frozen=True)

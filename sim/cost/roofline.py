@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.inputs.hardware import Efficiency
+from sim.inputs.efficiency import Efficiency
 
 
 def blend(t_compute_s: np.ndarray, t_memory_s: np.ndarray, p: float) -> np.ndarray:

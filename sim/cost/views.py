@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from sim.cost.window import Window
-from sim.inputs.hardware import Efficiency
+from sim.inputs.efficiency import Efficiency
 from sim.inputs.model import ModelSpec
 
 

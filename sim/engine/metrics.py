@@ -8,33 +8,18 @@ the maximum do not change; the mean may differ in its last bits (another summati
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.engine.growable import Growable
-from sim.engine.kv.blocks import BlockManager
-from sim.engine.request import RequestTable
+from sim.engine.scheduler_view import Scheduler
 from sim.engine.step_counts import countdown, step_numbers
 
 if TYPE_CHECKING:  # (sim.engine.sched's package face imports the scheduler, which imports this module)
     import pandas as pd
 
     from sim.engine.sched.plan import StepPlan
-
-
-class Scheduler(Protocol):
-    """What the recorder reads of a replica's scheduler (sim.engine.sched.base.Scheduler, which
-    holds a Recorder: the recorder knows it only by this shape)."""
-
-    replica: int
-    running: list[int]
-    table: RequestTable
-    blocks: BlockManager
-
-    def n_request_blocks(self) -> int: ...
-
-    def run_block_tokens(self, plan: StepPlan) -> np.ndarray: ...
 
 
 GAP_COMPACT_AT = 4_000_000  # weighted gap samples kept before equal values are merged

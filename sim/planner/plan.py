@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.errors import InputError
-from sim.inputs.budget import MAX_CLUSTER_REPLICAS, check_rate_qps
+from sim.inputs.budget import check_rate_qps
 from sim.inputs.config import EngineConfig
 from sim.inputs.workload.trace import Trace
 from sim.planner.burst import SearchSlice, search_slice, workload_shape
@@ -30,6 +30,7 @@ from sim.planner.knobs import best_per_hardware_tp, knob_settings, operating_poi
 from sim.planner.launch import launch_command
 from sim.planner.layouts import LayoutGrid, layout_fields, whole_nodes
 from sim.planner.report import impossible_line, infeasible_row, reasons_line
+from sim.planner.rows import Progress, check_cluster_size, row_order, run_on
 from sim.planner.screen import screen
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
@@ -44,8 +45,6 @@ from sim.planner.verify_bound import (
 )
 from sim.run.backends import LocalBackend
 from sim.run.provenance import provenance
-
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass(frozen=True)
@@ -103,27 +102,6 @@ def search_candidate(candidate: Candidate, piece: SearchSlice, slo: PlanSLO,
     return CandidateSearch(candidate, outcome, binding_constraint(outcome.limit_point, slo), detail)
 
 
-def run_on(backend, fn: Callable, arg_tuples: list[tuple], progress: Progress | None, stage: str) -> list:
-    """fn(*args) for every tuple on `backend`, results in input order; progress after each one."""
-    results: list = [None] * len(arg_tuples)
-    for done, (index, result) in enumerate(backend.run_tasks(fn, arg_tuples), start=1):
-        results[index] = result
-        if progress is not None:
-            progress(stage, done, len(arg_tuples))
-    return results
-
-
-def _check_cluster_size(rows: list[dict], target_qps: float) -> None:
-    """InputError naming --target-qps when a candidate needs more replicas than one simulated
-    cluster holds (sim.inputs.budget.MAX_CLUSTER_REPLICAS): verifying it could not run."""
-    largest = max(rows, key=lambda r: r["replicas"])
-    if largest["replicas"] > MAX_CLUSTER_REPLICAS:
-        raise InputError("--target-qps", None, f"{target_qps:g} req/s needs {largest['replicas']:,} replicas of "
-                                               f"{largest['hardware']} tp{largest['tp']} "
-                                               f"({largest['max_qps_per_replica']:.3g} req/s each), above the "
-                                               f"{MAX_CLUSTER_REPLICAS:,} one simulated cluster holds: a lower rate")
-
-
 def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_tokens: tuple[float, float]) -> dict:
     """The plan.json row of a feasible candidate with `replicas` replicas at `target_qps`;
     `mean_tokens`: (input, output) tokens per request. Cost per GPU (a replica's GPUs follow its
@@ -147,13 +125,6 @@ def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_token
         "binding_slo": search.binding_slo, "binding_detail": search.binding_detail,
         "search_points": [p.to_dict() for p in search.outcome.points],
     }
-
-
-def _row_order(row: dict, engine_policy: str = "chunked") -> tuple:
-    """Cheapest first; at equal cost the most headroom (highest rate per replica), then the engine's
-    default policy (`engine_policy`: its launch line keeps the engine's defaults), then by name."""
-    return (row["cost_per_hour_usd"], row["gpus"], -row["max_qps_per_replica"], row["hardware"], row["tp"],
-            row["policy"] != engine_policy, row["policy"], str(row["knobs"]))
 
 
 def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[int], policies: list[str],
@@ -204,16 +175,16 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mean_output_tokens = float((trace.output_tokens * trace.samples()).mean())
     mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
-    _check_cluster_size(rows, target_qps)
+    check_cluster_size(rows, target_qps)
     preferred = preferred_policy(base)
-    order = sorted(range(len(rows)), key=lambda i: _row_order(rows[i], preferred))
+    order = sorted(range(len(rows)), key=lambda i: row_order(rows[i], preferred))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
     order_section = None
     if settings.verify:
         peak = piece.peak_to_mean if settings.sizing == "busiest" else 1.0
         order_section = verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress,
                                         mean_tokens, peak)
-    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *_row_order(r, preferred)))
+    rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *row_order(r, preferred)))
     recommended = _recommend(rows, settings.verify, target_qps)
     mark_ties(rows, recommended)
     recommended_cfg = None if recommended is None else _config_of(recommended, feasible)
