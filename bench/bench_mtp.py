@@ -20,6 +20,8 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench_spec_decode import table  # the same plain table (this folder is on sys.path)
+
 from sim.engine.spec_decode import expected_tokens_per_step, make_spec_decoder
 from sim.inputs.config import EngineConfig
 from sim.inputs.model import load_model
@@ -34,14 +36,6 @@ ISL, OSL = 1000, 200
 def config(k: int, acceptance: float, engine: str | None) -> EngineConfig:
     spec = {"spec_tokens": k, "spec_method": "mtp", "spec_acceptance": [acceptance]} if k else {}
     return EngineConfig(model="deepseek-r1", weight_dtype="fp8", hardware="h200", tp=8, engine=engine, **spec)
-
-
-def table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    print(f"\n{title}")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    print("  ".join(h.rjust(w) for h, w in zip(header, widths)))
-    for r in rows:
-        print("  ".join(v.rjust(w) for v, w in zip(r, widths)))
 
 
 def part_a(batches: list[int], acceptance: float, engine: str | None) -> None:
