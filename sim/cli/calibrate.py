@@ -37,14 +37,20 @@ def _load_profile(name_or_path: str) -> HardwareProfile:
     return load_hardware(name_or_path)
 
 
-def _check_out(out: Path, *also: Path) -> None:
-    """A profile YAML (and the files written beside it, `also`): claimed before any work."""
+def measurements_path(out: Path) -> Path:
+    """Where `calibrate run --out X.yaml` keeps its timings: X.measurements.csv beside it."""
+    return out.with_name(f"{out.stem}.measurements.csv")
+
+
+def _check_out(out: Path, with_measurements: bool = False) -> None:
+    """A profile YAML (with its measurements CSV beside it): claimed before any work."""
     from sim.cli.outputs import claim
     from sim.run.destination import FileOut
 
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out", str(out), "a path ending in .yaml or .yml")
-    claim(files=[FileOut("--out", out), *(FileOut(f"--out ({p.name})", p) for p in also)])
+    also = [FileOut("--out", measurements_path(out))] if with_measurements else []
+    claim(files=[FileOut("--out", out), *also])
 
 
 NoTablesOpt = Annotated[
@@ -137,7 +143,7 @@ def run_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Time kernels on this machine, write OUT's measurements CSV next to it, fit, write OUT."""
-    _check_out(out, out.with_name(f"{out.stem}.measurements.csv"))
+    _check_out(out, with_measurements=True)
     if time_budget_s is not None and not (math.isfinite(time_budget_s) and time_budget_s > 0):
         raise InputError("--time-budget-s", None, f"must be a finite number of seconds > 0; got {time_budget_s}")
     _load_profile(base)  # a bad --base fails before minutes of timing
@@ -154,7 +160,7 @@ def run_command(
     with StageProgress(enabled=not as_json) as progress:
         frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s, progress=progress,
                                 notes=notes)
-    csv_path = write_measurements(frame, out.with_name(f"{out.stem}.measurements.csv"))
+    csv_path = write_measurements(frame, measurements_path(out))
     typer.echo(f"wrote {csv_path} ({len(frame)} measurements); shapes timed:", err=True)
     for line in timed_shape_lines(frame) + notes:
         typer.echo(f"  {line}", err=True)

@@ -8,7 +8,6 @@ import os
 from collections.abc import Iterable
 
 
-
 def claim(folders: Iterable = (), files: Iterable = ()) -> None:
     """Check and lock `folders` (sim.run.destination.FolderOut) and `files` (FileOut) now, before
     any work, for as long as the running command lasts (released when its click context closes,
