@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -222,3 +224,92 @@ def test_the_home_folder_is_refused_even_empty_and_from_elsewhere(tmp_path, monk
         result = invoke(["simulate", "-t", "t.csv", "--out", destination])
         assert_refused(result, "--out", tmp_path, before)
         assert "root or home folder" in result.stderr
+
+
+# long enough to be killed while working (they are stopped ~0.4 s after claiming their destination)
+LONG_DAY = DAY_SPEC.replace("duration_s: 240", "duration_s: 86400").replace("peak_rps: 6", "peak_rps: 40")
+LONG = {
+    "plan": ["plan", "--workload", "splitwise_conv", "--slo", "ttft_p99=1s", "--target-qps", "2", "--workers", "1"],
+    "day run": ["day", "run", "long.yaml", "--no-plot"],
+    "day plan": ["day", "plan", "long.yaml", "--no-screen"],
+    "sweep": ["sweep", "--trace", "splitwise_conv", "--grid", "max_num_seqs=8,16,32,64", "--workers", "1",
+              "--no-plots"],
+}
+
+
+def _start_and_signal(words: list[str], out: Path, signum: int) -> subprocess.CompletedProcess:
+    """`python -m sim WORDS --out OUT`, sent `signum` 0.4 s after it locked OUT (it is working then)."""
+    command = [sys.executable, "-m", "sim", *words, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(command, cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while process.poll() is None and not lock_path(out).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.4)
+    assert process.poll() is None, f"{words[0]} ended before it could be stopped: {process.communicate()}"
+    if signum == signal.SIGKILL:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def _sweep_is_whole(out: Path) -> None:
+    """Finished points only, each whole; results.parquet (when there) is rows of them."""
+    import pandas as pd
+
+    parts = {p.stem: pd.read_parquet(p) for p in (out / "parts").glob("*.parquet")}
+    assert all(len(frame) == 1 for frame in parts.values())
+    if (out / "results.parquet").exists():
+        assert set(pd.read_parquet(out / "results.parquet")["point_id"]) <= set(parts)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "kill-9"])
+@pytest.mark.parametrize("command", list(LONG))
+def test_a_stopped_writer_leaves_nothing_or_one_whole_run(tmp_path, command, signum):
+    (tmp_path / "long.yaml").write_text(LONG_DAY)
+    out = tmp_path / "out"
+    done = _start_and_signal(LONG[command], out, signum)
+    if signum == signal.SIGKILL:
+        assert done.returncode == -signal.SIGKILL
+    else:
+        assert done.returncode == 143, done.stderr
+        line = ("interrupted: finished points are kept" if command == "sweep" else "error: interrupted")
+        assert done.stderr.strip().splitlines()[-1].startswith(line) and line not in done.stdout, done.stderr
+    if command == "sweep":
+        if out.exists():
+            _sweep_is_whole(out)
+    else:
+        assert not out.exists(), "a stopped run published"
+    leftovers = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out."))
+    if signum == signal.SIGTERM:
+        assert leftovers == []  # unwound: staging and lock removed
+        return
+    assert all(n.startswith(".out.partial-") or n == ".out.lock" for n in leftovers), leftovers
+    if command != "sweep":  # the next run there removes what the killed one left
+        (tmp_path / "t.csv").write_text(TRACE)
+        assert invoke(["simulate", "-t", str(tmp_path / "t.csv"), "--json", "--out", str(out)]).exit_code == 0
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["long.yaml", "out", "t.csv"]
+        assert sorted(p.name for p in out.iterdir()) == ["bench_serve.json", "requests.parquet", "summary.json"]
+
+
+def test_two_concurrent_runs_into_one_folder_leave_one_whole_run(tmp_path):
+    """Both start at once: the second is refused (exit 2, one line), or they run one after the
+    other; the folder ends as one whole run either way."""
+    import pandas as pd
+
+    command = [sys.executable, "-m", "sim", "simulate", "--bench", "requests=3000,isl=100,osl=100", "--json",
+               "--out", str(tmp_path / "out")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env) for _ in range(2)]
+    results = [(run.wait(timeout=120), run.communicate()[1]) for run in runs]
+    assert sorted(code for code, _ in results) in ([0, 0], [0, 2]), results
+    for code, stderr in results:
+        if code == 2:
+            assert "another infersim command" in stderr and len(stderr.strip().splitlines()) == 1
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert len(pd.read_parquet(tmp_path / "out" / "requests.parquet")) == summary["n_requests"] == 3000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
