@@ -313,3 +313,12 @@ def test_two_concurrent_runs_into_one_folder_leave_one_whole_run(tmp_path):
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert len(pd.read_parquet(tmp_path / "out" / "requests.parquet")) == summary["n_requests"] == 3000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_new_nested_folder_is_locked_too_and_its_parents_go_if_unused(tmp_path):
+    out = tmp_path / "runs" / "a" / "b"
+    with claim_outputs([FolderOut("--out", out, ("summary.json",))]):
+        assert lock_path(out).exists()
+        with pytest.raises(InputError, match="is writing"), claim_outputs([FolderOut("--out", out, ("summary.json",))]):
+            pass
+    assert list(tmp_path.iterdir()) == []

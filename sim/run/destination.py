@@ -31,7 +31,7 @@ from pathlib import Path
 
 from sim.errors import InputError
 from sim.output import remove_stale_staged_files
-from sim.run.folder import MARKER, check_out_folder, remove_stale_partials
+from sim.run.folder import MARKER, check_out_folder, make_parents, remove_empty, remove_stale_partials
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,8 @@ def claim_outputs(folders: Iterable[FolderOut] = (), files: Iterable[FileOut] = 
         check_file_destination(out, input_paths)
     _check_apart(folders, files)
     with contextlib.ExitStack() as locks:
+        for out in folders:  # a new folder's missing parents now, so its lock has a place (gone again if unused)
+            locks.callback(remove_empty, make_parents(Path(out.path).absolute().parent, out.flag))
         for out in [*folders, *files]:
             locks.enter_context(destination_lock(out.path, out.flag))
         for out in folders:

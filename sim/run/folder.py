@@ -54,12 +54,12 @@ def atomic_run_dir(out_dir: Path, owned_names: Iterable[str], flag: str = "--out
     owned = set(owned_names) | {MARKER}
     check_out_folder(out_dir, owned, flag)
     in_place = out_dir.is_dir() and (os.path.ismount(out_dir) or not os.access(out_dir.parent, os.W_OK))
-    created = [] if in_place else _make_parents(out_dir.parent, flag)
+    created = [] if in_place else make_parents(out_dir.parent, flag)
     try:
         remove_stale_partials(out_dir)
         tmp = _new_staging(out_dir, in_place, flag)
     except BaseException:
-        _remove_empty(created)
+        remove_empty(created)
         raise
     try:
         yield tmp
@@ -71,7 +71,7 @@ def atomic_run_dir(out_dir: Path, owned_names: Iterable[str], flag: str = "--out
                 _publish(tmp, out_dir, owned, flag)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        _remove_empty(created)
+        remove_empty(created)
         if isinstance(exc, KeyboardInterrupt):
             exc.out_dirs = [*getattr(exc, "out_dirs", []), given]
         if isinstance(exc, OSError) and exc.filename and str(exc.filename).startswith(str(tmp)):
@@ -105,7 +105,7 @@ def check_out_folder(out_dir: Path, owned: set[str], flag: str = "--out") -> Non
                                      "a run replaces its folder whole: give a new or empty folder or an earlier run's")
 
 
-def _make_parents(parent: Path, flag: str) -> list[Path]:
+def make_parents(parent: Path, flag: str) -> list[Path]:
     """Create `parent` (and its missing ancestors); return those created, deepest first."""
     missing = []
     folder = parent
@@ -121,7 +121,7 @@ def _make_parents(parent: Path, flag: str) -> list[Path]:
     return missing
 
 
-def _remove_empty(folders: list[Path]) -> None:
+def remove_empty(folders: list[Path]) -> None:
     for folder in folders:
         try:
             folder.rmdir()
