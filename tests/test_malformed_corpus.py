@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.corpus_runner import INTERNAL_NAMES, TEMP_NAMES, verdict
-from tests.hostile_corpus import ALL_CASES, DESTINATION_CASES, NUMERIC_CASES, WRITERS, output_flags_of_cli
+from tests.destination_corpus import DESTINATION_CASES, WRITERS, output_flags_of_cli
+from tests.hostile_corpus import ALL_CASES, NUMERIC_CASES
 from tests.malformed_corpus import OK
 
 FAST_VALUES = ("=1e308", "=nan", "=huge", "=-1")  # of the numeric cases, the test runs these (the bench all)
