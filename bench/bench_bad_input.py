@@ -34,6 +34,8 @@ def group_of(case, issue_ids: set[str], malformed_ids: set[str]) -> str:
         return "malformed corpus"
     if case.id in issue_ids:
         return "issue cases"
+    if case.id.startswith("dest-"):  # tests/hostile_corpus.py destination_cases: every writer x every dangerous path
+        return "destinations: " + case.id[len("dest-"):].split("=")[0]
     return "numeric flags: " + case.argv[0] + (f" {case.argv[1]}" if case.argv[0] in ("workload", "calibrate", "day")
                                                else "")
 

@@ -45,13 +45,12 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from sim.errors import InputError
-from sim.output import with_normal_mode
+from sim.output import staging_file, with_normal_mode
 
 GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
 # Plain GEMMs of MLA attention and of MoE layers (the simulator's op names, sim/cost/arch.py)
@@ -248,9 +247,9 @@ def write_measurements(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
     target = Path(path)
     frame = validate_measurements(frame, str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp_name = staging_file(target)  # `.NAME.partial-PID-*`: a killed run's is removed by the next
     try:
-        with os.fdopen(handle, "w", newline="") as tmp_file:
+        with open(tmp_name, "w", newline="") as tmp_file:
             frame.to_csv(tmp_file, index=False)
         with_normal_mode(tmp_name)  # not mkstemp's 0600
         os.replace(tmp_name, target)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -40,7 +39,7 @@ from calibrate.predict import predict_times_s
 from calibrate.shape_summary import kernel_classes
 from calibrate.uncertainty import uncertainty_from_residuals
 from sim.inputs.hardware import HardwareProfile
-from sim.output import with_normal_mode
+from sim.output import staging_file, with_normal_mode
 from sim.yamlio import validate
 
 
@@ -147,9 +146,9 @@ def write_profile(data: dict, path: str | os.PathLike) -> Path:
     target = Path(path)
     validate(HardwareProfile, data, target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp_name = staging_file(target)  # `.NAME.partial-PID-*`: a killed run's is removed by the next
     try:
-        with os.fdopen(handle, "w") as tmp_file:
+        with open(tmp_name, "w") as tmp_file:
             yaml.safe_dump(data, tmp_file, sort_keys=False, width=110)
         with_normal_mode(tmp_name)  # not mkstemp's 0600
         os.replace(tmp_name, target)

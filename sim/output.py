@@ -33,14 +33,58 @@ def prepare_out_dir(out_dir: Path) -> Path:
     return out_dir
 
 
-def _atomic_write(path: Path, write) -> None:
-    """`write(tmp)` into a temporary file next to `path`, then rename it into place. An OSError
-    names `path` (the user's), never the temporary file."""
+STAGING_TAG = "partial"  # `.NAME.partial-PID-XXXX`: a file or folder being written for NAME by process PID
+
+
+def staging_file(path: Path, suffix: str = "") -> str:
+    """A new empty file `.NAME.partial-PID-XXXX` beside `path`, for writing `path` atomically;
+    a killed writer's one is removed by the next command writing `path` (`remove_stale_staged_files`).
+    An OSError names `path` (the user's), never the temporary file."""
+    path = Path(path)
     try:
-        handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{STAGING_TAG}-{os.getpid()}-", suffix=suffix,
+                                            dir=path.parent)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(handle)
+    return tmp_name
+
+
+def remove_stale_staged_files(path: Path) -> list[Path]:
+    """Remove the staging files of `path` (`staging_file`) whose process is gone; return them."""
+    path = Path(path)
+    prefix = f".{path.name}.{STAGING_TAG}-"
+    removed = []
+    try:
+        siblings = [p for p in path.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return removed
+    for sibling in siblings:
+        pid = sibling.name[len(prefix):].split("-")[0]
+        if pid.isdigit() and not process_alive(int(pid)) and not sibling.is_dir():
+            sibling.unlink(missing_ok=True)
+            removed.append(sibling)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (this one included; one of another user's counts as alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def atomic_write(path: Path, write) -> None:
+    """`write(tmp)` into a staging file next to `path`, then rename it into place. An OSError
+    names `path` (the user's), never the temporary file; on any failure the staging file goes."""
+    path = Path(path)
+    tmp_name = staging_file(path)
     try:
         write(tmp_name)
         with_normal_mode(tmp_name)
@@ -91,7 +135,7 @@ def write_json(path: Path, data: dict) -> None:
         with open(tmp, "w") as f:
             f.write(text)
 
-    _atomic_write(Path(path), write)
+    atomic_write(Path(path), write)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -99,11 +143,11 @@ def write_text(path: Path, text: str) -> None:
         with open(tmp, "w") as f:
             f.write(text)
 
-    _atomic_write(Path(path), write)
+    atomic_write(Path(path), write)
 
 
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
-    _atomic_write(Path(path), lambda tmp: frame.to_parquet(tmp, index=False))
+    atomic_write(Path(path), lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def write_columns_parquet(path: Path, columns: dict) -> None:
@@ -113,7 +157,7 @@ def write_columns_parquet(path: Path, columns: dict) -> None:
     import pyarrow.parquet as pq
 
     table = pa.table({name: arrow_column(values) for name, values in columns.items()})
-    _atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp))
+    atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp))
 
 
 def arrow_column(values):
@@ -152,7 +196,7 @@ def arrow_column(values):
 
 def write_png(path: Path, figure) -> Path:
     """Save a matplotlib figure as PNG, atomically like every other output."""
-    _atomic_write(Path(path), lambda tmp: figure.savefig(tmp, format="png", dpi=110))
+    atomic_write(Path(path), lambda tmp: figure.savefig(tmp, format="png", dpi=110))
     return Path(path)
 
 
@@ -164,7 +208,7 @@ def _default(value):
 
 def write_csv(path: Path, frame: pd.DataFrame) -> None:
     """A table as CSV (header row, no index), atomically."""
-    _atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
+    atomic_write(Path(path), lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def check_file_target(path: Path, flag: str) -> None:
@@ -190,11 +234,7 @@ def staged_files() -> Iterator[Callable]:
 
     def stage(path: Path, write) -> Path:
         path = Path(path)
-        try:  # the same suffix: a staged YAML can be read back as one before it is published
-            handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        os.close(handle)
+        tmp_name = staging_file(path, path.suffix)  # the same suffix: a staged YAML reads back as one
         staged.append((tmp_name, path))
         try:
             write(tmp_name)

@@ -28,7 +28,14 @@ def _snapshot(folder: Path) -> dict[str, str]:
     found = {}
     for path in sorted(folder.rglob("*")):
         name = str(path.relative_to(folder))
-        found[name] = "dir" if path.is_dir() and not path.is_symlink() else path.read_bytes().hex()
+        if path.is_symlink():
+            found[name] = "link:" + os.readlink(path)
+        elif path.is_dir():
+            found[name] = "dir"
+        elif not path.is_file():  # a FIFO: reading it would block
+            found[name] = "special"
+        else:
+            found[name] = path.read_bytes().hex()
     return found
 
 
@@ -42,7 +49,10 @@ def run_case(case, root: Path, runner, app) -> dict:
     for name, content in case.files.items():
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        if hasattr(content, "make_at"):  # a symlink or FIFO (tests/hostile_corpus.py)
+            content.make_at(path)
+        else:
+            path.write_bytes(content if isinstance(content, bytes) else content.encode())
     before = _snapshot(folder)
     argv = [arg.replace("{d}", str(folder)) for arg in case.argv]
     os.chdir(folder)

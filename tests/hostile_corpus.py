@@ -14,6 +14,7 @@ import json
 
 import typer
 
+from tests.destination_corpus import DESTINATION_CASES
 from tests.malformed_corpus import (
     CASES as MALFORMED_CASES,
 )
@@ -213,5 +214,7 @@ ISSUE_CASES = [
     case("conflict-plan-no-verify-uncertainty", f"{PLAN} --target-qps 1 --no-verify --disagg 1:1", "--disagg", t__csv=TRACE_30),
 ]
 
+
+
 NUMERIC_CASES = numeric_cases()
-ALL_CASES = MALFORMED_CASES + ISSUE_CASES + NUMERIC_CASES
+ALL_CASES = MALFORMED_CASES + ISSUE_CASES + NUMERIC_CASES + DESTINATION_CASES

@@ -427,7 +427,7 @@ CASES = [
     case("out-is-working-folder", f"{SIM} -o .", "working folder", t__csv=TRACE, **{".ssh/id_ed25519": "key"}),
     case("out-is-parent-of-working-folder", f"{SIM} -o ..", "working folder", t__csv=TRACE),
     case("out-is-working-folder-absolute", f"{SIM} -o {{d}}", "working folder", t__csv=TRACE),
-    case("out-is-root", f"{SIM} -o /", "working folder", t__csv=TRACE),
+    case("out-is-root", f"{SIM} -o /", "the root or home folder", t__csv=TRACE),
     case("plan-out-dot-files", "plan -w {d}/t.csv --target-qps 1 --slo ttft_p99=2s -H h100-sxm --tp 1 -p chunked -o {d}/p", "not from a run (.env)", t__csv=TRACE, **{"p/.env": "x"}),
     case("plan-out-working-folder", "plan -w {d}/t.csv --target-qps 1 --slo ttft_p99=2s -H h100-sxm --tp 1 -p chunked -o .", "working folder", t__csv=TRACE),
     case("csv-is-a-folder", f"{SIM} --csv {{d}}/r.csv -o {{d}}/out", "--csv", t__csv=TRACE, **{"r.csv/keep": "x"}),

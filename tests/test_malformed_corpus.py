@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpus_runner import INTERNAL_NAMES, TEMP_NAMES, verdict
+from tests.destination_corpus import DESTINATION_CASES, WRITERS, output_flags_of_cli
 from tests.hostile_corpus import ALL_CASES, NUMERIC_CASES
 from tests.malformed_corpus import OK
 
@@ -73,3 +74,9 @@ def test_case(outcomes, case):
     assert not TEMP_NAMES.search(lines[0]), lines[0]
     assert all(c.isprintable() for c in lines[0]), repr(lines[0])
     assert got["changed"] == [], f"a failed command left or changed {got['changed']}"
+
+
+def test_every_output_flag_of_the_cli_is_in_the_destination_class():
+    """A writer added to the CLI without a row in WRITERS fails here (its dangerous destinations untried)."""
+    assert output_flags_of_cli() == set(WRITERS)
+    assert len(DESTINATION_CASES) >= 7 * len(WRITERS)

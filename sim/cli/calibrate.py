@@ -37,11 +37,20 @@ def _load_profile(name_or_path: str) -> HardwareProfile:
     return load_hardware(name_or_path)
 
 
-def _check_out(out: Path) -> None:
+def measurements_path(out: Path) -> Path:
+    """Where `calibrate run --out X.yaml` keeps its timings: X.measurements.csv beside it."""
+    return out.with_name(f"{out.stem}.measurements.csv")
+
+
+def _check_out(out: Path, with_measurements: bool = False) -> None:
+    """A profile YAML (with its measurements CSV beside it): claimed before any work."""
+    from sim.cli.outputs import claim
+    from sim.run.destination import FileOut
+
     if out.suffix not in (".yaml", ".yml"):
         raise InputError("--out", str(out), "a path ending in .yaml or .yml")
-    if out.is_dir():
-        raise InputError("--out", str(out), "is a folder; give the path of the profile YAML to write")
+    also = [FileOut("--out", measurements_path(out))] if with_measurements else []
+    claim(files=[FileOut("--out", out), *also])
 
 
 NoTablesOpt = Annotated[
@@ -134,7 +143,7 @@ def run_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Time kernels on this machine, write OUT's measurements CSV next to it, fit, write OUT."""
-    _check_out(out)
+    _check_out(out, with_measurements=True)
     if time_budget_s is not None and not (math.isfinite(time_budget_s) and time_budget_s > 0):
         raise InputError("--time-budget-s", None, f"must be a finite number of seconds > 0; got {time_budget_s}")
     _load_profile(base)  # a bad --base fails before minutes of timing
@@ -151,7 +160,7 @@ def run_command(
     with StageProgress(enabled=not as_json) as progress:
         frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s, progress=progress,
                                 notes=notes)
-    csv_path = write_measurements(frame, out.with_name(f"{out.stem}.measurements.csv"))
+    csv_path = write_measurements(frame, measurements_path(out))
     typer.echo(f"wrote {csv_path} ({len(frame)} measurements); shapes timed:", err=True)
     for line in timed_shape_lines(frame) + notes:
         typer.echo(f"  {line}", err=True)
@@ -189,8 +198,11 @@ def report_command(
 
     if plot is not None and plot.suffix.lower() != ".png":
         raise InputError("--plot", str(plot), "a path ending in .png")
-    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
-        raise InputError("--plot", str(plot), "a PNG file path in an existing folder")
+    if plot is not None:
+        from sim.cli.outputs import claim
+        from sim.run.destination import FileOut
+
+        claim(files=[FileOut("--plot", plot)])
     hw = _load_profile(profile)
     files = _read_files(measurements)
     frame = _predicted_rows(validate_measurements(pd.concat([f for _, f in files], ignore_index=True), "measurements"))

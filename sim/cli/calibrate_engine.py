@@ -28,10 +28,12 @@ def engine(
     """Fit per-step / per-sequence / per-token CPU costs; write a new engine YAML; report before/after error."""
     import yaml
 
+    from sim.cli.outputs import claim
     from sim.errors import InputError
     from sim.inputs.engines.overhead import EngineOverhead
     from sim.inputs.engines.preset import load_engine
-    from sim.output import check_file_target, staged_files
+    from sim.output import staged_files
+    from sim.run.destination import FileOut
     from sim.validate.bench_json import cases_from_bench_json
     from sim.validate.cases import load_cases
     from sim.validate.fit import fit_overhead, tap_case
@@ -42,7 +44,7 @@ def engine(
         raise typer.BadParameter("must be all or fit", param_hint="--split")
     if out.suffix not in (".yaml", ".yml"):  # checked before any work: the result is read back as a preset
         raise InputError("--out", None, f"{out} must end in .yaml or .yml (an engine preset YAML)")
-    check_file_target(out, "--out")
+    claim(files=[FileOut("--out", out)])  # refused before any work (an input, a folder, a FIFO), locked
     from sim.cli.measured import calibrate_measured, split_measured
 
     per_request, others = split_measured(measured)

@@ -43,11 +43,14 @@ def run(spec: SpecArg,
         address: AddressOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="print summary.json")] = False) -> None:
     """Replay the day: per hour, requests, SLO attainment, TTFT p99, replicas, GPU-hours and $."""
+    from sim.cli.outputs import claim
     from sim.fleet.daygen import DayGenerator
-    from sim.fleet.output import write_replay
+    from sim.fleet.output import DAY_FILES, write_replay
     from sim.fleet.replays import make_replays, replay
     from sim.fleet.spec import load_day_spec
+    from sim.run.destination import FolderOut
 
+    claim([FolderOut("--out", out, DAY_FILES)])  # refused before any work, locked while the day runs
     day = load_day_spec(spec)
     if seed is not None:
         from sim.errors import InputError
@@ -85,10 +88,14 @@ def plan(spec: SpecArg,
          as_json: Annotated[bool, typer.Option("--json", help="print plan.json")] = False) -> None:
     """Pick the reserved base, autoscaling parameters and headroom meeting the SLOs all day at least
     cost; verify by replaying the day, with and without a failure at the peak."""
+    from sim.cli.outputs import claim
     from sim.errors import InputError
-    from sim.fleet.plan import FIRST_PROBE_RPS, MIN_PROBE_S, plan_day, write_plan
+    from sim.fleet.plan import DAY_PLAN_FILES, FIRST_PROBE_RPS, MIN_PROBE_S, plan_day, write_plan
     from sim.fleet.replays import make_replays
     from sim.fleet.spec import load_day_spec
+    from sim.run.destination import FolderOut
+
+    claim([FolderOut("--out", out, DAY_PLAN_FILES)])  # refused before any work, locked while the day is planned
 
     if not (MIN_PROBE_S <= probe_s < 86_400):
         raise InputError("--probe-s", None, f"must be in [{MIN_PROBE_S:g}, 86400) seconds (the first probe runs at "

@@ -16,17 +16,19 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from sim.errors import InputError
+from sim.run.signal_mask import Terminated, forget_signals, note_signal, received_signal
 
 EXIT_BAD_INPUT = 2
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (how schedulers stop jobs), raised where the program is, so that everything a
-    Ctrl-C cleans up (partial folders, staged files) is cleaned up for it too."""
-
-
 def _raise_terminated(signum, frame) -> None:
+    note_signal(signum)
     raise Terminated()
+
+
+def _raise_interrupt(signum, frame) -> None:
+    note_signal(signum)
+    raise KeyboardInterrupt()
 
 
 def interrupt_exit_code(exc: BaseException) -> int:
@@ -96,10 +98,18 @@ class OneLineErrors(TyperGroup):
             raise _Interrupt(interrupt) from None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        previous = _on_sigterm(_raise_terminated)
+        forget_signals()
+        previous = _on_signal(signal.SIGTERM, _raise_terminated)
+        previous_int = None  # SIGINT ignored at start (a background job) stays ignored
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous_int = _on_signal(signal.SIGINT, _raise_interrupt)
         try:
             code = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                 standalone_mode=False, **extra)
+            late = received_signal()
+            if late is not None and code != 128 + late:  # raised, then dropped on the way (a finalizer): stop
+                typer.echo("error: interrupted", err=True)
+                code = 128 + late
         except (_Interrupt, KeyboardInterrupt) as exc:
             interrupt = exc.interrupt if isinstance(exc, _Interrupt) else exc
             typer.echo(f"error: {printable(interrupted_line(interrupt))}", err=True)
@@ -117,16 +127,17 @@ class OneLineErrors(TyperGroup):
             typer.echo(f"error: {printable(line)}", err=True)
             code = EXIT_BAD_INPUT
         finally:
-            _on_sigterm(previous)
+            _on_signal(signal.SIGTERM, previous)
+            _on_signal(signal.SIGINT, previous_int)
         return _finish(code, standalone_mode)
 
 
-def _on_sigterm(handler):
-    """Install `handler` for SIGTERM (main thread only); return the one it replaces."""
+def _on_signal(signum: int, handler):
+    """Install `handler` for `signum` (main thread only); return the one it replaces."""
     if handler is None:
         return None
     try:
-        return signal.signal(signal.SIGTERM, handler)
+        return signal.signal(signum, handler)
     except ValueError:  # not the main thread (an embedding test runner): leave signals alone
         return None
 

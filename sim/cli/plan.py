@@ -133,6 +133,7 @@ def plan(
     Search: double or halve, then bisect to 4.4% steps (assumes lower rates never do worse).
 
     Each candidate is a cluster of one hardware kind (simulate a mixed one with simulate --replica-hardware)."""
+    from sim.cli.outputs import claim
     from sim.inputs.budget import check_layouts
     from sim.inputs.config import load_config
     from sim.inputs.model import load_model
@@ -151,11 +152,13 @@ def plan(
     from sim.planner.plots import write_plots
     from sim.planner.rows import run_on
     from sim.run.backends import make_backend
+    from sim.run.destination import FolderOut
     from sim.run.folder import atomic_run_dir
     from sim.run.intervals import check_replays
     from sim.run.invoke import resolve_seed
 
     wall_time_start_s = time.monotonic()  # reported only
+    claim([FolderOut("--out", out, PLAN_FILES)])  # refused before any work, locked while the plan runs
     for flag, value in (("--workers", workers), ("--top", top)):
         if value < 1:
             raise InputError(flag, None, f"must be at least 1; got {value}")

@@ -24,15 +24,18 @@ def plan(spec: Annotated[Path, typer.Argument(help="a pool YAML (docs/planning.m
     """Plan every model of the pool as `infersim plan` plans one (sized, verified, cheapest), pack all
     their replicas onto the pool's nodes and scale-up domains, and bill the pool once: GPUs and nodes per
     model, the packing, the total GPUs / nodes / $ per hour, and what separate nodes per model would take."""
+    from sim.cli.outputs import claim
     from sim.errors import InputError
     from sim.output import write_json
     from sim.planner.pool import load_pool_spec
     from sim.planner.pool_run import plan_pool
     from sim.run.backends import make_backend
+    from sim.run.destination import FolderOut
     from sim.run.folder import atomic_run_dir
 
     if workers < 1:
         raise InputError("--workers", None, f"must be at least 1; got {workers}")
+    claim([FolderOut("--out", out, POOL_FILES)])  # refused before any work, locked while the pool is planned
     pool = load_pool_spec(spec)
     with make_backend("local", workers, None) as backend:
         if out is None:

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sim.cli.common import console, print_json
 from sim.cli.group_flags import with_group_flags
+from sim.cli.outputs import claim
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.cli.summary_print import print_intervals, print_load_warnings, print_summary
 from sim.errors import InputError
@@ -17,7 +18,16 @@ from sim.inputs.config import load_config
 from sim.inputs.vllm_names import policy_from_vllm_flags
 from sim.inputs.workload.bench import bench_workload
 from sim.inputs.workload.trace import ClosedLoop
-from sim.run.invoke import DEFAULT_TRACE, is_synthetic, load_run_workload, resolve_seed, run, without_unread_prefix_ids
+from sim.run.destination import FileOut, FolderOut
+from sim.run.invoke import (
+    DEFAULT_TRACE,
+    RUN_FILES,
+    is_synthetic,
+    load_run_workload,
+    resolve_seed,
+    run,
+    without_unread_prefix_ids,
+)
 from sim.run.summary import parse_percentiles
 
 PROGRESS_AFTER_WALL_S = 2.0
@@ -160,6 +170,7 @@ def simulate(
 
     Files hold seconds (`*_s`) and the latency statistics again in milliseconds (`*_ms`); tables show ms."""
     overrides = {k: v for k, v in locals().items() if k not in NOT_CONFIG}
+    claim([FolderOut("--out", out, RUN_FILES)], [FileOut("--csv", csv)])  # refused before any work, locked
     overrides["record_steps"] = record_steps or None
     if replica_hardware is not None:
         overrides["replica_hardware"] = [name.strip() for name in replica_hardware.split(",")]

@@ -54,11 +54,15 @@ def sweep(
 
     The same command again skips finished points: an interrupted sweep (even kill -9) loses only those in flight.
     """
+    from sim.cli.outputs import claim
     from sim.inputs.workload.load import spec_seed
     from sim.run.backends import make_backend
+    from sim.run.destination import FolderOut
     from sim.sweep.grid import expand, load_base, parse_grid
     from sim.sweep.slo import add_slo_columns, sort_best_first
+    from sim.sweep.store import SWEEP_NAMES
 
+    claim([FolderOut("--out", out, SWEEP_NAMES)])  # refused before any point runs; one writer at a time
     grid_values = parse_grid(grid or [])
     engine_base, workload_base = load_base(base)
     slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput_min)
@@ -113,7 +117,7 @@ def _run_with_progress(points, grid_keys: list[str], out: Path, runner) -> Sweep
     except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
         from sim.cli.errors import interrupt_exit_code
 
-        console.print(f"interrupted: finished points are kept in {out}; run the same command to resume")
+        typer.echo(f"interrupted: finished points are kept in {out}; run the same command to resume", err=True)
         raise typer.Exit(code=interrupt_exit_code(interrupt)) from None
 
 

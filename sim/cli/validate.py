@@ -52,7 +52,10 @@ def validate(
     A per-request file (vllm bench --save-detailed JSON, AIPerf JSONL, OTLP spans) is replayed as
     measured instead: TTFT / ITL / E2E residuals per request (docs/measurements.md)."""
     from sim.cli.measured import split_measured, validate_measured
+    from sim.cli.outputs import claim
+    from sim.run.destination import FileOut
 
+    claim(files=[FileOut("--per-request-out", per_request_out)])  # refused before any work, locked
     measured, others = split_measured(cases or [])
     if measured:
         if len(measured) > 1 or others:

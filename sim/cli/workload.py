@@ -88,10 +88,10 @@ def sample_command(
     ] = False,
 ) -> None:
     """Generate the requests of SPEC and write them as canonical JSONL."""
-    if not out.parent.is_dir():
-        raise InputError("--out", None, f"folder {out.parent} does not exist")
-    if out.is_dir():
-        raise InputError("--out", None, f"{out} is a folder; give the path of the JSONL file to write")
+    from sim.cli.outputs import claim
+    from sim.run.destination import FileOut
+
+    claim(files=[FileOut("--out", out)])  # refused before any work (an input, a folder, a FIFO), locked
     if out.suffix != ".jsonl":
         raise InputError("--out", None, f"{out} must end in .jsonl (sample writes canonical JSONL, and a trace's "
                                         "suffix tells readers its format)")

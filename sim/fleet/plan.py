@@ -241,7 +241,13 @@ def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE
     return plan
 
 
+DAY_PLAN_FILES = ("plan.json",)
+
+
 def write_plan(plan: DayPlan, out_dir: Path) -> None:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_json(out_dir / "plan.json", plan.to_dict())
+    """plan.json in a folder replaced whole (sim.run.folder.atomic_run_dir): a failure or a kill
+    leaves an earlier plan, or nothing, never a mix."""
+    from sim.run.folder import atomic_run_dir
+
+    with atomic_run_dir(out_dir, DAY_PLAN_FILES) as tmp:
+        write_json(tmp / "plan.json", plan.to_dict())

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fnmatch
 import glob
 import json
 import os
@@ -31,8 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sim.errors import InputError
-from sim.output import with_normal_mode, write_text
-from sim.run.signal_mask import signals_blocked
+from sim.output import process_alive, with_normal_mode, write_text
+from sim.run.signal_mask import raise_if_interrupted, signals_blocked
 
 _PARTIAL, _OLD = "partial", "old"
 MARKER = ".infersim-run"  # in-place folders: present exactly when the folder holds one whole run
@@ -53,23 +54,24 @@ def atomic_run_dir(out_dir: Path, owned_names: Iterable[str], flag: str = "--out
     owned = set(owned_names) | {MARKER}
     check_out_folder(out_dir, owned, flag)
     in_place = out_dir.is_dir() and (os.path.ismount(out_dir) or not os.access(out_dir.parent, os.W_OK))
-    created = [] if in_place else _make_parents(out_dir.parent, flag)
+    created = [] if in_place else make_parents(out_dir.parent, flag)
     try:
         remove_stale_partials(out_dir)
         tmp = _new_staging(out_dir, in_place, flag)
     except BaseException:
-        _remove_empty(created)
+        remove_empty(created)
         raise
     try:
         yield tmp
         with _signals_held():
+            raise_if_interrupted()  # one dropped on the way (sim.run.signal_mask.note_signal) stops the publish
             if in_place:
-                _publish_in_place(tmp, out_dir, owned)
+                _publish_in_place(tmp, out_dir, owned, flag)
             else:
-                _publish(tmp, out_dir, owned)
+                _publish(tmp, out_dir, owned, flag)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        _remove_empty(created)
+        remove_empty(created)
         if isinstance(exc, KeyboardInterrupt):
             exc.out_dirs = [*getattr(exc, "out_dirs", []), given]
         if isinstance(exc, OSError) and exc.filename and str(exc.filename).startswith(str(tmp)):
@@ -97,13 +99,13 @@ def check_out_folder(out_dir: Path, owned: set[str], flag: str = "--out") -> Non
         names = [p.name for p in out_dir.iterdir()]
     except OSError as exc:
         raise InputError(flag, None, f"cannot list {out_dir} ({exc.strerror})") from None
-    foreign = sorted(n for n in names if n not in owned and not n.startswith(_INSIDE_PREFIX))
+    foreign = _foreign(names, owned)
     if foreign:
         raise InputError(flag, None, f"{out_dir} holds files that are not from a run ({', '.join(foreign[:3])}); "
                                      "a run replaces its folder whole: give a new or empty folder or an earlier run's")
 
 
-def _make_parents(parent: Path, flag: str) -> list[Path]:
+def make_parents(parent: Path, flag: str) -> list[Path]:
     """Create `parent` (and its missing ancestors); return those created, deepest first."""
     missing = []
     folder = parent
@@ -119,7 +121,7 @@ def _make_parents(parent: Path, flag: str) -> list[Path]:
     return missing
 
 
-def _remove_empty(folders: list[Path]) -> None:
+def remove_empty(folders: list[Path]) -> None:
     for folder in folders:
         try:
             folder.rmdir()
@@ -156,22 +158,10 @@ def remove_stale_partials(out_dir: Path) -> list[Path]:
     removed = []
     for path, rest in found:
         pid = rest.split("-")[0]
-        if pid.isdigit() and not _process_alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _signals_held():
@@ -179,10 +169,26 @@ def _signals_held():
     return signals_blocked(_HELD_SIGNALS)
 
 
-def _publish(tmp: Path, out_dir: Path, owned: set[str]) -> None:
+def _foreign(names: Iterable[str], owned: set[str]) -> list[str]:
+    """The names not in `owned` (which may hold shell patterns: `sweep_*.png`) nor this module's."""
+    return sorted(n for n in names if not n.startswith(_INSIDE_PREFIX)
+                  and not any(n == o or fnmatch.fnmatchcase(n, o) for o in owned))
+
+
+def _refuse_gained(out_dir: Path, names: Iterable[str], owned: set[str], flag: str) -> None:
+    """The check at the swap: a name that appeared in the folder during the run (a file the user
+    wrote there meanwhile, another command's output) stops the publish; nothing is lost."""
+    foreign = _foreign(names, owned)
+    if foreign:
+        raise InputError(flag, None, f"{out_dir} gained files during the run ({', '.join(foreign[:3])}); "
+                                     "nothing written, the folder left as it was: give a new folder")
+
+
+def _publish(tmp: Path, out_dir: Path, owned: set[str], flag: str = "--out") -> None:
     """Put `tmp` at `out_dir`: a rename when there is nothing there, else an atomic exchange
-    (the old run ends up at `tmp` and is removed). A folder that cannot be renamed (a mount point
-    not recognised as one, e.g. a bind mount) gets the in-place publish instead."""
+    (the old run ends up at `tmp` and is removed, unless it holds a name the run did not write:
+    then it is exchanged back). A folder that cannot be renamed (a mount point not recognised as
+    one, e.g. a bind mount) gets the in-place publish instead."""
     with_normal_mode(tmp, folder=True)
     if not out_dir.exists():
         try:
@@ -193,22 +199,31 @@ def _publish(tmp: Path, out_dir: Path, owned: set[str]) -> None:
                 raise
     try:
         exchanged = _exchange(tmp, out_dir)
+        if exchanged and _foreign(os.listdir(tmp), owned):
+            _exchange(tmp, out_dir)  # back: the new run is at tmp again, removed by the caller
+            _refuse_gained(out_dir, os.listdir(out_dir), owned, flag)
         if not exchanged:
             old = _new_sibling(out_dir, _OLD)
             os.rename(out_dir, old / "run")
+            if _foreign(os.listdir(old / "run"), owned):
+                os.rename(old / "run", out_dir)
+                old.rmdir()
+                _refuse_gained(out_dir, os.listdir(out_dir), owned, flag)
             os.rename(tmp, out_dir)
             tmp = old
     except OSError as exc:
         if exc.errno not in (errno.EBUSY, errno.EXDEV, errno.EPERM, errno.EACCES):
             raise
-        _publish_in_place(tmp, out_dir, owned)
+        _publish_in_place(tmp, out_dir, owned, flag)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _publish_in_place(staging: Path, out_dir: Path, owned: set[str]) -> None:
+def _publish_in_place(staging: Path, out_dir: Path, owned: set[str], flag: str = "--out") -> None:
     """Move the staged files into `out_dir` one atomic rename each (a copy first when the staging
     folder is elsewhere), drop the earlier run's files this run did not write, and mark the
-    folder whole again. Between the marker's removal and its return the folder is marked partial."""
+    folder whole again. Between the marker's removal and its return the folder is marked partial.
+    A name the run did not write that appeared meanwhile stops it first."""
+    _refuse_gained(out_dir, os.listdir(out_dir), owned, flag)
     new_names = sorted(p.name for p in staging.iterdir())
     (out_dir / MARKER).unlink(missing_ok=True)
     for name in new_names:

@@ -28,6 +28,8 @@ from sim.output import prepare_out_dir, write_parquet
 RESULTS_NAME = "results.parquet"
 PARTS_DIR_NAME = "parts"
 LOCK_NAME = ".sweep.lock"
+# every name a sweep writes in its folder (plots per grid key and metric; staging files of results.parquet)
+SWEEP_NAMES = (RESULTS_NAME, PARTS_DIR_NAME, LOCK_NAME, "sweep_*.png", "heatmap_*.png", f".{RESULTS_NAME}.*")
 
 
 class ResultStore:
@@ -121,6 +123,9 @@ def _check_layout(out_dir: Path) -> None:
             kind, wanted = ("a file", "folder") if folder else ("a folder", "file")
             raise InputError("--out", None, f"{path} is {kind}; a sweep keeps its {name} {wanted} there: "
                                             "move it or pick another folder")
+    if (out_dir / RESULTS_NAME).exists() and not (out_dir / PARTS_DIR_NAME).is_dir():
+        raise InputError("--out", None, f"{out_dir / RESULTS_NAME} is not a sweep's (no {PARTS_DIR_NAME}/ beside it): "
+                                        "a sweep rebuilds it from its parts; move it or pick another folder")
 
 
 def _lock_exclusively(path: Path):

@@ -9,13 +9,12 @@ slice of the file stays self-describing), `session_id` and `turn`. Read it back 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from sim.inputs.workload.trace import ClosedLoop, Trace
-from sim.output import with_normal_mode
+from sim.output import staging_file, with_normal_mode
 
 CANONICAL_EXTRAS = ("session_id", "turn")
 
@@ -74,9 +73,9 @@ def write_canonical_jsonl(workload: Trace | ClosedLoop, path: str | Path) -> int
     Returns rows."""
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     path = Path(path)
-    descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    temp_name = staging_file(path)  # `.NAME.partial-PID-*`: a killed run's is removed by the next
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        with open(temp_name, "w", encoding="utf-8") as handle:
             start = 0
             while start < len(trace):
                 stop = _chunk_end(trace, start)
