@@ -29,7 +29,9 @@ CASES = {
         3,
         "splitwise_conv: 60 requests",
     ),
-    "calibration_report.ipynb": ({"row_stride": 16}, 2, "(row_stride 16)"),
+    "calibration_report.ipynb": ({"row_stride": 16}, 2,
+                                 ["(row_stride 16)", "held out, out of sample: fitted",
+                                  "is in sample there (calibrate/defaults fitted it on these rows)"]),
     "batch_and_block_size.ipynb": (
         {"max_requests": 60, "max_num_seqs_values": [8, 64], "block_sizes": [8, 16, 32], "attention_contexts": [512]},
         4,
