@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.cli.common import ProgressLines, console
 from sim.cli.plan_report import print_trust
-from sim.run.report.human import bytes_text, duration_text, ms_text
+from sim.run.human_units import bytes_text, duration_text, ms_text
 
 
 @pytest.mark.parametrize(("seconds", "text"), [

@@ -51,7 +51,7 @@ class ProgressLines:
     def __call__(self, stage: str, done: int, total: int) -> None:
         import time
 
-        from sim.run.report.human import duration_text
+        from sim.run.human_units import duration_text
 
         tenth = (done * 10) // max(total, 1)
         if not self.enabled or (done < total and tenth <= self.shown.get(stage, -1)):

@@ -132,7 +132,7 @@ def _sequence_kv(model, tp: int, kv_dtype: str, block_size: int, context: int) -
 
 def _shown(key: str, value) -> str:
     """Byte counts in the unit they reach (`68.6 KiB` of MLA KV per token, not `0.00 GiB`)."""
-    from sim.run.report.human import bytes_text
+    from sim.run.human_units import bytes_text
 
     if isinstance(value, dict):
         return ", ".join(f"{group} {bytes_text(v)}" for group, v in value.items() if v)

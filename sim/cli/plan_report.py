@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 
 from sim.cli.common import console
-from sim.run.report.human import ms_text
+from sim.run.human_units import ms_text
 
 
 def print_plan(result: dict, top: int) -> None:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from sim.cli.common import ProgressLines, console, new_app, print_json, print_table
-from sim.run.report.human import ms_text
+from sim.run.human_units import ms_text
 
 pool_app = new_app(help="Several models on one GPU pool: per-model plans, packed, with the total.")
 
