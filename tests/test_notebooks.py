@@ -29,11 +29,14 @@ CASES = {
         3,
         "splitwise_conv: 60 requests",
     ),
-    "calibration_report.ipynb": ({"row_stride": 16}, 2, "(row_stride 16)"),
+    "calibration_report.ipynb": ({"row_stride": 16}, 2,
+                                 ["(row_stride 16)", "held out, out of sample: fitted",
+                                  "is in sample there (calibrate/defaults fitted it on these rows)"]),
     "batch_and_block_size.ipynb": (
         {"max_requests": 60, "max_num_seqs_values": [8, 64], "block_sizes": [8, 16, 32], "attention_contexts": [512]},
         4,
-        "splitwise_conv: 60 requests",
+        ["block sizes [8] dropped: vllm takes 16, 32, 64, 128 or 256",
+         "profile h100-sxm has one paged-attention efficiency (0.903) for every block size"],
     ),
 }
 
@@ -66,7 +69,9 @@ def test_notebook_executes_and_draws(name, tmp_path, monkeypatch):
     assert not [o for o in outputs if o.get("output_type") == "error"]
     n_figures = sum("image/png" in o.get("data", {}) for o in outputs)
     assert n_figures >= min_figures, f"{name}: {n_figures} figures, expected at least {min_figures}"
-    assert expected_text in "".join(_text(o) for o in outputs), "injected parameters did not take effect"
+    texts = "".join(_text(o) for o in outputs)
+    for expected in [expected_text] if isinstance(expected_text, str) else expected_text:
+        assert expected in texts, f"{name}: no {expected!r} in its output"
 
 
 def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):

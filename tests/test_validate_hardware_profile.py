@@ -70,3 +70,12 @@ def test_bad_profiles_are_one_line_exit_2(files, tmp_path, change, message):
     result = invoke("validate", cases, "--hardware-profile", profile)
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_progress_lines_on_stderr_and_none_with_json(files):
+    """A long comparison (12 minutes on the bundled cases) says how far it is, on stderr only."""
+    cases, profile = files
+    table = invoke("validate", cases, "--hardware-profile", profile)
+    assert "validate: cases on h200, datasheet and calibrated: 1/1" in table.stderr
+    assert "validate:" not in table.stdout
+    assert "validate:" not in invoke("validate", cases, "--hardware-profile", profile, "--json").stderr

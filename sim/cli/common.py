@@ -36,6 +36,31 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     console.print(table)
 
 
+class ProgressLines:
+    """`progress(stage, done, total)` as plain lines on stderr (`validate: 12/40 cases, 3.10 min`), one
+    each time a stage passes another tenth of its total and at its end: visible in pipes and logs,
+    where a bar is not, and bounded (about ten lines a stage). The elapsed time is shown only."""
+
+    def __init__(self, command: str, enabled: bool = True):
+        import time
+
+        self.command, self.enabled = command, enabled
+        self.started_s = time.monotonic()  # display only
+        self.shown: dict[str, int] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        import time
+
+        from sim.run.human_units import duration_text
+
+        tenth = (done * 10) // max(total, 1)
+        if not self.enabled or (done < total and tenth <= self.shown.get(stage, -1)):
+            return
+        self.shown[stage] = tenth
+        elapsed = duration_text(time.monotonic() - self.started_s)
+        typer.echo(f"{self.command}: {stage}: {done}/{total}, {elapsed}", err=True)
+
+
 class StageProgress:
     """A progress bar per stage (`progress(stage, done, total)`), shown only on a terminal: quiet in
     pipes, logs and tests. Use as a context manager; the instance is the callback."""

@@ -12,7 +12,7 @@ from sim.cost.replica import replica_cost_model
 from sim.errors import InputError
 from sim.inputs.config import MAX_NUM_SEQS, load_config
 from sim.inputs.dtypes import bytes_per_element
-from sim.inputs.hardware import GIB, bundled_profiles, load_hardware
+from sim.inputs.hardware import bundled_profiles, load_hardware
 from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.model import bundled_models, load_model
@@ -131,9 +131,12 @@ def _sequence_kv(model, tp: int, kv_dtype: str, block_size: int, context: int) -
 
 
 def _shown(key: str, value) -> str:
+    """Byte counts in the unit they reach (`68.6 KiB` of MLA KV per token, not `0.00 GiB`)."""
+    from sim.run.human_units import bytes_text
+
     if isinstance(value, dict):
-        return ", ".join(f"{group} {v / GIB:.2f} GiB" for group, v in value.items() if v)
-    return f"{value / GIB:.2f} GiB" if key.endswith("_per_gpu") else str(value)
+        return ", ".join(f"{group} {bytes_text(v)}" for group, v in value.items() if v)
+    return bytes_text(value) if "bytes" in key else str(value)
 
 
 def roofline(

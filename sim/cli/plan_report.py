@@ -10,6 +10,7 @@ from rich import box
 from rich.table import Table
 
 from sim.cli.common import console
+from sim.run.human_units import ms_text
 
 
 def print_plan(result: dict, top: int) -> None:
@@ -41,7 +42,7 @@ def print_plan(result: dict, top: int) -> None:
         run = best.get("verified_run")
         check = "" if run is None else (
             f"; whole workload at {result['target_qps']:g} req/s: " + ", ".join(
-                f"P99 {k.upper()} {_fmt(v)} ms" for k, v in run["p99_ms"].items()) +
+                f"P99 {k.upper()} {ms_text(v)}" for k, v in run["p99_ms"].items()) +
             f", {run['within_all_slos']:.1%} of requests within all SLOs")
         console.print(f"[bold]recommended[/bold]: {best['replicas']} x {best['hardware']} {_tp(best, 'tp')} "
                       f"{best['policy']}{_knobs(_engine_knobs(best), ' ')} = {best['gpus']} GPUs, "
@@ -107,6 +108,12 @@ def print_trust(trust: dict | None, best: dict) -> None:
         console.print(f"  headroom: its replicas sustain {headroom['estimated_capacity_qps']:.3g} req/s on the busiest "
                       f"slice ({headroom['estimated_headroom']:+.0%} over the target, estimated)"
                       + (f"; the whole-workload run used {used}" if used else ""), soft_wrap=True)
+        if headroom["estimated_headroom"] < 0:
+            console.print(f"warning: negative headroom: these replicas are estimated to sustain "
+                          f"{-headroom['estimated_headroom']:.0%} less than the target rate on the busiest slice; the "
+                          "whole-workload run passed, but the cluster runs past its estimated capacity (add a "
+                          "replica, or rerun on a longer workload before trusting it)", style="bold yellow",
+                          soft_wrap=True)
     if best.get("nodes") is not None:
         console.print(f"  whole nodes: {best['nodes']} x {best['gpus_per_node']} GPUs = "
                       f"${best['whole_node_cost_per_hour_usd']:.2f}/hour if GPUs come by the node", soft_wrap=True)
@@ -181,14 +188,14 @@ def print_disaggregated(section: dict, slo: dict) -> None:
                   f"{row['prefill_replicas']}P + {row['decode_replicas']}D (k={row['k']})")
         met = "yes" if row["verified"] else f"FAILS at k={row['k']}"
         rows.append([row["ratio"], layout, row["gpus"], f"{row['cost_per_hour_usd']:.2f}",
-                     *[f"{row['attainment'][k]:.1%}" for k in keys], _fmt(row["p99_ms"]["ttft"]),
-                     _fmt(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
+                     *[f"{row['attainment'][k]:.1%}" for k in keys], ms_text(row["p99_ms"]["ttft"]),
+                     ms_text(row["p99_ms"]["tpot"]), f"{row['within_all_slos']:.1%}", met])
     prefill, decode = (section.get(f"{role}_layout", f"tp{section.get(f'{role}_tp', section['tp'])}")
                        for role in ("prefill", "decode"))
     groups = prefill if prefill == decode else f"prefill {prefill}, decode {decode}"
     title = (f"aggregated vs disaggregated: {section['hardware']} {groups} {section['policy']}, "
              f"same SLOs, whole workload at the target rate")
-    _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT ms", "P99 TPOT ms", "within all",
+    _print_rows(title, ("layout", "replicas", "GPUs", "$/hour", *keys, "P99 TTFT", "P99 TPOT", "within all",
                         "meets SLOs"), rows, left=("layout", "replicas", "meets SLOs"))
     console.print(f"[bold]disaggregated[/bold]: {section['verdict']}")
     for role in ("prefill", "decode"):

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from sim.cli.common import console, new_app, print_json, print_table
+from sim.cli.common import ProgressLines, console, new_app, print_json, print_table
+from sim.run.human_units import ms_text
 
 pool_app = new_app(help="Several models on one GPU pool: per-model plans, packed, with the total.")
 
@@ -37,12 +38,13 @@ def plan(spec: Annotated[Path, typer.Argument(help="a pool YAML (docs/planning.m
         raise InputError("--workers", None, f"must be at least 1; got {workers}")
     claim([FolderOut("--out", out, POOL_FILES)])  # refused before any work, locked while the pool is planned
     pool = load_pool_spec(spec)
+    progress = ProgressLines("pool plan", enabled=not as_json)
     with make_backend("local", workers, None) as backend:
         if out is None:
-            result = plan_pool(pool, spec, backend)
+            result = plan_pool(pool, spec, backend, progress)
         else:  # checked before planning, replaced whole after (sim.output.atomic_run_dir)
             with atomic_run_dir(out, POOL_FILES) as tmp_dir:
-                result = plan_pool(pool, spec, backend)
+                result = plan_pool(pool, spec, backend, progress)
                 write_json(tmp_dir / "pool.json", result)
     if as_json:
         print_json(result)
@@ -65,7 +67,7 @@ def print_pool(result: dict) -> None:
         p99 = best["verified_p99_ms"] or {}
         rows.append([r["name"], r["model"], f"{r['target_qps']:g}", f"tp{best['tp']} {best['policy']}",
                      best["replicas"], best["gpus"], f"{best['cost_per_hour_usd']:.2f}",
-                     ", ".join(f"P99 {k.upper()} {v:.0f} ms" for k, v in p99.items() if v is not None)
+                     ", ".join(f"P99 {k.upper()} {ms_text(v)}" for k, v in p99.items() if v is not None)
                      or ("verified" if best["verified"] else "not verified")])
     print_table(f"pool of {result['hardware']} (${result['price_usd_per_gpu_hour']:.2f}/GPU-h, "
                 f"{result['price_from']}): each model's cheapest verified cluster",

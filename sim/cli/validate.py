@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from sim.cli.common import print_json, print_table
+from sim.cli.common import ProgressLines, print_json, print_table
 from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
 
 
@@ -80,7 +80,11 @@ def validate(
     if hardware_profile is not None:
         _compare_profiles(chosen, hardware_profile, engine, max_sim_requests, as_json)
         return
-    preds = [predict(c, engine, max_sim_requests) for c in chosen]
+    progress = ProgressLines("validate", enabled=not as_json)
+    preds = []
+    for case in chosen:
+        preds.append(predict(case, engine, max_sim_requests))
+        progress("cases", len(preds), len(chosen))
     report = report_dict(preds)
     if as_json:
         print_json(report)
@@ -103,7 +107,7 @@ def _compare_profiles(chosen, profile: Path, engine, max_sim_requests: int, as_j
         from sim.errors import InputError
 
         raise InputError("--hardware-profile", str(profile), "an existing profile YAML file (.yaml or .yml)")
-    report = compare(chosen, str(profile), engine, max_sim_requests)
+    report = compare(chosen, str(profile), engine, max_sim_requests, ProgressLines("validate", enabled=not as_json))
     if as_json:
         print_json(report)
         return

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.engine.growable import Growable
+from sim.engine.request_gaps import RequestGaps
 from sim.engine.scheduler_view import Scheduler
 from sim.engine.step_counts import countdown, step_numbers
 
@@ -43,6 +44,7 @@ class Recorder:
     def __init__(self, record_steps: bool, gap_compact_at: int | None = None):
         self.record_steps = record_steps
         self.attribution = None  # a sim.run.attribution.Attribution when latency attribution is on
+        self.request_gaps: RequestGaps | None = None  # each request's own gaps, when asked for (--save-detailed)
         self.gap_values = Growable()
         self.gap_weights = Growable(np.int64)
         self._gap_compact_at = GAP_COMPACT_AT if gap_compact_at is None else gap_compact_at
@@ -58,6 +60,7 @@ class Recorder:
         """A fresh recorder for another replica of the same run (same settings, same attribution)."""
         other = Recorder(self.record_steps, self._gap_compact_at)
         other.attribution = self.attribution
+        other.request_gaps = None if self.request_gaps is None else RequestGaps()
         return other
 
     @classmethod
@@ -72,6 +75,8 @@ class Recorder:
             part.compact_as_part()
         out = Recorder(parts[0].record_steps)
         out.attribution = parts[0].attribution
+        if parts[0].request_gaps is not None:
+            out.request_gaps = RequestGaps.merged([part.request_gaps for part in parts])
         out.gap_values = Growable.holding(np.concatenate([part.gap_values.array() for part in parts]))
         out.gap_weights = Growable.holding(np.concatenate([part.gap_weights.array() for part in parts]))
         for part in parts:
@@ -89,15 +94,21 @@ class Recorder:
                 out._steps[name].extend(values[order])
         return out
 
-    def add_unit_gaps(self, values) -> None:
-        """Inter-token gaps (a list or array) of weight 1 each: a single step's."""
+    def add_unit_gaps(self, values, rows) -> None:
+        """Inter-token gaps (a list or array) of weight 1 each: a single step's, of the requests in
+        table `rows` (kept per request only when `request_gaps` is on)."""
         self.gap_values.claim(len(values))[:] = values
         self.gap_weights.claim(len(values))[:] = 1
+        if self.request_gaps is not None:
+            self.request_gaps.add(rows, values)
 
-    def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray,
-                     later_weights: np.ndarray | None = None) -> None:
+    def add_run_gaps(self, first_gaps: np.ndarray, later_steps_s: np.ndarray, rows: np.ndarray,
+                     later_weights: np.ndarray | None = None, seq_steps: np.ndarray | None = None) -> None:
         """A decode run's gaps: each sequence's own first gap, then every later step once per sequence
-        (`later_weights`: per step, how many sequences it computes, when some left the run)."""
+        (`later_weights`: per step, how many sequences it computes, when some left the run; `seq_steps`:
+        per sequence, how many steps it computed); `rows`: the sequences' table rows."""
+        if self.request_gaps is not None:
+            self.request_gaps.add_run(rows, first_gaps, later_steps_s, seq_steps)
         n, n_later = first_gaps.shape[0], later_steps_s.shape[0]
         values, weights = self.gap_values.claim(n + n_later), self.gap_weights.claim(n + n_later)
         values[:n] = first_gaps

@@ -32,10 +32,10 @@ class DayRecorder(Recorder):
     with steps, and a day reports no KV utilisation or fragmentation from recorders (the autoscaler
     reads the block pools), so their per-step accounting (a tenth of a replay's time) is skipped."""
 
-    def add_unit_gaps(self, values) -> None:
+    def add_unit_gaps(self, values, rows) -> None:
         pass
 
-    def add_run_gaps(self, first_gaps, later_steps_s, later_weights=None) -> None:
+    def add_run_gaps(self, first_gaps, later_steps_s, rows, later_weights=None, seq_steps=None) -> None:
         pass
 
     def step(self, sched, end_s: float, plan, prefill_tokens: int, decode_tokens: int) -> None:

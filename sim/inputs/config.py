@@ -34,9 +34,10 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
     """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores).
 
     Ranges: sizes and counts positive; token counts at most MAX_TOKENS; shares in (0, 1]; seed in
-    [0, 2**63). `block_size` may be any positive whole number (vLLM's CUDA kernels take 8, 16 or 32;
-    other values are priced by log2 interpolation between the profile's calibrated block sizes and
-    clamped outside them)."""
+    [0, 2**63). `block_size`: with an engine preset, only the sizes that engine starts with (its
+    `block_sizes` rule: vLLM V1 multiples of 16, TensorRT-LLM powers of two); without one any positive
+    whole number. Sizes are priced by log2 interpolation between the profile's calibrated block sizes
+    and clamped outside them."""
 
     # engine preset (vllm | sglang | trtllm | lmdeploy | a YAML path): fills every knob below that
     # is not given explicitly, and prices the engine's CPU work (sim/inputs/engines). None: no preset; the
@@ -126,6 +127,20 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
                              "policy continuous or chunked")
         if self.batching_window_s > 0 and self.policy != "static":
             raise ValueError("batching_window_s is the static policy's batch-forming wait: it needs policy static")
+        return self
+
+    @model_validator(mode="after")
+    def _block_size_the_engine_takes(self) -> EngineConfig:
+        """A block size the preset's engine refuses at start-up is refused here, with the sizes it takes."""
+        if self.engine is None:
+            return self
+        from sim.inputs.engines.preset import load_engine
+
+        preset = load_engine(self.engine)
+        rule = preset.block_sizes
+        if rule is not None and not rule.allows(self.block_size):
+            raise ValueError(f"block_size {self.block_size} is refused by {preset.engine} ({preset.name}): it takes "
+                             f"{rule.allowed_text()} (source in the preset's block_sizes)")
         return self
 
     @model_validator(mode="after")

@@ -48,6 +48,13 @@ def _entry_row(entry: PoolModel, plan: dict) -> dict:
     return row
 
 
+def _prefixed(progress, label: str):
+    """`progress` with each stage named after the pool entry it plans (None stays None)."""
+    if progress is None:
+        return None
+    return lambda stage, done, total: progress(f"{label} {stage}", done, total)
+
+
 def plan_pool(spec: PoolSpec, spec_path: Path, backend, progress=None) -> dict:
     """pool.json: per model its recommended cluster (replicas, GPUs) and launch line; the replicas of all
     packed onto the pool (nodes, scale-up domains); the total GPUs, nodes, domains and $ per hour under
@@ -60,7 +67,8 @@ def plan_pool(spec: PoolSpec, spec_path: Path, backend, progress=None) -> dict:
     rows = []
     for i, entry in enumerate(spec.models):
         try:
-            plan = _model_plan(entry, spec, spec_path.parent, backend, progress)
+            plan = _model_plan(entry, spec, spec_path.parent, backend, _prefixed(progress, f"{entry.name} ({i + 1}/"
+                                                                                      f"{len(spec.models)})"))
         except InputError as error:  # which entry of which file, then what the planner said
             raise InputError(spec_path, f"models.{i} ({entry.name})", error.line()) from None
         rows.append(_entry_row(entry, plan))

@@ -15,10 +15,11 @@ did not finish has ttft 0.0, latency 0.0 and no gaps, as vLLM writes a failed on
 
 `itls` (a list of s per request) only with `simulate --save-detailed`, as vLLM writes it only with
 its --save-detailed: its size grows with the run's output tokens (~115 MB for splitwise_conv's
-19,366 requests, ~1 MB without). The simulator keeps each request's first-token and finish times
-and the run's inter-token gaps (`mean_itl_ms` and the other itl fields are over every real gap),
-not each request's own gaps: a request's list is its mean gap (latency - ttft) / (output_len - 1),
-output_len - 1 times, so it sums to latency - ttft (to rounding), as vLLM's does. No texts are
+19,366 requests, ~1 MB without). They are the request's own simulated gaps, recorded as the run
+steps (sim/engine/request_gaps.py) from the very numbers behind `mean_itl_ms`, `p99_itl_ms` and the
+other itl fields: pooled, the lists hold exactly the gaps those statistics are over (in bounded
+memory: past 4 M stored gaps, a request's gaps within 0.2 % of each other are merged into their
+mean), and a request's list sums to latency - ttft (to rounding), as vLLM's does. No texts are
 simulated: `generated_texts` is absent. The infersim extras are flat `infersim_*` keys (a nested
 object would break `pd.read_json`).
 """
@@ -55,24 +56,32 @@ def vllm_bench_result(result, table: Mapping[str, np.ndarray], summary: dict, de
     for name, column in (("ttft", "ttft_s"), ("tpot", "tpot_s"), ("e2el", "e2e_s")):
         out.update(_ms_stats(name, np.asarray(table[column], dtype=float)[done]))
     out.update(_itl_stats(result))
-    out.update(_per_request(table, done, status, detailed))
+    out.update(_per_request(table, done, status, _itls(result, done) if detailed else None))
     out.update({"infersim_simulated": True, "infersim_summary": "summary.json",
                 "infersim_version": summary.get("infersim_version")})
     return out
 
 
-def _per_request(table: Mapping[str, np.ndarray], done: np.ndarray, status: np.ndarray, detailed: bool) -> dict:
+def _itls(result, done: np.ndarray) -> list[list[float]]:
+    """Each request's own simulated gaps (s); [] for one that did not finish, as vLLM writes a failed one."""
+    gaps = result.recorder.request_gaps
+    if gaps is None:
+        raise ValueError("itls need the run's per-request gaps: simulate(..., request_gaps=True)")
+    lists = gaps.lists(result.table.sample_of, done.shape[0])
+    return [gap_list if ok else [] for gap_list, ok in zip(lists, done.tolist(), strict=True)]
+
+
+def _per_request(table: Mapping[str, np.ndarray], done: np.ndarray, status: np.ndarray,
+                 itls: list[list[float]] | None) -> dict:
     """vLLM's per-request lists (module docstring), one entry per request in table order; `itls`
-    only when `detailed`."""
+    only when given (--save-detailed)."""
     ttft = np.where(done, np.asarray(table["ttft_s"], dtype=float), 0.0)
     e2e = np.where(done, np.asarray(table["e2e_s"], dtype=float), 0.0)
     outputs = np.where(done, np.asarray(table["output_tokens"]), 0)
-    n_gaps = np.maximum(outputs - 1, 0)
-    mean_gap = np.divide(e2e - ttft, n_gaps, out=np.zeros_like(e2e), where=n_gaps > 0)
     lists = {"input_lens": np.asarray(table["prompt_tokens"]).tolist(), "output_lens": outputs.tolist(),
              "ttfts": ttft.tolist()}
-    if detailed:
-        lists["itls"] = [[gap] * n for gap, n in zip(mean_gap.tolist(), n_gaps.tolist(), strict=True)]
+    if itls is not None:
+        lists["itls"] = itls
     return {**lists, "latencies": e2e.tolist(), "start_times": np.asarray(table["arrival_s"], dtype=float).tolist(),
             "errors": ["" if ok else str(reason or status[i]) for i, (ok, reason) in
                        enumerate(zip(done, table["reject_reason"], strict=True))]}

@@ -148,11 +148,13 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     runner = make_backend(backend, workers, address)
     with staged_files() as stage:  # the CSV is written before the folder is published, renamed after
         if out_dir is None:
-            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
+            output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner,
+                               detailed_bench)
             _stage_csv(stage, csv_path, output)
         else:
             with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
-                output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner)
+                output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner,
+                                   detailed_bench)
                 write_columns_parquet(tmp_dir / "requests.parquet", output.columns)
                 if cfg.record_steps:
                     write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
@@ -174,12 +176,12 @@ def _stage_csv(stage, csv_path: Path | None, output: RunOutput) -> None:
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
-              percentiles, slo: PlanSLO | None, backend) -> RunOutput:
+              percentiles, slo: PlanSLO | None, backend, request_gaps: bool = False) -> RunOutput:
     from sim.run.intervals import prediction_intervals, run_extrapolating
     from sim.run.load_check import queue_growth, rejections
 
     with backend:
-        result = simulate_cluster(cfg, workload, backend, progress)
+        result = simulate_cluster(cfg, workload, backend, progress, request_gaps)
         if not result.sim_duration_s <= MAX_TIME_S:  # every input in range, their product not: refuse, never report
             raise InputError("the run", None, f"its simulated clock reached {result.sim_duration_s:g} s, past "
                                               f"{MAX_TIME_S:g} s: a rate, bandwidth or time among the inputs is out "

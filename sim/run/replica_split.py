@@ -48,16 +48,16 @@ def why_not_split(cfg: EngineConfig, workload: Trace | ClosedLoop) -> str | None
 
 
 def simulate_cluster(cfg: EngineConfig, workload: Trace | ClosedLoop, backend=None,
-                     progress: Callable[[int, int], None] | None = None) -> SimResult:
-    """`simulate(cfg, workload, progress)`, with the replicas spread over the processes of `backend`
-    (a `sim.run.backends.LocalBackend`; None or one worker: here). More than one worker needs a run
-    whose replicas can run apart (`why_not_split`); a single replica just runs here."""
+                     progress: Callable[[int, int], None] | None = None, request_gaps: bool = False) -> SimResult:
+    """`simulate(cfg, workload, progress, request_gaps=...)`, with the replicas spread over the processes
+    of `backend` (a `sim.run.backends.LocalBackend`; None or one worker: here). More than one worker needs
+    a run whose replicas can run apart (`why_not_split`); a single replica just runs here."""
     reason = why_not_split(cfg, workload)
     if backend is None or backend.workers == 1 or reason == ONE_REPLICA:
-        return simulate(cfg, workload, progress)
+        return simulate(cfg, workload, progress, request_gaps=request_gaps)
     if reason is not None:
         raise InputError("--workers", None, f"must be 1 for this run: {reason}")
-    return simulate_split(cfg, workload, backend.run_tasks, progress)
+    return simulate_split(cfg, workload, backend.run_tasks, progress, request_gaps)
 
 
 def replica_shares(cfg: EngineConfig, trace: Trace) -> list[np.ndarray]:
@@ -68,14 +68,14 @@ def replica_shares(cfg: EngineConfig, trace: Trace) -> list[np.ndarray]:
 
 
 def simulate_split(cfg: EngineConfig, trace: Trace, run_tasks: Callable,
-                   progress: Callable[[int, int], None] | None = None) -> SimResult:
+                   progress: Callable[[int, int], None] | None = None, request_gaps: bool = False) -> SimResult:
     """Run each replica on its share through `run_tasks(fn, arg_tuples)` (which yields (index,
     result) as tasks end, e.g. `LocalBackend.run_tasks`) and merge the shares as they come."""
     wall_time_start_s = time.perf_counter()  # reported only
     shares = replica_shares(cfg, trace)
     merge = ShareMerge(cfg, trace, shares)
     n_done = 0
-    for replica, outcome in run_tasks(simulate_share, _ShareTasks(cfg, trace, shares)):
+    for replica, outcome in run_tasks(simulate_share, _ShareTasks(cfg, trace, shares, request_gaps)):
         merge.add(replica, outcome)
         n_done += len(shares[replica])
         if progress is not None:
@@ -87,14 +87,15 @@ class _ShareTasks(Sequence):
     """The (cfg, share, replica) argument tuples, each share cut from the trace only when handed out.
     Prefix ids go along only to a policy that reads them (radix)."""
 
-    def __init__(self, cfg: EngineConfig, trace: Trace, shares: list[np.ndarray]):
-        self.cfg, self.trace, self.shares = cfg, trace, shares
+    def __init__(self, cfg: EngineConfig, trace: Trace, shares: list[np.ndarray], request_gaps: bool = False):
+        self.cfg, self.trace, self.shares, self.request_gaps = cfg, trace, shares, request_gaps
 
     def __len__(self) -> int:
         return len(self.shares)
 
-    def __getitem__(self, replica: int) -> tuple[EngineConfig, Trace, int]:
-        return self.cfg, self.trace.take(self.shares[replica], hash_ids=self.cfg.policy == "radix"), replica
+    def __getitem__(self, replica: int) -> tuple[EngineConfig, Trace, int, bool]:
+        share = self.trace.take(self.shares[replica], hash_ids=self.cfg.policy == "radix")
+        return self.cfg, share, replica, self.request_gaps
 
 
 @dataclass
@@ -112,9 +113,9 @@ class ShareOutcome:
     sim_duration_s: float
 
 
-def simulate_share(cfg: EngineConfig, share: Trace, replica: int) -> ShareOutcome:
+def simulate_share(cfg: EngineConfig, share: Trace, replica: int, request_gaps: bool = False) -> ShareOutcome:
     """Replica `replica` of cfg's cluster, alone on `share` (runs in a worker process)."""
-    result = simulate(cfg, share, only_replica=replica)
+    result = simulate(cfg, share, only_replica=replica, request_gaps=request_gaps)
     table, recorder = result.table, result.recorder
     attribution = None if recorder.attribution is None else _arrays_of(recorder.attribution)
     recorder.attribution = None
@@ -142,6 +143,8 @@ class ShareMerge:
             self.attribution = Attribution(self.table) if self.cfg.latency_attribution else None
         rows = self.shares[replica]
         table_rows = _table_rows(self.table, rows)
+        if outcome.recorder.request_gaps is not None:  # its rows are its share table's: the whole run's
+            outcome.recorder.request_gaps.remapped(table_rows)
         for name in RUN_STATE_COLUMNS:
             getattr(self.table, name)[table_rows] = outcome.columns[name]
         self.rejected.update({int(table_rows[row]): reason for row, reason in outcome.reject_reason.items()})

@@ -19,6 +19,7 @@ from sim.engine.lockstep import LockstepRank, group_ranks
 from sim.engine.metrics import Recorder, replica_gap_compact_at
 from sim.engine.replica import ArrivalSource, ClosedLoopSource, Replica
 from sim.engine.request import RequestTable, Status
+from sim.engine.request_gaps import RequestGaps
 from sim.engine.routers.registry import make_router
 from sim.engine.sched.registry import make_scheduler
 from sim.engine.spec_decode import draft_model_of, make_spec_decoder
@@ -88,7 +89,7 @@ class SimResult:
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
              progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
              time_scale: dict[str, float] | None = None, overhead: EngineOverhead | None = None,
-             stop_watch=None, only_replica: int | None = None) -> SimResult:
+             stop_watch=None, only_replica: int | None = None, request_gaps: bool = False) -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
@@ -100,7 +101,9 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     request ends (on any replica, prefill or decode); the run stops when it returns True
     (`stopped_early_s`). Open-loop runs without parallel samples only; ignored otherwise.
     `only_replica`: build just that replica of the aggregated cluster (its index, hardware and seeds)
-    and replay `workload` on it alone: `workload` is its share (sim.run.replica_split)."""
+    and replay `workload` on it alone: `workload` is its share (sim.run.replica_split).
+    `request_gaps`: the recorder also keeps each request's own inter-token gaps
+    (sim.engine.request_gaps: bench_serve.json's `itls`)."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
@@ -108,6 +111,7 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     table = RequestTable(trace, max_model_len)
     recorder = Recorder(cfg.record_steps, None if cfg.is_disaggregated else replica_gap_compact_at(cfg.replicas))
     recorder.attribution = Attribution(table) if cfg.latency_attribution else None
+    recorder.request_gaps = RequestGaps() if request_gaps else None
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     frontend_s = _frontend_s(cfg, overhead)

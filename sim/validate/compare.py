@@ -30,17 +30,22 @@ def base_profile_of(path: str) -> str:
     return base
 
 
-def compare(cases: list[Case], profile_path: str, engine: str | None, max_sim_requests: int) -> dict:
+def compare(cases: list[Case], profile_path: str, engine: str | None, max_sim_requests: int,
+            progress=None) -> dict:
     """{"profile", "base", "cases": [{case_id, ..., datasheet, datasheet_error, calibrated,
     calibrated_error}], "median_abs_error": {datasheet|calibrated: {all, fit, score}}} over the cases
-    on the profile's base GPU. InputError when no case runs on that GPU."""
+    on the profile's base GPU. InputError when no case runs on that GPU. `progress(stage, done, total)`
+    after each case (both replays)."""
     base = base_profile_of(profile_path)
     chosen = [c for c in cases if gpu_name(c.case_id, c.gpu) == base]
     if not chosen:
         raise InputError("--hardware-profile", str(profile_path), f"cases on {base} (none among the chosen cases)")
     path = str(Path(profile_path))
-    pairs = [(predict(c, engine, max_sim_requests), predict(c, engine, max_sim_requests, hardware=path))
-             for c in chosen]  # fmt: skip
+    pairs = []
+    for case in chosen:
+        pairs.append((predict(case, engine, max_sim_requests), predict(case, engine, max_sim_requests, hardware=path)))
+        if progress is not None:
+            progress(f"cases on {base}, datasheet and calibrated", len(pairs), len(chosen))
     rows = [_row(datasheet, calibrated) for datasheet, calibrated in pairs]
     medians = {kind: {split: _median([r[f"{kind}_error"] for r in rows if split == "all" or r["split"] == split])
                       for split in ("all", "fit", "score")} for kind in ("datasheet", "calibrated")}  # fmt: skip

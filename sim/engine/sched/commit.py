@@ -42,7 +42,7 @@ class Commits:
         t.first_token_s[sampled[first]] = end_s
         later = sampled[~first]
         if later.size:
-            self.recorder.add_unit_gaps(end_s - t.last_token_s[later])
+            self.recorder.add_unit_gaps(end_s - t.last_token_s[later], later)
         t.last_token_s[sampled] = end_s
         if plan.spec_extra is not None:  # hook: speculative decoding keeps its accepted proposals
             t.n_computed[rid] += plan.spec_extra
@@ -64,13 +64,14 @@ class Commits:
         sampled: list[int] = []
         prefill_done: list[int] = []
         gaps: list[float] = []
+        gap_rows: list[int] = []
         prefill_tokens = decode_tokens = 0
         head = plan.n_decoding
         if head > 1:  # decoding rows: each samples its next token (the loop's effects, in a few array operations)
             rows = plan.req_ids[:head]
             n_computed[rows] += 1
             n_tokens[rows] += 1
-            self.recorder.add_unit_gaps(end_s - last_token_s[rows])
+            self.recorder.add_unit_gaps(end_s - last_token_s[rows], rows)
             last_token_s[rows] = end_s
             sampled = rows.tolist()
             decode_tokens = head
@@ -92,11 +93,12 @@ class Commits:
                 prefill_done.append(r)
             else:
                 gaps.append(end_s - last_token_s[r])
+                gap_rows.append(r)
                 if n_new > 1:
                     prefill_done.append(r)
             last_token_s[r] = end_s
         if gaps:
-            self.recorder.add_unit_gaps(gaps)
+            self.recorder.add_unit_gaps(gaps, gap_rows)
         for r in prefill_done:
             self.on_prefill_done(r, end_s)
             sampled += self.fork_samples(r, end_s)
@@ -110,7 +112,7 @@ class Commits:
         rid, k = plan.req_ids, plan.n_steps
         start_s = end_s - plan.duration_s + plan.transfer_s
         first_end_s = start_s + plan.step_times_s[0]
-        self.recorder.add_run_gaps(first_end_s - t.last_token_s[rid], plan.step_times_s[1:])
+        self.recorder.add_run_gaps(first_end_s - t.last_token_s[rid], plan.step_times_s[1:], rid)
         t.n_computed[rid] += k
         t.n_tokens[rid] += k
         t.last_token_s[rid] = end_s

@@ -92,8 +92,8 @@ class PastFinishes:
         the run's KV use is recorded, which reads the pool before and after each release."""
         t, rid, steps, k = self.table, plan.req_ids, plan.seq_steps, plan.n_steps
         contexts = t.n_computed[rid]
-        self.recorder.add_run_gaps(plan.step_end_s[0] - t.last_token_s[rid], plan.step_times_s[1:],
-                                   plan.n_active[1:])
+        self.recorder.add_run_gaps(plan.step_end_s[0] - t.last_token_s[rid], plan.step_times_s[1:], rid,
+                                   plan.n_active[1:], steps)
         t.n_computed[rid] += steps
         t.n_tokens[rid] += steps
         t.last_token_s[rid] = plan.step_end_s[steps - 1]

@@ -129,6 +129,33 @@ class CustomAllreduce(StrictModel):
         return self.max_bytes_by_world_size.get(world_size, self.max_bytes)
 
 
+class BlockSizeRule(StrictModel):
+    """The KV block sizes (tokens per block) the engine starts with; any other size makes the real
+    engine refuse to start, so a simulation of it is refused too (sim/inputs/config.py). `choices`
+    lists them; `multiple_of` and `power_of_two` state a rule; `source` says where the engine says so."""
+
+    choices: list[PositiveInt] | None = None
+    multiple_of: PositiveInt | None = None
+    power_of_two: bool = False
+    source: str = Field(min_length=1)
+
+    def allows(self, block_size: int) -> bool:
+        if self.choices is not None and block_size not in self.choices:
+            return False
+        if self.multiple_of is not None and block_size % self.multiple_of:
+            return False
+        return not (self.power_of_two and block_size & (block_size - 1))
+
+    def allowed_text(self) -> str:
+        """The allowed sizes in words: `16, 32, 64 or 128`, `multiples of 32`, `powers of two`."""
+        if self.choices is not None:
+            sizes = [str(size) for size in self.choices if self.allows(size)]
+            return ", ".join(sizes[:-1]) + f" or {sizes[-1]}" if len(sizes) > 1 else sizes[0]
+        rules = [f"multiples of {self.multiple_of}"] if self.multiple_of else []
+        rules += ["powers of two"] if self.power_of_two else []
+        return " that are ".join(rules) or "any size"
+
+
 class EnginePreset(StrictModel):
     name: str
     engine: str
@@ -137,6 +164,7 @@ class EnginePreset(StrictModel):
     changes: list[str] = []  # what differs from the previous bundled version of the family
     description: str = ""
     scheduling: Scheduling
+    block_sizes: BlockSizeRule | None = None  # None: the engine takes any positive block size
     large_gpu_scheduling: LargeGpuScheduling | None = None
     custom_allreduce: CustomAllreduce | None = None
     kv: KVDefaults = KVDefaults()
@@ -151,6 +179,8 @@ class EnginePreset(StrictModel):
     def _rule_for_engine_allreduce(self) -> EnginePreset:
         if self.allreduce_kind == "engine" and self.custom_allreduce is None:
             raise ValueError("allreduce_kind engine needs a custom_allreduce rule")
+        if self.block_sizes is not None and not self.block_sizes.allows(self.scheduling.block_size):
+            raise ValueError(f"scheduling.block_size {self.scheduling.block_size} is not one block_sizes allows")
         return self
 
     @property
