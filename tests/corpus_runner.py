@@ -108,6 +108,10 @@ def main(results_path: str, limit_bytes: int, ids_path: str | None = None) -> No
 
     # a home folder of its own: the destination class points writers at `~`, and a writer that failed
     # to refuse it would write into the real one (as `sweep --out ~` did before issue 51)
+    real_home = Path.home()  # caches and configs stay where they are (matplotlib's font cache, torch's)
+    os.environ.setdefault("XDG_CACHE_HOME", str(real_home / ".cache"))
+    os.environ.setdefault("XDG_CONFIG_HOME", str(real_home / ".config"))
+    os.environ.setdefault("MPLCONFIGDIR", str(Path(os.environ["XDG_CONFIG_HOME"]) / "matplotlib"))
     os.environ["HOME"] = tempfile.mkdtemp(prefix="corpus-home-")
     from tests.hostile_corpus import ALL_CASES
 
