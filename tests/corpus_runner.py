@@ -15,6 +15,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -104,6 +105,14 @@ def main(results_path: str, limit_bytes: int, ids_path: str | None = None) -> No
     from typer.testing import CliRunner
 
     from sim.cli import app
+
+    # a home folder of its own: the destination class points writers at `~`, and a writer that failed
+    # to refuse it would write into the real one (as `sweep --out ~` did before issue 51)
+    real_home = Path.home()  # caches and configs stay where they are (matplotlib's font cache, torch's)
+    os.environ.setdefault("XDG_CACHE_HOME", str(real_home / ".cache"))
+    os.environ.setdefault("XDG_CONFIG_HOME", str(real_home / ".config"))
+    os.environ.setdefault("MPLCONFIGDIR", str(Path(os.environ["XDG_CONFIG_HOME"]) / "matplotlib"))
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="corpus-home-")
     from tests.hostile_corpus import ALL_CASES
 
     wanted = None if ids_path is None else set(Path(ids_path).read_text().split())
@@ -113,6 +122,7 @@ def main(results_path: str, limit_bytes: int, ids_path: str | None = None) -> No
         for case in ALL_CASES if wanted is None else [c for c in ALL_CASES if c.id in wanted]:
             results[case.id] = run_case(case, Path(root).resolve(), runner, app)
         left = sorted(p.name for p in Path(root).iterdir() if p.name not in results)
+    shutil.rmtree(os.environ["HOME"], ignore_errors=True)
     Path(results_path).write_text(json.dumps({"limit_bytes": resource.getrlimit(resource.RLIMIT_AS)[0],
                                               "left_in_root": left, "cases": results}))
 
