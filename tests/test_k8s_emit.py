@@ -33,7 +33,9 @@ def emitted(tmp_path_factory):
         "-H", "h100-sxm", "--tp", "1,2", "-p", "chunked", "--target-qps", "12", "--slo", "ttft_p99=2s", "--slo",
         "tpot_p99=100ms", "--max-verify-runs", "3", "--emit", "k8s", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    docs = list(yaml.safe_load_all((out / "k8s.yaml").read_text()))
+    text = (out / "k8s.yaml").read_text()
+    assert text.startswith("# infersim simulated: vLLM 0.15")  # the engine and version, above the manifests
+    docs = list(yaml.safe_load_all(text))
     return docs, json.loads((out / "plan.json").read_text())
 
 
@@ -54,6 +56,7 @@ def test_manifests_carry_the_plan(emitted):
     assert container["command"] + container["args"][:len(shlex.split(plan["launch"]["command"])) - 2] == \
         shlex.split(plan["launch"]["command"])
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    assert deployment["metadata"]["annotations"]["infersim/simulated"].startswith("vLLM 0.15")
     assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
     assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
     assert hpa["spec"]["minReplicas"] == best["replicas"]

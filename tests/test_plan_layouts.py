@@ -104,7 +104,8 @@ def test_launch_lines_carry_the_layout_for_both_engines():
     vllm, sglang = lines["vllm"]["command"].split(), lines["sglang"]["command"].split()
     assert vllm[vllm.index("--tensor-parallel-size") + 1] == "2" and vllm[vllm.index("--data-parallel-size") + 1] == "8"
     assert "--enable-expert-parallel" in vllm
-    assert any("VLLM_ALL2ALL_BACKEND" in gap for gap in lines["vllm"]["not_expressible"])
+    assert any("no --all2all-backend" in gap for gap in lines["vllm"]["not_expressible"])  # deepep auto
+    assert "this line runs vLLM's default --all2all-backend" in lines["vllm"]["simulated"]
     assert any("2 nodes" in gap for gap in lines["vllm"]["not_expressible"])
     for flag, value in (("--tp-size", "16"), ("--dp-size", "8"), ("--ep-size", "16"), ("--moe-a2a-backend", "deepep"),
                         ("--nnodes", "2")):

@@ -75,7 +75,8 @@ def plan(
                                        help="search EP and DP-attention layouts (--ep off,on --dp 1,2,4,8) [on for "
                                             "a MoE model when no layout flag is given]; budget: --screen-keep"),
     moe_a2a_backend: str = typer.Option(None, "--moe-a2a-backend", show_default=False,
-                                        help="layout search: MoE all-to-all backends with EP: nccl | deepep | both"),
+                                        help="layout search: MoE all-to-all backends with EP, comma-separated: nccl, "
+                                             "deepep, allgather_reducescatter (vLLM's default) [nccl]"),
     max_replica_gpus: int = typer.Option(None, "--max-replica-gpus", show_default=False,
                                          help="layout search: largest replica in GPUs [72]"),
     screen_keep: int = typer.Option(None, "--screen-keep", show_default=False,

@@ -163,7 +163,10 @@ def print_verified_per_hardware(result: dict) -> None:
 
 def print_launch(launch: dict) -> None:
     """The command per replica, what it cannot express, and where the checkpoint name comes from."""
-    console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
+    console.print(f"launch ({launch['label']}):", soft_wrap=True)
+    if launch.get("simulated"):
+        console.print(f"  {launch['simulated']}", soft_wrap=True, markup=False)
+    console.print(f"  {launch['replicas']} x  {launch['command']}", soft_wrap=True, markup=False)
     if launch["model_id_from"] != "--model-id":
         console.print(f"  model: {launch['model_id']} is the model spec's checkpoint (same architecture); "
                       f"--model-id names the one you serve (e.g. its -Instruct variant)", soft_wrap=True)
@@ -171,7 +174,10 @@ def print_launch(launch: dict) -> None:
         console.print(f"  not expressible in {launch.get('server', launch['engine'])}: {gap}", soft_wrap=True)
     for engine, line in (launch.get("layout_lines") or {}).items():
         if engine != launch["engine"]:
-            console.print(f"  as {engine}: {line['command']}", soft_wrap=True)
+            console.print(f"  as {engine}:", soft_wrap=True)
+            if line.get("simulated"):
+                console.print(f"    {line['simulated']}", soft_wrap=True, markup=False)
+            console.print(f"    {line['command']}", soft_wrap=True, markup=False)
             for gap in line["not_expressible"]:
                 console.print(f"    not expressible in {engine}: {gap}", soft_wrap=True)
 
@@ -200,7 +206,10 @@ def print_disaggregated(section: dict, slo: dict) -> None:
     console.print(f"[bold]disaggregated[/bold]: {section['verdict']}")
     for role in ("prefill", "decode"):
         for engine, line in ((section.get("launch") or {}).get(role) or {}).items():
-            console.print(f"  {role} server as {engine}: {line['command']}", soft_wrap=True)
+            console.print(f"  {role} server as {engine}:", soft_wrap=True)
+            if line.get("simulated"):
+                console.print(f"    {line['simulated']}", soft_wrap=True, markup=False)
+            console.print(f"    {line['command']}", soft_wrap=True, markup=False)
 
 
 def _print_rows(title: str, columns: tuple, rows: list[list], left: tuple) -> None:

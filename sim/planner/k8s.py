@@ -61,6 +61,8 @@ def manifests(plan: dict, name: str = "infersim-plan", image: str = IMAGE) -> li
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "infersim"}
     notes = {"infersim/derived-from": launch["label"], "infersim/hardware": best["hardware"],
              "infersim/router-assumed": launch["router"]}
+    if launch.get("simulated"):
+        notes["infersim/simulated"] = launch["simulated"].removeprefix("# infersim simulated: ")
     if launch.get("not_expressible"):
         notes["infersim/not-expressible"] = " | ".join(launch["not_expressible"])
     return [_deployment(name, image, argv[2:], best, labels, notes), _service(name, labels, notes),
@@ -117,4 +119,7 @@ class _NoAliases(yaml.SafeDumper):
 
 
 def manifests_yaml(plan: dict) -> str:
-    return yaml.dump_all(manifests(plan), Dumper=_NoAliases, sort_keys=False)
+    """The manifests as one YAML stream, headed by the launch's `# infersim simulated: <engine> <version>` line."""
+    header = plan["launch"].get("simulated")
+    body = yaml.dump_all(manifests(plan), Dumper=_NoAliases, sort_keys=False)
+    return f"{header}\n{body}" if header else body
