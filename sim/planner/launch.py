@@ -16,7 +16,7 @@ from sim.planner.launch_layout import sglang_layout_args
 from sim.planner.launch_names import simulated_comment
 from sim.planner.launch_vllm import ROUTER_HINT, VLLM_ALL2ALL_DEFAULT, vllm_all2all_backend, vllm_args
 
-DEFAULT_ENGINE = "vllm"  # without a preset, infersim's knobs are vLLM's
+GENERIC_LINE_ENGINE = "vllm"  # the generic engine (no preset): its knobs are written under vLLM's names
 LABEL = "derived from the simulation (infersim {version}, engine assumed: {engine}); not measured on the engine"
 DTYPE_FLAGS = {"fp8": "fp8"}  # infersim dtype -> the engines' fp8 value
 
@@ -115,7 +115,7 @@ def _hf_name(cfg: EngineConfig) -> str:
 def assumed_engine(cfg: EngineConfig) -> str:
     """The engine preset the simulation used (its `name`), or vLLM without one."""
     if getattr(cfg, "engine", None) is None:
-        return DEFAULT_ENGINE
+        return GENERIC_LINE_ENGINE
     from sim.inputs.engines.preset import load_engine
 
     return load_engine(cfg.engine).family
