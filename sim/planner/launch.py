@@ -14,6 +14,7 @@ from sim.inputs.config import EngineConfig
 from sim.inputs.model import load_model
 from sim.planner.launch_layout import sglang_layout_args
 from sim.planner.launch_names import simulated_comment
+from sim.planner.launch_nodes import per_node_commands
 from sim.planner.launch_vllm import ROUTER_HINT, VLLM_ALL2ALL_DEFAULT, vllm_all2all_backend, vllm_args
 
 GENERIC_LINE_ENGINE = "vllm"  # the generic engine (no preset): its knobs are written under vLLM's names
@@ -139,6 +140,7 @@ def launch_command(cfg: EngineConfig, replicas: int, model_id: str | None = None
             "simulated": line_comment(cfg, server), "replicas": replicas, "router": cfg.router,
             "model_id": model_id or _hf_name(cfg), "model_id_from": "--model-id" if model_id else "model spec",
             "not_expressible": missing, "layout_lines": layout_lines(cfg, replicas, model_id),
+            "per_node": per_node_commands(cfg, server, shlex.split(command)),
             "label": LABEL.format(version=__version__, engine=engine)}
 
 
