@@ -172,6 +172,10 @@ def print_launch(launch: dict) -> None:
                       f"--model-id names the one you serve (e.g. its -Instruct variant)", soft_wrap=True)
     for gap in launch.get("not_expressible") or []:
         console.print(f"  not expressible in {launch.get('server', launch['engine'])}: {gap}", soft_wrap=True)
+    per_node = launch.get("per_node")
+    if per_node:  # a replica over several nodes: what each node runs (plan.json launch.per_node; --emit k8s)
+        console.print(f"  per node ({per_node['nodes']} nodes of {per_node['gpus_per_node']} GPUs): "
+                      f"{per_node.get('how') or per_node.get('refused')}", soft_wrap=True, markup=False)
     for engine, line in (launch.get("layout_lines") or {}).items():
         if engine != launch["engine"]:
             console.print(f"  as {engine}:", soft_wrap=True)
