@@ -176,7 +176,8 @@ ISSUE_CASES = [
     case("issue-sweep-max-requests-huge", f"sweep -g max_num_seqs=8 -t {{d}}/t.csv -o {{d}}/out --no-plots --max-requests {10**30}", "--max-requests", t__csv=TRACE),
     case("issue-calibrate-run-budget-tiny", "calibrate run --device cpu --quick --time-budget-s 1e-308 --out {d}/p.yaml", "--time-budget-s"),
     # ---- issue 35 item 7 ----
-    case("issue35-plan-sglang-emit-k8s", f"{PLAN} --target-qps 1 --engine sglang -o {{d}}/out --emit k8s", "--emit: k8s: writes vLLM manifests", t__csv=TRACE_30),
+    case("issue45-plan-lmdeploy-emit-k8s", f"{PLAN} --target-qps 1 --engine lmdeploy -o {{d}}/out --emit k8s",  # SGLang: written since issue 45
+         "--emit: k8s: writes manifests for vLLM, SGLang and TensorRT-LLM", t__csv=TRACE_30),
     case("issue35-plan-tp-past-node", "plan -w {d}/t.csv --slo ttft_p99=1s -H h100-sxm --tp 16 --target-qps 1 -m llama-3.1-405b", "span nodes with pipeline stages", t__csv=TRACE_30),
     case("issue35-plan-tp-fills-node", "plan -w {d}/t.csv --slo ttft_p99=1s -H h100-sxm --tp 8 --target-qps 1 -m llama-3.1-405b", "tp 8 fills a node", t__csv=TRACE_30),
     case("issue35-qwen2-sliding-no-window", "models {d}/config.json", "sliding_window: required with use_sliding_window", config__json=json.dumps({"model_type": "qwen2", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000, "use_sliding_window": True, "max_window_layers": 2})),

@@ -1,4 +1,5 @@
-"""Issue 35 item 7's five breaks, one test each: plan --emit k8s with SGLang, Qwen's
+"""Issue 35 item 7's five breaks, one test each: plan --emit k8s with SGLang (refused then; written since
+issue 45, LMDeploy still refused before planning), Qwen's
 use_sliding_window, bench_serve.json through pd.read_json (with vLLM's itls), the advice past a
 node's GPUs, and `infersim models PATH`."""
 
@@ -26,13 +27,27 @@ def _trace(tmp_path):
     return str(path)
 
 
-def test_plan_emit_k8s_with_sglang_is_refused_before_planning(tmp_path):
+def test_plan_emit_k8s_with_sglang_writes_sglang_manifests(tmp_path):
+    """Issue 35 refused SGLang before planning; since issue 45 SGLang gets its own container."""
+    import yaml
+
     out = tmp_path / "plan"
     result = runner.invoke(app, ["plan", "-w", _trace(tmp_path), "--slo", "ttft_p99=1s", "-H", "h100-sxm", "--tp", "1",
                                  "-p", "chunked", "--target-qps", "1", "--engine", "sglang", "-o", str(out),
                                  "--emit", "k8s"])
+    assert result.exit_code == 0, result.output
+    deployment = next(yaml.safe_load_all((out / "k8s.yaml").read_text()))
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["python3", "-m", "sglang.launch_server"]
+
+
+def test_plan_emit_k8s_with_lmdeploy_is_refused_before_planning(tmp_path):
+    out = tmp_path / "plan"
+    result = runner.invoke(app, ["plan", "-w", _trace(tmp_path), "--slo", "ttft_p99=1s", "-H", "h100-sxm", "--tp", "1",
+                                 "-p", "chunked", "--target-qps", "1", "--engine", "lmdeploy", "-o", str(out),
+                                 "--emit", "k8s"])
     assert result.exit_code == 2, result.output
-    assert result.stderr.strip().startswith("error: --emit: k8s: writes vLLM manifests")
+    assert result.stderr.strip().startswith("error: --emit: k8s: writes manifests for vLLM, SGLang and TensorRT-LLM")
     assert "planned in" not in result.stdout and not out.exists()  # refused before any work, nothing written
 
 

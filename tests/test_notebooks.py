@@ -75,8 +75,10 @@ def test_notebook_executes_and_draws(name, tmp_path, monkeypatch):
 
 
 def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
-    """The notebook and `infersim plan` call the same code: on the same inputs, the same plan.json.
-    The workload: the first 300 requests of the bundled Azure conversation trace, as a file."""
+    """The notebook and `infersim plan` call the same code with the same defaults: on the same inputs,
+    neither naming an engine or a policy, the same plan.json, both simulating vLLM's newest preset
+    with its default policy (before, the notebook ran the generic engine and the test hid it behind
+    `--engine none`). The workload: the first 300 requests of the bundled Azure conversation trace."""
     import json
 
     from typer.testing import CliRunner
@@ -88,7 +90,7 @@ def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
     workload = tmp_path / "azure_conv_300.jsonl"
     write_canonical_jsonl(load_workload("splitwise_conv").take(range(300)), workload)
     parameters = {"workload": str(workload), "model": "llama-3-8b", "hardware": ["h100-sxm", "a100-80g-sxm"],
-                  "tps": [1], "policies": ["chunked"], "slos": ["ttft_p99=1s", "tpot_p99=50ms"], "target_qps": 12.0,
+                  "tps": [1], "slos": ["ttft_p99=1s", "tpot_p99=50ms"], "target_qps": 12.0,
                   "max_requests": 60, "workers": 1, "plan_json": str(tmp_path / "notebook_plan.json")}
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -101,16 +103,19 @@ def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5
     text = "".join(_text(o) for o in outputs)
     assert "300 requests" in text and "recommended for 12 req/s of llama-3-8b" in text
+    assert "engine: vLLM 0.15" in text and "policies: radix" in text
     cli = CliRunner().invoke(app, ["plan", "--workload", str(workload), "--model", "llama-3-8b", "--hardware",
-                                   "h100-sxm,a100-80g-sxm", "--tp", "1", "--policy", "chunked", "--slo", "ttft_p99=1s",
+                                   "h100-sxm,a100-80g-sxm", "--tp", "1", "--slo", "ttft_p99=1s",
                                    "--slo", "tpot_p99=50ms", "--target-qps", "12", "--max-requests", "60",
-                                   "--workers", "1", "--engine", "none",  # the notebook's config names no engine
-                                   "--out", str(tmp_path / "cli")])
+                                   "--workers", "1", "--out", str(tmp_path / "cli")])
     assert cli.exit_code == 0, cli.output
     from_cli = json.loads((tmp_path / "cli" / "plan.json").read_text())
     from_notebook = json.loads((tmp_path / "notebook_plan.json").read_text())
     assert from_notebook == from_cli
     assert from_cli["recommended"]["verified"] and from_cli["recommended"]["verified_run"]["n_requests"] == 300
+    assert from_cli["launch"]["engine"] == "vllm" and from_cli["recommended"]["policy"] == "radix"
+    assert from_cli["launch"]["simulated"].startswith("# infersim simulated: vLLM 0.15")
+    assert "--disable-custom-all-reduce" not in from_cli["launch"]["command"]
 
 
 def test_committed_notebooks_have_no_outputs_and_a_parameters_cell():

@@ -104,7 +104,8 @@ def test_launch_lines_carry_the_layout_for_both_engines():
     vllm, sglang = lines["vllm"]["command"].split(), lines["sglang"]["command"].split()
     assert vllm[vllm.index("--tensor-parallel-size") + 1] == "2" and vllm[vllm.index("--data-parallel-size") + 1] == "8"
     assert "--enable-expert-parallel" in vllm
-    assert any("VLLM_ALL2ALL_BACKEND" in gap for gap in lines["vllm"]["not_expressible"])
+    assert any("no --all2all-backend" in gap for gap in lines["vllm"]["not_expressible"])  # deepep auto
+    assert "this line runs vLLM's default --all2all-backend" in lines["vllm"]["simulated"]
     assert any("2 nodes" in gap for gap in lines["vllm"]["not_expressible"])
     for flag, value in (("--tp-size", "16"), ("--dp-size", "8"), ("--ep-size", "16"), ("--moe-a2a-backend", "deepep"),
                         ("--nnodes", "2")):
@@ -200,14 +201,15 @@ def test_cli_bad_layout_flags_are_one_line_exit_2(extra, flag):
     assert len(lines) == 1 and flag in lines[0], result.output
 
 
-def test_k8s_refuses_a_replica_that_spans_nodes():
+def test_k8s_runs_a_replica_that_spans_nodes_as_a_leader_worker_set():
+    """Before issue 45 a replica wider than a node was refused (a Deployment pod is one node)."""
     from sim.planner.k8s import manifests
 
     cfg = EngineConfig(model="deepseek-r1", weight_dtype="fp8", hardware="h200", tp=16, policy="chunked")
-    plan = {"recommended": {"tp": 16, "gpus_per_replica": 16, "gpus_per_node": 8}, "launch": launch_command(cfg, 2)}
-    with pytest.raises(InputError) as error:
-        manifests(plan)
-    assert error.value.where == "--emit" and "spans nodes of 8" in error.value.allowed
+    plan = {"recommended": {"tp": 16, "gpus_per_replica": 16, "gpus_per_node": 8, "replicas": 2, "hardware": "h200"},
+            "launch": launch_command(cfg, 2), "target_qps": 4.0}
+    lws = manifests(plan)[0]
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
 
 
 def test_more_layouts_never_give_a_dearer_plan_when_nothing_is_screened_out():

@@ -71,6 +71,21 @@ def test_a_pool_plan_packs_every_model_and_bills_the_pool(tmp_path):
     assert pool["separately"]["nodes"] >= total["nodes"]
     assert "vllm serve" in pool["models"][1]["launch"] and "--max-num-seqs 64" in pool["models"][1]["launch"]
     assert "pool total" in result.stdout and "billed per node" in result.stdout
+    # plan's engine by default (issue 45 item 2): the vLLM preset with its knobs, named above every line
+    chat = pool["models"][0]
+    assert chat["launch_simulated"].startswith("# infersim simulated: vLLM 0.15")
+    assert "--max-num-seqs 1024" in chat["launch"] and "--disable-custom-all-reduce" not in chat["launch"]
+    assert chat["recommended"]["policy"] == "radix"  # vLLM's default policy, as plan searches it
+    assert "# infersim simulated: vLLM 0.15" in result.stdout
+
+
+def test_a_pool_entry_can_name_the_generic_engine(tmp_path):
+    spec = {**SMALL, "models": [{**SMALL["models"][0], "engine": {"engine": "none"}}]}
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["pool", "plan", _write(tmp_path, spec), "--out", str(out), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    chat = json.loads((out / "pool.json").read_text())["models"][0]
+    assert "the generic engine" in chat["launch_simulated"] and "--max-num-seqs 256" in chat["launch"]
 
 
 def test_the_bundled_example_loads():

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.sweep.grid import expand, parse_grid
+from sim.sweep.grid import expand, load_base, parse_grid
 from sim.sweep.point import run_point
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,7 +93,9 @@ def test_kill_9_midway_then_rerun_ends_with_exactly_16_rows(tmp_path):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # the rows equal a point simulated here in-process (what was stored before the kill and after)
-    points = expand({}, {"max_requests": 300}, parse_grid(["max_num_seqs=32,256", "block_size=8", "qps=20"]))
+    points = expand(load_base(None)[0], {"max_requests": 300},  # the CLI's base: plan's engine preset
+                    parse_grid(["max_num_seqs=32,256", "block_size=8", "qps=20"]))
+    assert all(point.config["engine"] == "vllm" for point in points)
     for point in points:
         expected = run_point(point)
         stored = frame.set_index("point_id").loc[point.point_id]

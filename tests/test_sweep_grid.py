@@ -100,7 +100,7 @@ def test_base_yaml_holds_config_and_workload_keys(tmp_path):
     base = tmp_path / "base.yaml"
     base.write_text("policy: chunked\nmax_num_seqs: 64\ntrace: mooncake_conversation\nmax_requests: 20\n")
     engine, workload = load_base(base)
-    assert engine == {"policy": "chunked", "max_num_seqs": 64}
+    assert engine == {"policy": "chunked", "max_num_seqs": 64, "engine": "vllm"}  # plan's engine unless named
     assert workload == {"trace": "mooncake_conversation", "max_requests": 20}
     base.write_text("max_num_seqs: 64\nbogus: 1\n")
     with pytest.raises(InputError) as info:
@@ -130,3 +130,17 @@ def test_point_workload_retimes_to_the_target_qps():
     poisson = point_workload({**workload, "qps": 4.0, "trace_qps": None}, seed=0)
     assert (poisson.arrival_s == load_run_workload(None, None, None, 50, 0, 4.0).arrival_s).all()
     assert sweepable_keys()[-3:] == ["trace_qps", "qps", "rate_scale"]
+
+
+def test_sweep_runs_plans_engine_unless_one_is_named(tmp_path):
+    """One engine everywhere (issue 45): a base without `engine` sweeps plan's default preset;
+    `engine: none` (base) or `--grid engine=none` sweeps the generic engine."""
+    from sim.inputs.engines.default import DEFAULT_ENGINE
+
+    assert load_base(None)[0]["engine"] == DEFAULT_ENGINE
+    base = tmp_path / "generic.yaml"
+    base.write_text("engine: none\nmax_num_seqs: 64\n")
+    assert load_base(base)[0] == {"engine": None, "max_num_seqs": 64}
+    points = expand(load_base(None)[0], {"max_requests": 10}, parse_grid(["engine=none,vllm@0.10"]))
+    assert [p.config["engine"] for p in points] == [None, "vllm@0.10"]
+    assert points[0].config["max_num_seqs"] == 256 and points[1].config["max_num_seqs"] == 1024  # h100: large GPU

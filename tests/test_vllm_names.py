@@ -66,8 +66,9 @@ def test_dashed_yaml_keys_are_vllms(tmp_path):
 def test_qps_is_poisson_and_trace_qps_keeps_the_shape_in_simulate_and_sweep(tmp_path):
     import pandas as pd
 
-    poisson = _summary(["--qps", "6", "--max-requests", "80"])
-    shaped = _summary(["--trace-qps", "6", "--max-requests", "80"])
+    # a sweep without an engine runs plan's (vllm, sim/inputs/engines/default.py); simulate names it here
+    poisson = _summary(["--qps", "6", "--max-requests", "80", "--engine", "vllm"])
+    shaped = _summary(["--trace-qps", "6", "--max-requests", "80", "--engine", "vllm"])
     assert poisson["ttft_s"] != shaped["ttft_s"]  # two different arrival processes
     result = runner.invoke(app, ["sweep", "--grid", "qps=6", "--max-requests", "80", "--out", str(tmp_path / "a"),
                                  "--no-plots", "--workers", "1"])

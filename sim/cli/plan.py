@@ -75,7 +75,8 @@ def plan(
                                        help="search EP and DP-attention layouts (--ep off,on --dp 1,2,4,8) [on for "
                                             "a MoE model when no layout flag is given]; budget: --screen-keep"),
     moe_a2a_backend: str = typer.Option(None, "--moe-a2a-backend", show_default=False,
-                                        help="layout search: MoE all-to-all backends with EP: nccl | deepep | both"),
+                                        help="layout search: MoE all-to-all backends with EP, comma-separated: nccl, "
+                                             "deepep, allgather_reducescatter (vLLM's default) [nccl]"),
     max_replica_gpus: int = typer.Option(None, "--max-replica-gpus", show_default=False,
                                          help="layout search: largest replica in GPUs [72]"),
     screen_keep: int = typer.Option(None, "--screen-keep", show_default=False,
@@ -199,11 +200,12 @@ def plan(
         raise InputError(workload, None, "a closed-loop spec has no arrival rate to plan for; give a trace")
     if emit is not None and (emit not in EMITS or out is None):
         raise InputError("--emit", emit, f"one of {', '.join(EMITS)}, with --out DIR (it writes DIR/k8s.yaml)")
-    if emit == "k8s":
+    if emit == "k8s":  # an engine without manifests is refused before any planning; nothing is lost
         from sim.planner.k8s import check_k8s_engine
-        from sim.planner.launch import assumed_engine
+        from sim.planner.launch import SERVERS, assumed_engine
 
-        check_k8s_engine(assumed_engine(base))
+        engine_name = assumed_engine(base)
+        check_k8s_engine(engine_name if engine_name in SERVERS else "vllm")
     if max_verified < 1:
         raise InputError("--max-verified", None, f"must be at least 1; got {max_verified}")
     if uncertainty is not None:
@@ -223,6 +225,7 @@ def plan(
                     lambda fn, args: run_on(runner, fn, args, progress, "cost-model draws"))
             return result
 
+    refusal = None  # a manifest that cannot be written never discards the plan: plan.json and plots are kept
     with runner:
         if out is None:
             result = run_search()
@@ -232,16 +235,28 @@ def plan(
                 write_json(tmp_dir / "plan.json", result)
                 write_plots(result, tmp_dir)
                 if emit == "k8s" and result["recommended"] is not None:
-                    from sim.planner.k8s import manifests_yaml
-
-                    (tmp_dir / "k8s.yaml").write_text(manifests_yaml(result))
+                    refusal = _write_manifests(result, tmp_dir / "k8s.yaml")
     if as_json:
         print_json(result)
     else:
         print_plan(result, top)
         console.print(f"planned in {time.monotonic() - wall_time_start_s:.1f} s")
         if out is not None:
-            k8s = ", k8s.yaml" if emit == "k8s" and result["recommended"] is not None else ""
+            k8s = ", k8s.yaml" if emit == "k8s" and result["recommended"] is not None and refusal is None else ""
             console.print(f"wrote {out}/plan.json, latency_vs_rate.png, cost.png, pareto.png{k8s}")
+    if refusal is not None:
+        raise InputError(refusal.where, refusal.field,
+                         f"{refusal.allowed}; plan.json and the plots are written to {out}")
     if result["recommended"] is None:
         raise typer.Exit(code=1)
+
+
+def _write_manifests(result: dict, path: Path) -> InputError | None:
+    """k8s.yaml of the plan, or the InputError saying why it is not written (raised once the plan is saved)."""
+    from sim.planner.k8s import manifests_yaml
+
+    try:
+        path.write_text(manifests_yaml(result))
+    except InputError as error:
+        return error
+    return None

@@ -163,15 +163,25 @@ def print_verified_per_hardware(result: dict) -> None:
 
 def print_launch(launch: dict) -> None:
     """The command per replica, what it cannot express, and where the checkpoint name comes from."""
-    console.print(f"launch ({launch['label']}):\n  {launch['replicas']} x  {launch['command']}", soft_wrap=True)
+    console.print(f"launch ({launch['label']}):", soft_wrap=True)
+    if launch.get("simulated"):
+        console.print(f"  {launch['simulated']}", soft_wrap=True, markup=False)
+    console.print(f"  {launch['replicas']} x  {launch['command']}", soft_wrap=True, markup=False)
     if launch["model_id_from"] != "--model-id":
         console.print(f"  model: {launch['model_id']} is the model spec's checkpoint (same architecture); "
                       f"--model-id names the one you serve (e.g. its -Instruct variant)", soft_wrap=True)
     for gap in launch.get("not_expressible") or []:
         console.print(f"  not expressible in {launch.get('server', launch['engine'])}: {gap}", soft_wrap=True)
+    per_node = launch.get("per_node")
+    if per_node:  # a replica over several nodes: what each node runs (plan.json launch.per_node; --emit k8s)
+        console.print(f"  per node ({per_node['nodes']} nodes of {per_node['gpus_per_node']} GPUs): "
+                      f"{per_node.get('how') or per_node.get('refused')}", soft_wrap=True, markup=False)
     for engine, line in (launch.get("layout_lines") or {}).items():
         if engine != launch["engine"]:
-            console.print(f"  as {engine}: {line['command']}", soft_wrap=True)
+            console.print(f"  as {engine}:", soft_wrap=True)
+            if line.get("simulated"):
+                console.print(f"    {line['simulated']}", soft_wrap=True, markup=False)
+            console.print(f"    {line['command']}", soft_wrap=True, markup=False)
             for gap in line["not_expressible"]:
                 console.print(f"    not expressible in {engine}: {gap}", soft_wrap=True)
 
@@ -200,7 +210,10 @@ def print_disaggregated(section: dict, slo: dict) -> None:
     console.print(f"[bold]disaggregated[/bold]: {section['verdict']}")
     for role in ("prefill", "decode"):
         for engine, line in ((section.get("launch") or {}).get(role) or {}).items():
-            console.print(f"  {role} server as {engine}: {line['command']}", soft_wrap=True)
+            console.print(f"  {role} server as {engine}:", soft_wrap=True)
+            if line.get("simulated"):
+                console.print(f"    {line['simulated']}", soft_wrap=True, markup=False)
+            console.print(f"    {line['command']}", soft_wrap=True, markup=False)
 
 
 def _print_rows(title: str, columns: tuple, rows: list[list], left: tuple) -> None:

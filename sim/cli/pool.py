@@ -79,6 +79,12 @@ def print_pool(result: dict) -> None:
     print_table(f"packed ({pack['rule']})", ["domain", "nodes", "replicas", "GPUs used", "idle"],
                 [[g["domain"], g["nodes"], " ".join(g["replicas"]), g["gpus_used"], g["gpus_idle"]]
                  for g in pack["groups"]])
+    for r in result["models"]:
+        if r.get("launch"):
+            console.print(f"launch {r['name']} ({r['recommended']['replicas']} x):", soft_wrap=True)
+            if r.get("launch_simulated"):
+                console.print(f"  {r['launch_simulated']}", soft_wrap=True, markup=False)
+            console.print(f"  {r['launch']}", soft_wrap=True, markup=False)
     total, bill, alone = result["total"], result["billing"], result["separately"]
     console.print(f"[bold]pool total[/bold]: {total['gpus_used']} GPUs on {total['nodes']} nodes of "
                   f"{pack['gpus_per_node']} ({total['domains']} scale-up domains of {pack['gpus_per_domain']}); "

@@ -51,9 +51,13 @@ class DayResult:
 
 
 def engine_config(spec: DaySpec, where: str = "engine") -> EngineConfig:
+    """The day's replica config: the spec's `engine:` keys, with `plan`'s engine preset when they name none
+    (sim/inputs/engines/default.py; `engine: none` for the generic engine), so `day` and `day plan` price
+    the engine `plan` prices."""
+    from sim.inputs.engines.default import with_default_engine
     from sim.yamlio import validate
 
-    data = dict(spec.engine)
+    data = with_default_engine(dict(spec.engine))
     if data.get("engine") and "policy" not in data:
         from sim.inputs.engines.preset import load_engine
 

@@ -2,7 +2,7 @@
 
 ```yaml
 workload: {kind: day, duration_s: 86400, seed: 0, tenants: [{rate: {base: {kind: diurnal, ...}}, lengths: ...}]}
-engine: {model: llama-3.1-8b, hardware: h100-sxm, engine: vllm}      # EngineConfig keys
+engine: {model: llama-3.1-8b, hardware: h100-sxm, engine: vllm}      # EngineConfig keys [engine: plan's, vllm]
 fleet: {autoscaler: {policy: {kind: target, metric: queue_length, target: 4}}, failures: {...}, pricing: {...}}
 slo: {ttft_s: 2.0, tpot_s: 0.1}
 ```

@@ -8,16 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from sim.errors import InputError
+from sim.inputs.engines.default import DEFAULT_ENGINE, NO_ENGINE, engine_or_default
 
-DEFAULT_ENGINE = "vllm"  # the newest bundled vLLM preset (`infersim engines`): what plan simulates and prints
-NO_ENGINE = "none"  # --engine none: the generic engine of the hardware profile's step overhead (no preset)
+__all__ = ["DEFAULT_ENGINE", "NO_ENGINE"]  # one default for every planning path: sim/inputs/engines/default.py
 
 
 def plan_engine(engine: str | None, config: Path | None) -> str | None:
     """The engine preset `plan` simulates: --engine as given (`none`: no preset), else the --config
     YAML's `engine`, else DEFAULT_ENGINE, so the launch line it prints is the engine it simulated."""
     if engine is not None:
-        return None if engine.strip().lower() == NO_ENGINE else engine
+        return engine_or_default(engine)
     if config is not None:
         from sim.yamlio import read_mapping
 
@@ -42,6 +42,11 @@ def default_policies(engine: str | None, config: Path | None) -> str:
     from sim.inputs.engines.preset import load_engine
 
     return load_engine(str(engine)).scheduling.policy
+
+
+def plan_policies(engine: str | None) -> list[str]:
+    """The policies `plan` searches by default for `engine` (as engine_or_default read it), as a list."""
+    return [p.strip() for p in default_policies(engine, None).split(",")]
 
 
 def vllm_spellings(model: str | None, config: Path | None, weight_dtype: str | None, quantization: str | None,

@@ -1,8 +1,9 @@
 """The launch command line of a planned replica, for the engine the simulation assumed.
 
 Derived from the simulated configuration, not measured on the engine: the flags say which knobs
-the simulation used, under the engine's own names. Until engine presets exist, the assumed engine
-is vLLM (infersim's knob names are vLLM's).
+the simulation used, under the engine's own names, and every line comes with the comment line naming
+the engine and version simulated (`simulated`, sim.planner.launch_names). Without a preset (`--engine
+none`) the line is vLLM's (infersim's knob names are vLLM's).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import shlex
 from sim.inputs.config import EngineConfig
 from sim.inputs.model import load_model
 from sim.planner.launch_layout import sglang_layout_args
-from sim.planner.launch_vllm import ROUTER_HINT, vllm_args
+from sim.planner.launch_names import simulated_comment
+from sim.planner.launch_nodes import per_node_commands
+from sim.planner.launch_vllm import ROUTER_HINT, VLLM_ALL2ALL_DEFAULT, vllm_all2all_backend, vllm_args
 
-DEFAULT_ENGINE = "vllm"  # without a preset, infersim's knobs are vLLM's
+GENERIC_LINE_ENGINE = "vllm"  # the generic engine (no preset): its knobs are written under vLLM's names
 LABEL = "derived from the simulation (infersim {version}, engine assumed: {engine}); not measured on the engine"
 DTYPE_FLAGS = {"fp8": "fp8"}  # infersim dtype -> the engines' fp8 value
 
@@ -26,12 +29,20 @@ def vllm_command(cfg: EngineConfig, model_id: str | None = None) -> str:
 
 def sglang_command(cfg: EngineConfig, missing: list[str] | None = None) -> str:
     """`python -m sglang.launch_server --model-path <model> --tp-size ...` for one replica, its
-    layout's flags included (sim.planner.launch_layout; what they cannot say goes to `missing`)."""
+    layout's flags included (sim.planner.launch_layout; what they cannot say goes to `missing`).
+
+    Under `--enable-dp-attention` SGLang reads `--max-running-requests` and `--chunked-prefill-size`
+    as the whole replica's and gives each of the `--dp-size` attention ranks 1/dp of them
+    (python/sglang/srt/server_args.py, `_handle_data_parallelism`: `chunked_prefill_size //=
+    dp_size`; python/sglang/srt/model_executor/model_runner.py: `max_running_requests // dp_size`
+    per DP-attention worker), while `--max-prefill-tokens` stays each rank's scheduler budget. The
+    simulation's knobs are per attention rank, so the line writes those two multiplied by dp."""
+    ranks = sglang_dp_attention_ranks(cfg)
+    chunk = (cfg.chunk_size or cfg.max_num_batched_tokens) if cfg.policy in ("chunked", "radix") else None
     args = ["python", "-m", "sglang.launch_server", "--model-path", _hf_name(cfg),
             *sglang_layout_args(cfg, [] if missing is None else missing),
-            "--max-running-requests", str(cfg.max_num_seqs),
-            "--chunked-prefill-size", str((cfg.chunk_size or cfg.max_num_batched_tokens)
-                                          if cfg.policy in ("chunked", "radix") else -1),
+            "--max-running-requests", str(cfg.max_num_seqs * ranks),
+            "--chunked-prefill-size", str(-1 if chunk is None else chunk * ranks),
             "--max-prefill-tokens", str(cfg.max_num_batched_tokens),
             "--page-size", str(cfg.block_size), "--mem-fraction-static", f"{cfg.gpu_memory_utilization:g}"]
     if cfg.max_model_len is not None:
@@ -41,6 +52,13 @@ def sglang_command(cfg: EngineConfig, missing: list[str] | None = None) -> str:
     if cfg.kv_dtype in DTYPE_FLAGS:
         args += ["--kv-cache-dtype", "fp8_e4m3"]
     return shlex.join(args + sglang_mtp_args(cfg))
+
+
+def sglang_dp_attention_ranks(cfg: EngineConfig) -> int:
+    """The `--dp-size` SGLang divides per-rank limits by: the attention ranks when the line writes
+    `--enable-dp-attention` (sim.planner.launch_layout), else 1."""
+    ranks = cfg.layout().n_kv_ranks
+    return ranks if ranks > 1 else 1
 
 
 def sglang_mtp_args(cfg: EngineConfig) -> list[str]:
@@ -53,11 +71,22 @@ def sglang_mtp_args(cfg: EngineConfig) -> list[str]:
             "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(cfg.spec_tokens + 1)]
 
 
-def trtllm_command(cfg: EngineConfig) -> str:
-    """`trtllm-serve <model> --tp_size ...` for one replica."""
-    args = ["trtllm-serve", _hf_name(cfg), "--tp_size", str(cfg.tp), "--max_batch_size", str(cfg.max_num_seqs),
-            "--max_num_tokens", str(cfg.max_num_batched_tokens),
-            "--kv_cache_free_gpu_memory_fraction", f"{cfg.gpu_memory_utilization:g}"]
+def trtllm_command(cfg: EngineConfig, missing: list[str] | None = None) -> str:
+    """`trtllm-serve <model> --tp_size ...` for one replica: `--tp_size` the GPUs of one pipeline
+    stage, `--pp_size`, `--ep_size` (trtllm-serve's options); attention DP is not a trtllm-serve
+    flag (`enable_attention_dp: true` in the `--extra_llm_api_options` YAML, where each attention
+    rank keeps its own `max_batch_size` / `max_num_tokens`), named in `missing`."""
+    layout = cfg.layout()
+    args = ["trtllm-serve", _hf_name(cfg), "--tp_size", str(layout.n_gpus_per_stage)]
+    if layout.pp > 1:
+        args += ["--pp_size", str(layout.pp)]
+    if layout.uses_expert_parallel:
+        args += ["--ep_size", str(layout.expert_parallel_size)]
+    if layout.n_kv_ranks > 1 and missing is not None:
+        missing.append(f"attention DP over {layout.n_kv_ranks} ranks: put `enable_attention_dp: true` in an "
+                       "--extra_llm_api_options YAML (the batch and token limits are per rank there)")
+    args += ["--max_batch_size", str(cfg.max_num_seqs), "--max_num_tokens", str(cfg.max_num_batched_tokens),
+             "--kv_cache_free_gpu_memory_fraction", f"{cfg.gpu_memory_utilization:g}"]
     if cfg.max_model_len is not None:
         args += ["--max_seq_len", str(cfg.max_model_len)]
     return shlex.join(args)
@@ -87,7 +116,7 @@ def _hf_name(cfg: EngineConfig) -> str:
 def assumed_engine(cfg: EngineConfig) -> str:
     """The engine preset the simulation used (its `name`), or vLLM without one."""
     if getattr(cfg, "engine", None) is None:
-        return DEFAULT_ENGINE
+        return GENERIC_LINE_ENGINE
     from sim.inputs.engines.preset import load_engine
 
     return load_engine(cfg.engine).family
@@ -106,16 +135,18 @@ def launch_command(cfg: EngineConfig, replicas: int, model_id: str | None = None
     else:
         args, missing = vllm_args(cfg, model_id, replicas)
         command = shlex.join(args)
-    return {"engine": engine, "server": SERVERS.get(engine, SERVERS["vllm"]), "command": command,
-            "replicas": replicas, "router": cfg.router,
+    server = engine if engine in COMMANDS else "vllm"  # a preset without a known command line: vLLM's
+    return {"engine": engine, "server": SERVERS[server], "command": command,
+            "simulated": line_comment(cfg, server), "replicas": replicas, "router": cfg.router,
             "model_id": model_id or _hf_name(cfg), "model_id_from": "--model-id" if model_id else "model spec",
             "not_expressible": missing, "layout_lines": layout_lines(cfg, replicas, model_id),
+            "per_node": per_node_commands(cfg, server, shlex.split(command)),
             "label": LABEL.format(version=__version__, engine=engine)}
 
 
 def _other_engine_line(engine: str, cfg: EngineConfig, replicas: int, model_id: str | None) -> tuple[str, list[str]]:
     missing: list[str] = []
-    command = sglang_command(cfg, missing) if engine == "sglang" else COMMANDS[engine](cfg)
+    command = COMMANDS[engine](cfg, missing) if engine in ("sglang", "trtllm") else COMMANDS[engine](cfg)
     if model_id:
         command = command.replace(shlex.quote(_hf_name(cfg)), shlex.quote(model_id), 1)
     return command, missing + _other_engine_gaps(engine, cfg, replicas)
@@ -126,8 +157,20 @@ def layout_lines(cfg: EngineConfig, replicas: int, model_id: str | None = None) 
     under each engine's names), each with what it cannot express."""
     vllm, vllm_missing = vllm_args(cfg, model_id, replicas)
     sglang, sglang_missing = _other_engine_line("sglang", cfg, replicas, model_id)
-    return {"vllm": {"command": shlex.join(vllm), "not_expressible": vllm_missing},
-            "sglang": {"command": sglang, "not_expressible": sglang_missing}}
+    return {"vllm": {"command": shlex.join(vllm), "simulated": line_comment(cfg, "vllm"),
+                     "not_expressible": vllm_missing},
+            "sglang": {"command": sglang, "simulated": line_comment(cfg, "sglang"), "not_expressible": sglang_missing}}
+
+
+def line_comment(cfg: EngineConfig, line_engine: str) -> str:
+    """The `# infersim simulated: <engine> <version>` line above a `line_engine` command of `cfg`
+    (sim.planner.launch_names); a vLLM line of an EP replica also says which all-to-all it runs
+    when vLLM has no backend of the one simulated."""
+    notes = []
+    if line_engine == "vllm" and cfg.layout().uses_expert_parallel and vllm_all2all_backend(cfg) is None:
+        notes.append(f"MoE all-to-all simulated: {cfg.moe_a2a_backend}, which vLLM lacks: this line runs vLLM's "
+                     f"default --all2all-backend {VLLM_ALL2ALL_DEFAULT}, not simulated")
+    return simulated_comment(cfg, line_engine, notes)
 
 
 def _other_engine_gaps(engine: str, cfg: EngineConfig, replicas: int) -> list[str]:

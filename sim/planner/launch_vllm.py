@@ -36,7 +36,8 @@ def vllm_args(cfg: EngineConfig, model_id: str | None = None, replicas: int = 1)
     """(argv of `vllm serve` for one replica of `cfg`, the simulated settings it cannot express).
     `model_id`: the checkpoint to serve (default: the model spec's hf_name, else its name)."""
     model = load_model(cfg.model)
-    args = ["vllm", "serve", model_id or model.hf_name or cfg.model, "--tensor-parallel-size", str(cfg.tp),
+    args = ["vllm", "serve", model_id or model.hf_name or cfg.model,
+            "--tensor-parallel-size", str(cfg.layout().attention_tp),
             "--max-num-seqs", str(cfg.max_num_seqs), "--max-num-batched-tokens", str(cfg.max_num_batched_tokens),
             "--block-size", str(cfg.block_size), "--gpu-memory-utilization", f"{cfg.gpu_memory_utilization:g}",
             "--max-model-len", str(cfg.max_model_len or model.max_position_embeddings)]
@@ -75,9 +76,13 @@ NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the
 
 
 def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:
-    """Pipeline stages, data-parallel ranks and expert parallelism under vLLM's names; SGLang's
-    DP attention inside one TP group has no vLLM spelling (vLLM's DP ranks are whole TP groups)."""
+    """Pipeline stages, data-parallel ranks, expert parallelism and its all-to-all backend under vLLM's
+    names. SGLang's DP attention (`enable_dp_attention`: `tp` GPUs split into `dp` attention ranks)
+    is vLLM's `--data-parallel-size dp --tensor-parallel-size tp/dp --enable-expert-parallel`: one
+    engine core per rank, MoE layers expert-parallel over all of them (the TP size is written by
+    vllm_args from the layout's attention TP)."""
     args: list[str] = []
+    layout = cfg.layout()
     if cfg.pp > 1:
         args += ["--pipeline-parallel-size", str(cfg.pp)]
     if cfg.dp > 1:
@@ -85,11 +90,14 @@ def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:
     if cfg.enable_expert_parallel or cfg.ep is not None:
         args += ["--enable-expert-parallel"]
     if cfg.enable_dp_attention:
-        missing.append(f"DP attention inside a TP group of {cfg.tp} (SGLang --enable-dp-attention): vLLM's "
-                       "--data-parallel-size ranks are whole TP groups")
-    if cfg.moe_a2a_backend != "nccl":
-        missing.append(f"MoE all-to-all backend {cfg.moe_a2a_backend} ({cfg.deepep_mode}): set vLLM's "
-                       "VLLM_ALL2ALL_BACKEND to match (an environment variable, not a flag)")
+        missing.append(f"SGLang's DP attention inside a TP group of {cfg.tp} is written as vLLM's {cfg.dp} "
+                       f"data-parallel ranks of TP {layout.attention_tp}: dense (non-MoE) MLP layers run per rank "
+                       "in vLLM")
+    backend = vllm_all2all_backend(cfg)
+    if backend is not None:
+        args += ["--all2all-backend", backend]
+    elif layout.uses_expert_parallel:
+        missing.append(vllm_a2a_gap(cfg))
     if cfg.moe_load_imbalance is not None:
         missing.append(f"expert load imbalance {cfg.moe_load_imbalance:g} (a property of the traffic, not a flag)")
     if cfg.enable_two_batch_overlap:
@@ -101,6 +109,33 @@ def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:
         missing.append(f"{cfg.ep_num_redundant_experts} redundant experts: vLLM takes them with --enable-eplb "
                        "(its EPLB config's num_redundant_experts), whose rebalancing is not simulated")
     return args
+
+
+# vLLM's --all2all-backend (vllm/config/parallel.py, ParallelConfig.all2all_backend; a `vllm serve` flag since
+# the VLLM_ALL2ALL_BACKEND environment variable was retired, vLLM PR #33535) for each simulated backend it has.
+VLLM_ALL2ALL_DEFAULT = "allgather_reducescatter"  # ParallelConfig.all2all_backend's default
+VLLM_ALL2ALL = {("allgather_reducescatter", "auto"): "allgather_reducescatter",
+                ("deepep", "normal"): "deepep_high_throughput", ("deepep", "low_latency"): "deepep_low_latency"}
+
+
+def vllm_all2all_backend(cfg: EngineConfig) -> str | None:
+    """vLLM's `--all2all-backend` value for the MoE all-to-all the simulation priced, None where the
+    replica has no EP or vLLM has no backend of it (NCCL all-to-all; DeepEP switching kernels by
+    batch size, SGLang's `--deepep-mode auto`)."""
+    if not cfg.layout().uses_expert_parallel:
+        return None
+    mode = "auto" if cfg.moe_a2a_backend != "deepep" else cfg.deepep_mode
+    return VLLM_ALL2ALL.get((cfg.moe_a2a_backend, mode))
+
+
+def vllm_a2a_gap(cfg: EngineConfig) -> str:
+    """What a vLLM line of an EP replica runs instead of the all-to-all the simulation priced."""
+    priced = ("NCCL all-to-all" if cfg.moe_a2a_backend == "nccl"
+              else f"{cfg.moe_a2a_backend} ({cfg.deepep_mode}: low-latency kernels on small batches, "
+                   "high-throughput above)")
+    return (f"MoE all-to-all priced as {priced}: vLLM has no --all2all-backend for it, so this line runs vLLM's "
+            f"default {VLLM_ALL2ALL_DEFAULT}, which the simulation did not price (plan with --moe-a2a-backend "
+            f"{VLLM_ALL2ALL_DEFAULT} for a line vLLM runs as simulated)")
 
 
 def _scheduling(cfg: EngineConfig, missing: list[str]) -> list[str]:

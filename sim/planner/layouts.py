@@ -6,7 +6,8 @@ GPUs of one attention rank and a replica holds tp x pp x dp GPUs):
 - expert parallel: `enable_expert_parallel` with `dp` attention ranks of `tp` GPUs each (dp 1: EP
   over the TP group; dp > 1: data-parallel attention, MoE layers expert-parallel over all dp x tp
   GPUs, what SGLang spells `--tp dp*tp --dp dp --enable-dp-attention --ep-size dp*tp`), with the
-  MoE all-to-all on `moe_a2a_backend` (nccl, or deepep in SGLang's `auto` mode).
+  MoE all-to-all on `moe_a2a_backend` (nccl, deepep in SGLang's `auto` mode, or vLLM's default
+  `allgather_reducescatter`, within one scale-up domain).
 The two spellings price identically (one attention rank's view, sim/cost/expert_parallel.py), so
 the planner searches one of them and writes both engines' flags (sim/planner/launch_layout.py).
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from sim.errors import InputError
 
 LAYOUT_KNOBS = ("pp", "dp", "enable_expert_parallel", "moe_a2a_backend")
-A2A_BACKENDS = ("nccl", "deepep")
+A2A_BACKENDS = ("nccl", "deepep", "allgather_reducescatter")  # the last: vLLM's default --all2all-backend
 DEFAULT_MAX_REPLICA_GPUS = 72  # one GB200 NVL72 domain; a larger replica is rarely what anyone deploys
 DEFAULT_MOE_DPS = (1, 2, 4, 8)  # attention DP ranks a MoE model's default layout search tries (with EP)
 

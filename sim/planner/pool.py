@@ -13,13 +13,17 @@ hardware: h100-sxm                 # one profile for the whole pool
 price_usd_per_gpu_hour: 2.10       # optional: instead of the profile's cost_per_hour_usd
 billing: node                      # optional: gpu | node | rack [the profile's `billing`]
 tp: [1, 2, 4, 8]                   # optional: TP sizes to search per model
-policy: [chunked]                  # optional: scheduler policies to search per model
+policy: [chunked]                  # optional: scheduler policies to search per model [the engine's, as plan]
 max_requests: 300                  # optional: sizing slice per model
 verify: true                       # optional: replay each model's whole workload
 models:
   - {name: chat, model: llama-3-8b, workload: splitwise_conv, target_qps: 20,
      slo: {ttft_p99: 2s, tpot_p99: 100ms}, engine: {max_num_seqs: 128}}   # engine: EngineConfig keys
 ```
+Every model runs the engine preset `plan` runs when its `engine:` mapping names none (`vllm`, the newest
+vLLM preset: sim/inputs/engines/default.py; `engine: {engine: none}` the generic engine), and searches that
+engine's default policy unless the entry or the pool names `policy`; each launch line says which engine and
+version it was simulated with.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class PoolSpec(StrictModel):
     price_usd_per_gpu_hour: PositiveFloat | None = None
     billing: Literal["gpu", "node", "rack"] | None = None
     tp: list[PositiveInt] = Field([1, 2, 4, 8], min_length=1)
-    policy: list[Literal["static", "continuous", "chunked", "radix"]] = Field(["chunked"], min_length=1)
+    policy: list[Literal["static", "continuous", "chunked", "radix"]] | None = Field(None, min_length=1)  # None: plan's
     max_requests: PositiveInt = Field(300, le=100_000)
     verify: bool = True
     models: list[PoolModel] = Field(min_length=1, max_length=MAX_POOL_MODELS)

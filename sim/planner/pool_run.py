@@ -14,9 +14,11 @@ from sim.planner.pool_pack import PoolReplica, pack, separate_nodes
 def _model_plan(entry: PoolModel, spec: PoolSpec, spec_dir: Path, backend, progress) -> dict:
     """plan.json of one pool entry, planned on the pool's hardware and priced per GPU used."""
     from sim.inputs.config import EngineConfig
+    from sim.inputs.engines.default import with_default_engine
     from sim.inputs.slo import parse_slo
     from sim.inputs.vllm_names import undash_keys
     from sim.inputs.workload import load_workload
+    from sim.planner.defaults import plan_policies
     from sim.planner.plan import SearchSettings, make_plan
     from sim.run.invoke import resolve_seed
     from sim.yamlio import validate
@@ -24,12 +26,14 @@ def _model_plan(entry: PoolModel, spec: PoolSpec, spec_dir: Path, backend, progr
     workload = workload_of(entry, spec_dir)
     slo = parse_slo([f"{key}={value}" for key, value in entry.slo.items()], entry.min_finished, where="slo")
     knobs = undash_keys(dict(entry.engine or {}), "engine")  # vLLM's dashed names too, as a config YAML
+    knobs = with_default_engine(knobs)  # plan's engine when the entry names none (`engine: none`: generic)
     base = resolve_seed(validate(EngineConfig, {**knobs, "model": entry.model}, "engine"), workload,
                         entry.workload_format)
     trace = load_workload(workload, entry.workload_format, seed=base.seed)
     settings = SearchSettings(max_requests=spec.max_requests, verify=spec.verify)
     prices = {} if spec.price_usd_per_gpu_hour is None else {spec.hardware: spec.price_usd_per_gpu_hour}
-    return make_plan(trace, base, [spec.hardware], entry.tp or spec.tp, entry.policy or spec.policy, slo,
+    policies = entry.policy or spec.policy or plan_policies(base.engine)  # plan's default: the engine's own
+    return make_plan(trace, base, [spec.hardware], entry.tp or spec.tp, policies, slo,
                      entry.target_qps, settings, backend=backend, progress=progress, prices=prices,
                      billing={spec.hardware: "gpu"})
 
@@ -37,7 +41,7 @@ def _model_plan(entry: PoolModel, spec: PoolSpec, spec_dir: Path, backend, progr
 def _entry_row(entry: PoolModel, plan: dict) -> dict:
     best = plan["recommended"]
     row = {"name": entry.name, "model": entry.model, "workload": plan["workload"], "target_qps": entry.target_qps,
-           "slo": plan["slo"], "recommended": None, "launch": None}
+           "slo": plan["slo"], "recommended": None, "launch": None, "launch_simulated": None}
     if best is not None:
         keep = ("hardware", "tp", "policy", "knobs", "layout", "gpus_per_replica", "replicas", "gpus",
                 "max_qps_per_replica", "verified", "cost_per_hour_usd", "usd_per_m_output_tokens")
@@ -45,6 +49,7 @@ def _entry_row(entry: PoolModel, plan: dict) -> dict:
         run = best.get("verified_run")
         row["recommended"]["verified_p99_ms"] = None if run is None else run["p99_ms"]
         row["launch"] = plan["launch"]["command"]
+        row["launch_simulated"] = plan["launch"]["simulated"]  # `# infersim simulated: <engine> <version>`
     return row
 
 

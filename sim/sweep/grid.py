@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, PositiveFloat, model_validator
 from sim.errors import InputError
 from sim.inputs.budget import MAX_ROWS
 from sim.inputs.config import EngineConfig
+from sim.inputs.engines.default import engine_or_default, with_default_engine
 from sim.schema import MAX_RATE_QPS, StrictModel
 from sim.yamlio import load_yaml, read_mapping, validate
 
@@ -110,10 +111,13 @@ def _scalar(key: str, text: str, flag: str = "--grid"):
 
 def load_base(path: Path | None) -> tuple[dict, dict]:
     """The base YAML: EngineConfig keys plus the workload keys `trace`, `format`, `max_requests`,
-    `qps`, `rate_scale`. Returns (engine dict, workload dict); both are validated here."""
+    `qps`, `rate_scale`. Returns (engine dict, workload dict); both are validated here. Without an
+    `engine` the sweep runs `plan`'s engine preset (sim/inputs/engines/default.py), so a sweep's best
+    point and a plan price the same engine."""
     from sim.inputs.vllm_names import undash_keys  # vLLM-style dashed keys (max-num-seqs:) read as underscored
 
     data = undash_keys(read_mapping(path), path) if path is not None else {}
+    data = with_default_engine(data)  # plan's engine preset unless the base names one (`engine: none`: generic)
     workload = {k: data.pop(k) for k in BASE_WORKLOAD_KEYS if k in data}
     where = path if path is not None else "--base"
     validate(EngineConfig, data, where)
@@ -131,6 +135,8 @@ def expand(engine_base: dict, workload_base: dict, grid: dict[str, list]) -> lis
         workload = dict(workload_base)
         for key, value in values.items():
             (workload if key in GRID_WORKLOAD_KEYS else engine)[key] = value
+        if "engine" in values:  # `--grid engine=none,vllm`: none is the generic engine
+            engine["engine"] = engine_or_default(values["engine"])
         for key in GRID_WORKLOAD_KEYS:  # a rate knob on the grid replaces the base's other rate knobs
             if key in values:
                 for other in GRID_WORKLOAD_KEYS:
