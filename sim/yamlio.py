@@ -118,6 +118,18 @@ class _RepeatedKey(ValueError):
         super().__init__(key)
 
 
+_JSON_KEY = re.compile(r'"([^"\\]*)"\s*:')  # without escapes in the text, exactly the keys of every object
+
+
+def _may_repeat_a_key(text: str) -> bool:
+    """False when no key appears twice in the whole text (no object can repeat one): the common
+    case, parsed without the per-object hook that costs the JSONL reader half its speed."""
+    if "\\" in text:  # an escaped key ("a\u0062" is "ab") is not matched as written: check exactly
+        return True
+    keys = _JSON_KEY.findall(text)
+    return len(set(keys)) != len(keys)
+
+
 def _pairs_without_repeats(pairs: list) -> dict:
     mapping = dict(pairs)
     if len(mapping) != len(pairs):
@@ -135,6 +147,8 @@ def loads_json(text: str | bytes, where: str | Path):
             raise InputError(where, None, "not UTF-8 text") from None
     if json_nested_too_deep(text):
         raise InputError(where, None, f"lists/objects nested more than {MAX_NESTING} deep; flatten it")
+    if not _may_repeat_a_key(text):
+        return json.loads(text)
     try:
         return json.loads(text, object_pairs_hook=_pairs_without_repeats)
     except _RepeatedKey as exc:
