@@ -3,10 +3,12 @@ by case, as a table.
 
 Run: `python bench/bench_bad_input.py [--only PREFIX] [--json OUT]`. Starts tests/corpus_runner.py
 (one process, RLIMIT_AS 4 GiB, one BLAS thread) on every case and prints, per group of cases
-(malformed corpus, issue cases, numeric flags per command) and in total: cases, clean one-line
-exit-2 errors, correct runs, tracebacks, silent acceptances and others; then each case that is
-not clean or correct, with its first line. The must-show of issue 37: 0 tracebacks, 0 silent
-acceptances, 0 others.
+(malformed corpus, issue cases, numeric flags per command, the file readers per hostile class:
+FIFO, /dev/zero, folder, deep nesting, repeated key, wrong type) and in total: cases, clean
+one-line exit-2 errors, correct runs, tracebacks, hangs (past the case's timeout), silent
+acceptances and others; then the slowest cases, and each case that is not clean or correct,
+with its first line. The must-show of issue 37: 0 tracebacks, 0 silent
+acceptances, 0 others; and of issue 51: 0 hangs.
 """
 
 from __future__ import annotations
@@ -25,11 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout
 from tests.corpus_runner import VERDICTS, verdict  # noqa: E402
 from tests.hostile_corpus import ALL_CASES, ISSUE_CASES, MALFORMED_CASES  # noqa: E402
+from tests.reader_corpus import reader_class  # noqa: E402
 
 LIMIT_BYTES = 4 << 30
 
 
 def group_of(case, issue_ids: set[str], malformed_ids: set[str]) -> str:
+    if case.id.startswith("reader-"):
+        return "readers: " + reader_class(case.id)
     if case.id in malformed_ids:
         return "malformed corpus"
     if case.id in issue_ids:
@@ -69,7 +74,9 @@ def main() -> None:
     print(f"{'group':<34} {'cases':>6} " + " ".join(f"{v:>17}" for v in VERDICTS))
     for name, counts in groups.items():
         print(f"{name:<34} {sum(counts.values()):>6} " + " ".join(f"{counts[v]:>17}" for v in VERDICTS))
-    print(f"\n{len(cases)} cases in {wall_s:.0f} s")
+    print(f"\n{len(cases)} cases in {wall_s:.0f} s; slowest: " + ", ".join(
+        f"{c.id} {outcomes[c.id].get('wall_s', 0):.1f} s"
+        for c in sorted(cases, key=lambda c: -outcomes[c.id].get("wall_s", 0))[:5]))
     for c in cases:
         if verdicts[c.id] not in ("clean error", "correct run"):
             got = outcomes[c.id]

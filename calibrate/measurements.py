@@ -51,6 +51,7 @@ import pandas as pd
 
 from sim.errors import InputError
 from sim.output import staging_file, with_normal_mode
+from sim.yamlio import check_regular_file
 
 GEMM_OPS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head")
 # Plain GEMMs of MLA attention and of MoE layers (the simulator's op names, sim/cost/arch.py)
@@ -228,6 +229,8 @@ def split_predicted(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
 def read_measurements(path: str | os.PathLike) -> pd.DataFrame:
     """Read and validate a measurements CSV; bad files raise `InputError(path, ...)`."""
     where = str(path)
+    if os.path.exists(path):
+        check_regular_file(path)  # before pandas opens it: a FIFO would block, /dev/zero never end
     try:
         frame = pd.read_csv(path, dtype={column: "string" for column in TEXT_COLUMNS + OPTIONAL_TEXT_COLUMNS})
     except FileNotFoundError:

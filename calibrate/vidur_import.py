@@ -27,6 +27,7 @@ import pandas as pd
 
 from calibrate.measurements import COLUMNS, KEY_COLUMNS, read_measurements, validate_measurements
 from sim.errors import InputError
+from sim.yamlio import check_regular_file
 
 VIDUR_GEMM_OPS = {
     "attn_pre_proj": "qkv_proj",
@@ -169,6 +170,8 @@ def import_vidur_collective(frame: pd.DataFrame, path: Path, op: str) -> pd.Data
 
 
 def _read_header(path: Path) -> list[str]:
+    if path.exists():
+        check_regular_file(path)  # before any open: a FIFO would block it, /dev/zero never ends
     try:
         with open(path, encoding="utf-8") as handle:
             first = handle.readline()

@@ -19,13 +19,15 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CASE_TIMEOUT_S = 60
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
-    """Every file under `folder` (relative name -> content, hex) and every folder (-> 'dir')."""
+    """Every file under `folder` (relative name -> content, hex), every folder (-> 'dir'), symlink
+    (-> 'link:TARGET', never followed: it may point at /dev/zero) and FIFO (-> 'special', never opened)."""
     found = {}
     for path in sorted(folder.rglob("*")):
         name = str(path.relative_to(folder))
@@ -41,7 +43,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 
 def _on_alarm(signum, frame):
-    raise TimeoutError(f"case ran past {CASE_TIMEOUT_S} s")
+    raise TimeoutError("case ran past its timeout")
 
 
 def run_case(case, root: Path, runner, app) -> dict:
@@ -57,21 +59,24 @@ def run_case(case, root: Path, runner, app) -> dict:
     before = _snapshot(folder)
     argv = [arg.replace("{d}", str(folder)) for arg in case.argv]
     os.chdir(folder)
-    signal.alarm(CASE_TIMEOUT_S)
+    started = time.monotonic()
+    signal.alarm(getattr(case, "timeout_s", CASE_TIMEOUT_S))
     try:
         result = runner.invoke(app, argv)
     finally:
         signal.alarm(0)
+        wall_s = time.monotonic() - started
         os.chdir(root)
     exception = None if result.exception is None or isinstance(result.exception, SystemExit) else repr(
         result.exception)[:500]
     after = _snapshot(folder)
-    return {"exit_code": result.exit_code, "stderr": result.stderr, "stdout_tail": result.stdout[-300:],
+    return {"exit_code": result.exit_code, "wall_s": round(wall_s, 3), "stderr": result.stderr,
+            "stdout_tail": result.stdout[-300:],
             "exception": exception, "changed": sorted(k for k in set(before) | set(after)
                                                       if before.get(k) != after.get(k))}
 
 
-VERDICTS = ("clean error", "correct run", "traceback", "silently accepted", "other")
+VERDICTS = ("clean error", "correct run", "traceback", "hang", "silently accepted", "other")
 INTERNAL_NAMES = re.compile(r"\b(EngineConfig|EnginePreset|HardwareProfile|ModelSpec|WorkloadSpec|Synthetic|"
                             r"StrictModel|Scheduling|Overhead|CudaGraph)\b|Extra inputs are not permitted")
 TEMP_NAMES = re.compile(r"partial-\d|/\.[^/\s]+\.[a-z0-9_]{8}(\.[a-z]+)?\b|/tmp[a-z0-9_]{8}\b")
@@ -81,10 +86,13 @@ PY_WARNING = re.compile(r"\b[A-Z][A-Za-z]*Warning: ")  # a Python warning printe
 def verdict(case, got: dict) -> str:
     """One of VERDICTS: `clean error` (exit 2, one printable `error: ` line holding the expected
     text, no internal or temporary names, nothing left or changed), `correct run` (a documented
-    success: exit 0, no warning shown), `traceback` (an exception escaped), `silently accepted`
+    success: exit 0, no warning shown), `traceback` (an exception escaped), `hang` (the case ran
+    past its timeout: a FIFO that blocked an open, a loop without end), `silently accepted`
     (an error was expected, the command exited 0), or `other` (anything else)."""
     from tests.malformed_corpus import OK
 
+    if (got["exception"] or "").startswith("TimeoutError"):
+        return "hang"
     if got["exception"] is not None or "Traceback" in got["stderr"] or "Traceback" in got["stdout_tail"]:
         return "traceback"
     if case.expected == OK:

@@ -219,3 +219,9 @@ ISSUE_CASES = [
 
 NUMERIC_CASES = numeric_cases()
 ALL_CASES = MALFORMED_CASES + ISSUE_CASES + NUMERIC_CASES + DESTINATION_CASES
+
+# ---- issue 51 item 2: every file reader x {FIFO, /dev/zero, folder, deep nesting, repeated key, wrong type} ----
+from tests.reader_corpus import reader_cases  # noqa: E402 (it reads DAY above)
+
+READER_CASES = reader_cases()
+ALL_CASES = ALL_CASES + READER_CASES

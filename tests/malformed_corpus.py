@@ -193,7 +193,7 @@ CASES = [
     case("flag-simulate-rate-scale-nan", f"{SIM} --rate-scale nan", "--rate-scale", t__csv=TRACE),
     case("flag-simulate-utilization-nan", f"{SIM} --gpu-memory-utilization nan", "finite", t__csv=TRACE),
     case("flag-simulate-huge-seed", f"{SIM} --seed 100000000000000000000000", "--seed", t__csv=TRACE),
-    case("flag-simulate-config-is-folder", f"{SIM} -c {{d}}", "cannot read", t__csv=TRACE),
+    case("flag-simulate-config-is-folder", f"{SIM} -c {{d}}", "is not a file but a folder", t__csv=TRACE),
     case("flag-simulate-trace-is-folder", "simulate -t {d}", "not a file"),
     case("flag-plan-workers-0", "plan -w {d}/t.csv --target-qps 1 --slo ttft_p99=1s --workers 0", "--workers", t__csv=TRACE),
     case("flag-plan-top-negative", "plan -w {d}/t.csv --target-qps 1 --slo ttft_p99=1s --top -1", "--top", t__csv=TRACE),

@@ -32,7 +32,7 @@ MeasurementsArg = Annotated[
 def _load_profile(name_or_path: str) -> HardwareProfile:
     """A profile YAML read fresh from disk (no cache: it may have just been rewritten), or a bundled name."""
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
+    if path.suffix in (".yaml", ".yml") and path.exists():  # a FIFO, device or folder: read_mapping refuses it
         return validate(HardwareProfile, read_mapping(path), path)
     return load_hardware(name_or_path)
 

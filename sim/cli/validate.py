@@ -103,7 +103,7 @@ def _compare_profiles(chosen, profile: Path, engine, max_sim_requests: int, as_j
     """`--hardware-profile`: datasheet vs calibrated error on every chosen case of the profile's GPU."""
     from sim.validate.compare import compare
 
-    if profile.suffix not in (".yaml", ".yml") or not profile.is_file():
+    if profile.suffix not in (".yaml", ".yml") or not profile.exists():  # a FIFO, device, folder: read_mapping
         from sim.errors import InputError
 
         raise InputError("--hardware-profile", str(profile), "an existing profile YAML file (.yaml or .yml)")

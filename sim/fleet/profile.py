@@ -19,6 +19,9 @@ from sim.schema import StrictModel
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
 MAX_RATE_RPS = 1e6
+# A rate window: at least a millisecond (time // window must stay a modest int64: a 1e-300 s
+# window overflowed the cast), at most a week.
+WINDOW_S = dict(ge=1e-3, le=WEEK_S)
 
 
 class ConstantRate(StrictModel):
@@ -47,7 +50,7 @@ class SeriesRate(StrictModel):
     when the day is longer than the series."""
 
     kind: Literal["series"]
-    window_s: PositiveFloat
+    window_s: float = Field(**WINDOW_S)
     rates_rps: list[Annotated[float, Field(ge=0, le=MAX_RATE_RPS)]] = Field(min_length=1)
 
 
@@ -57,7 +60,7 @@ class TraceShapeRate(StrictModel):
 
     kind: Literal["trace_shape"]
     trace: str
-    window_s: PositiveFloat = 60.0
+    window_s: float = Field(60.0, **WINDOW_S)
     mean_rps: float = Field(gt=0, le=MAX_RATE_RPS)
 
 

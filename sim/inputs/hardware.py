@@ -172,8 +172,8 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
         if not path.is_file():
             allowed = ", ".join(bundled_profiles())
             raise InputError("--hardware", None, f"unknown profile {name_or_path!r}; bundled: {allowed}")
-    elif not path.is_file():
-        raise InputError(path, None, "file not found")
+    elif not path.exists():
+        raise InputError(path, None, "file not found")  # a FIFO, device or folder: read_mapping names it
     return validate(HardwareProfile, with_die_ceilings(read_mapping(path), path), path)
 
 

@@ -103,9 +103,11 @@ def speculative_config_knobs(text: str) -> dict:
     modelled: an InputError, as is a method outside SPEC_METHODS."""
     import json
 
+    from sim.yamlio import loads_json
+
     flag = "--speculative-config"
     try:
-        spec = json.loads(text)
+        spec = loads_json(text, flag)  # bounded in depth; a key given twice is refused by name
     except json.JSONDecodeError as exc:
         raise InputError(flag, None, f"must be a JSON object, e.g. '{{\"method\":\"mtp\",\"num_speculative_tokens\""
                                      f":1}}' ({exc.msg})") from None

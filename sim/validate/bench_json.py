@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from pathlib import Path
 
 from sim.errors import InputError
 from sim.numbers import strict_number
 from sim.schema import MAX_REQUESTS, MAX_TOKENS
 from sim.validate.cases import Case
+from sim.yamlio import loads_json, read_bytes_bounded
 
 REQUIRED_KEYS = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
-
-
-def _no_repeated_keys(path: Path):
-    def pairs_to_dict(pairs: list) -> dict:
-        repeated = sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
-        if repeated:
-            raise InputError(path, repeated[0], "given twice; give each key once")
-        return dict(pairs)
-    return pairs_to_dict
 
 
 def cases_from_bench_json(path: Path, engine: str, model: str | None, hardware: str | None, tp: int,
@@ -30,8 +21,8 @@ def cases_from_bench_json(path: Path, engine: str, model: str | None, hardware: 
     `vllm bench serve` result: fixed-length requests of the run's mean input/output length, sent
     by `max_concurrency` clients (closed loop) or all at once (request rate inf)."""
     try:
-        data = json.loads(Path(path).read_text(), object_pairs_hook=_no_repeated_keys(path))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads_json(read_bytes_bounded(path), path)
+    except json.JSONDecodeError as exc:
         raise InputError(path, None, f"cannot read a bench result JSON ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
         raise InputError(path, None, "must hold a JSON object (a `vllm bench serve --save-result` file)")

@@ -34,6 +34,7 @@ from sim.inputs.config import MAX_TP
 from sim.inputs.layout.config import MAX_PP
 from sim.numbers import strict_number
 from sim.schema import MAX_REQUESTS, MAX_TOKENS
+from sim.yamlio import check_regular_file
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 REQUIRED = ("source", "engine", "model", "gpu", "tp", "weight_dtype", "workload", "num_requests", "metric", "value")
@@ -85,6 +86,7 @@ def load_cases(paths: list[Path] | None = None) -> list[Case]:
 
 
 def _load_file(path: Path) -> list[Case]:
+    check_regular_file(path)  # before pandas opens it: a FIFO would block, /dev/zero never end
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:

@@ -227,8 +227,8 @@ def load_engine(name_or_path: str) -> EnginePreset:
         path = PRESETS_DIR / f"{resolve_engine_name(name_or_path)}.yaml"
         if not path.is_file():
             raise InputError("--engine", None, f"unknown engine {name_or_path!r}; bundled: {', '.join(engine_names())}")
-    elif not path.is_file():
-        raise InputError(path, None, "file not found")
+    elif not path.exists():
+        raise InputError(path, None, "file not found")  # a FIFO, device or folder: read_mapping names it
     preset = validate(EnginePreset, read_mapping(path), path)
     from sim.inputs.dtypes import bytes_per_element
 

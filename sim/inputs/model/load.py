@@ -25,8 +25,8 @@ def load_model(name_or_path: str) -> ModelSpec:
         if not path.is_file():
             allowed = ", ".join(bundled_models())
             raise InputError("--model", None, f"unknown model {name_or_path!r}; bundled: {allowed}")
-    elif not path.is_file():
-        raise InputError(path, None, "file not found")
+    elif not path.exists():
+        raise InputError(path, None, "file not found")  # a FIFO, device or folder: read_mapping names it
     data = read_mapping(path)
     if path.suffix == ".json":
         data = from_hf_config(data, path)

@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 from sim.errors import InputError
 from sim.inputs.workload.columns import ChunkedColumn, build_trace, checked_lengths, checked_times, generic_column_names
 from sim.inputs.workload.trace import Trace
+from sim.yamlio import check_regular_file
 
 TIME_UNIT_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 _BLOCK_BYTES = 1 << 22
@@ -58,6 +59,7 @@ def generic_csv_schema(columns: dict[str, str] | None, time_unit: str) -> CsvSch
 
 
 def read_header(path: Path) -> list[str]:
+    check_regular_file(path)  # before any open: a FIFO would block it, /dev/zero never ends
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as handle:  # -sig: drop a BOM
         header = next(csv.reader(handle), [])
     return [name.strip() for name in header]

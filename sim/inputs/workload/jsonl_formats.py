@@ -23,6 +23,7 @@ from sim.inputs.workload.columns import (
     ragged_offsets,
 )
 from sim.inputs.workload.trace import Trace
+from sim.yamlio import loads_json, open_regular_file
 
 CHUNK_ROWS = 65536
 
@@ -114,8 +115,8 @@ class _JsonlReader:
 
     def _parse(self, raw: bytes, line_no: int) -> dict:
         try:
-            row = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            row = loads_json(raw, f"{self.where}:{line_no}")
+        except json.JSONDecodeError:
             raise InputError(
                 f"{self.where}:{line_no}", None, "not valid JSON; one object per line"
             ) from None
@@ -156,7 +157,7 @@ class _JsonlReader:
 
     def read(self) -> None:
         chunk = _Chunk()
-        with open(self.where, "rb") as handle:
+        with open_regular_file(self.where) as handle:
             for line_no, raw in enumerate(handle, 1):
                 if raw.strip():
                     self._add(chunk, self._parse(raw, line_no), line_no)

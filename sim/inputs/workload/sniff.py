@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from sim.errors import InputError
-from sim.yamlio import load_yaml
+from sim.yamlio import load_yaml, loads_json, open_regular_file
 
 TRACE_FORMATS = (
     "azure",
@@ -66,7 +66,7 @@ def _best_match(names: set[str], signatures, where: str) -> str | None:
 
 def read_text_head(path: Path) -> str:
     """The first bytes of a file as text; empty or binary files are an InputError."""
-    with open(path, "rb") as handle:
+    with open_regular_file(path) as handle:
         head = handle.read(_HEAD_BYTES)
     where = str(path)
     if not head.strip():
@@ -104,7 +104,7 @@ def sniff_format(path: Path) -> str:
     first_line = next(line for line in text.splitlines() if line.strip()).strip()
     if first_line.startswith("{"):
         try:
-            keys = set(json.loads(first_line))
+            keys = set(loads_json(first_line, f"{path}:1"))
         except json.JSONDecodeError:
             raise InputError(
                 f"{path}:1", None, "not valid JSON; expected one object per line"

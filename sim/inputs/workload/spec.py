@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import yaml
 from pydantic import ValidationError
 
 from sim.errors import InputError
@@ -25,7 +24,7 @@ from sim.inputs.workload.synthetic.arrivals import arrival_times_s
 from sim.inputs.workload.synthetic.generate import generate_synthetic
 from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload.transforms import apply_transforms
-from sim.yamlio import load_yaml
+from sim.yamlio import MAPPING_ERRORS, parse_yaml, read_text_bounded
 
 
 def _first_error(path: Path, error: ValidationError) -> InputError:
@@ -33,7 +32,9 @@ def _first_error(path: Path, error: ValidationError) -> InputError:
     detail = error.errors()[0]
     field = ".".join(str(part) for part in detail["loc"]) or None
     message = detail["msg"].removeprefix("Value error, ")
-    if detail["type"] == "extra_forbidden":
+    if detail["type"] in MAPPING_ERRORS:
+        message = f"must be a mapping of keys to values (got {detail.get('input')!r:.60})"
+    elif detail["type"] == "extra_forbidden":
         message = "unknown key (not part of the workload spec schema)"
     elif detail["type"] == "union_tag_invalid":
         message = f"unknown kind {detail['input'].get('kind')!r}; {detail['ctx']['expected_tags']}"
@@ -42,12 +43,7 @@ def _first_error(path: Path, error: ValidationError) -> InputError:
 
 def read_spec(path: Path) -> WorkloadSpec:
     """Parse and validate a spec file; any problem is an InputError naming file and key."""
-    try:
-        document = load_yaml(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise InputError(
-            str(path), None, f"not valid YAML ({str(error).splitlines()[0]})"
-        ) from None
+    document = parse_yaml(read_text_bounded(path), path)
     if not isinstance(document, dict):
         raise InputError(
             str(path), None, "a workload spec is a YAML mapping with `trace` or `synthetic`"

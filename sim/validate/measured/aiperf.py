@@ -15,7 +15,9 @@ import json
 from pathlib import Path
 
 from sim.errors import InputError
+from sim.inputs.budget import MAX_TIME_S
 from sim.validate.measured.run import MeasuredRun, build_run, count, nanoseconds, number, seconds_since_first
+from sim.yamlio import MAX_DOCUMENT_BYTES, loads_json, read_text_bounded
 
 TIME_UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 OUTPUT_LENGTH_KEYS = ("output_sequence_length", "output_token_count")
@@ -35,9 +37,10 @@ def _metric(where: str, metrics: dict, key: str) -> dict:
 def _seconds(where: str, metrics: dict, key: str) -> float:
     item = _metric(where, metrics, key)
     unit = item["unit"]
-    if unit not in TIME_UNIT_S:
+    if not isinstance(unit, str) or unit not in TIME_UNIT_S:
         raise InputError(where, f"metrics.{key}.unit", f"must be one of {', '.join(TIME_UNIT_S)} (got {unit!r})")
-    return number(where, f"metrics.{key}.value", item["value"], strict=True) * TIME_UNIT_S[unit]
+    return number(where, f"metrics.{key}.value", item["value"], strict=True,
+                  maximum=MAX_TIME_S / TIME_UNIT_S[unit]) * TIME_UNIT_S[unit]
 
 
 def _tokens(where: str, metrics: dict, key: str) -> int:
@@ -69,16 +72,13 @@ def _record(where: str, record: dict) -> tuple[int, int, int, float, float]:
 def read_aiperf(path: Path) -> MeasuredRun:
     """The successful profiling-phase records, in file order; InputError names the line."""
     rows, n_failed = [], 0
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"cannot read ({exc.__class__.__name__})") from None
+    lines = read_text_bounded(path, MAX_DOCUMENT_BYTES).splitlines()
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{path}:{line_no}"
         try:
-            record = json.loads(line)
+            record = loads_json(line, where)
         except json.JSONDecodeError as exc:
             raise InputError(where, None, f"not a JSON record ({exc.msg})") from None
         if not is_aiperf_record(record):

@@ -10,6 +10,7 @@ from sim.validate.measured.aiperf import is_aiperf_record, read_aiperf
 from sim.validate.measured.otlp import is_otlp, read_otlp
 from sim.validate.measured.run import MeasuredRun
 from sim.validate.measured.vllm_bench import is_vllm_bench, read_vllm_bench
+from sim.yamlio import MAX_DOCUMENT_BYTES, loads_json, parse_json, read_bytes_bounded
 
 FORMATS = ("vllm_bench", "aiperf", "otlp")
 
@@ -17,17 +18,17 @@ FORMATS = ("vllm_bench", "aiperf", "otlp")
 def _first_document(path: Path):
     """The whole file as JSON, else its first non-blank line as JSON, else None."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_bytes_bounded(path, MAX_DOCUMENT_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
         return None, None
     try:
-        return json.loads(text), True
+        return loads_json(text, path), True
     except json.JSONDecodeError:
         pass
     for line_no, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                return json.loads(line), False
+                return loads_json(line, f"{path}:{line_no}"), False
             except json.JSONDecodeError as exc:
                 if Path(path).suffix.lower() == ".jsonl":  # meant as JSON lines: say where it breaks
                     raise InputError(f"{path}:{line_no}", None, f"not a JSON record ({exc.msg})") from None
@@ -55,7 +56,7 @@ def load_measured(path: Path) -> MeasuredRun:
     path = Path(path)
     fmt = measured_format(path)
     if fmt == "vllm_bench":
-        return read_vllm_bench(path, json.loads(path.read_text(encoding="utf-8")))
+        return read_vllm_bench(path, parse_json(read_bytes_bounded(path, MAX_DOCUMENT_BYTES), path))
     if fmt == "aiperf":
         return read_aiperf(path)
     if fmt == "otlp":

@@ -16,7 +16,9 @@ import json
 from pathlib import Path
 
 from sim.errors import InputError
+from sim.inputs.budget import MAX_TIME_S
 from sim.validate.measured.run import MeasuredRun, build_run, count, nanoseconds, number, seconds_since_first
+from sim.yamlio import MAX_DOCUMENT_BYTES, loads_json, read_text_bounded
 
 PROMPT, OUTPUT = "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"
 TTFT, E2E = "gen_ai.latency.time_to_first_token", "gen_ai.latency.e2e"
@@ -39,13 +41,28 @@ def _value(where: str, key: str, value):
 
 
 def _spans(where: str, document: dict):
-    for r, resource in enumerate(document.get("resourceSpans") or []):
-        for s, scope in enumerate((resource or {}).get("scopeSpans") or []):
-            for k, span in enumerate((scope or {}).get("spans") or []):
+    for r, resource in enumerate(_objects(where, "resourceSpans", document)):
+        for s, scope in enumerate(_objects(where, f"resourceSpans[{r}].scopeSpans", resource)):
+            for k, span in enumerate(_objects(where, f"resourceSpans[{r}].scopeSpans[{s}].spans", scope)):
                 if not isinstance(span, dict):
                     raise InputError(f"{where}: resourceSpans[{r}].scopeSpans[{s}].spans[{k}]", None,
                                      "must be an object")
                 yield f"{where}: span {span.get('spanId', k)!s}", span
+
+
+def _objects(where: str, field: str, parent) -> list:
+    """`parent`'s list under the last name of `field` (absent or null: empty); a `parent` or list
+    of another type is refused naming where it is."""
+    if parent is None:
+        return []
+    if not isinstance(parent, dict):
+        raise InputError(where, field.rsplit(".", 1)[0], "must be an object")
+    items = parent.get(field.rsplit(".", 1)[-1])
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise InputError(where, field, f"must be a list, got {type(items).__name__}")
+    return items
 
 
 def _attributes(where: str, span: dict) -> dict:
@@ -62,19 +79,16 @@ def _attributes(where: str, span: dict) -> dict:
 
 
 def _documents(path: Path) -> list[tuple[str, dict]]:
+    text = read_text_bounded(path, MAX_DOCUMENT_BYTES)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"cannot read ({exc.__class__.__name__})") from None
-    try:
-        return [(str(path), json.loads(text))]
+        return [(str(path), loads_json(text, path))]
     except json.JSONDecodeError:
         pass
     docs = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                docs.append((f"{path}:{line_no}", json.loads(line)))
+                docs.append((f"{path}:{line_no}", loads_json(line, f"{path}:{line_no}")))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}:{line_no}", None, f"not an OTLP JSON export batch ({exc.msg})") from None
     return docs
@@ -95,7 +109,7 @@ def read_otlp(path: Path) -> MeasuredRun:
                 raise InputError(span_where, missing[0], "missing: a request span needs " + ", ".join(REQUIRED))
             rows.append((nanoseconds(span_where, "startTimeUnixNano", span.get("startTimeUnixNano")),
                          count(span_where, PROMPT, attrs[PROMPT]), count(span_where, OUTPUT, attrs[OUTPUT]),
-                         number(span_where, TTFT, attrs[TTFT], strict=True),
-                         number(span_where, E2E, attrs[E2E], strict=True)))
+                         number(span_where, TTFT, attrs[TTFT], strict=True, maximum=MAX_TIME_S),
+                         number(span_where, E2E, attrs[E2E], strict=True, maximum=MAX_TIME_S)))
     columns = list(zip(*rows)) if rows else [[]] * 5
     return build_run(path, "otlp", seconds_since_first(list(columns[0])), *columns[1:])

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.errors import InputError
+from sim.inputs.budget import MAX_TIME_S
 from sim.inputs.workload.trace import Trace
+from sim.schema import MAX_TOKENS
+
+MAX_NANOSECONDS = 2**63 - 1  # an int64 timestamp, as OTLP and AIPerf write them
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,15 @@ class MeasuredRun:
                      source=f"{self.source} ({self.format}, as measured)")
 
 
-def build_run(where: str, fmt: str, arrival_s, prompt, output, ttft_s, e2e_s, n_left_out: int = 0) -> MeasuredRun:
+def build_run(where: str, fmt: str, arrival_s, prompt, output, ttft_s, e2e_s, n_left_out: int = 0,
+              arrival_field: str = "arrivals") -> MeasuredRun:
     """Columns -> MeasuredRun; shifts arrivals to start at 0 and checks the cross-field rules."""
     if not len(arrival_s):
         raise InputError(where, None, "holds no successful request to replay")
+    span_s = float(max(arrival_s)) - float(min(arrival_s))  # Python floats: an overflow is inf, not a warning
+    if not span_s <= MAX_TIME_S:
+        raise InputError(where, arrival_field, f"span {span_s:.3g} s from the first to the last request, above the "
+                                            f"limit of {MAX_TIME_S:.0e} s")
     arrival = np.asarray(arrival_s, dtype=np.float64)
     run = MeasuredRun(arrival - arrival.min(), np.asarray(prompt, dtype=np.int64),
                       np.asarray(output, dtype=np.int64), np.asarray(ttft_s, dtype=np.float64),
@@ -66,8 +75,10 @@ def build_run(where: str, fmt: str, arrival_s, prompt, output, ttft_s, e2e_s, n_
     return run
 
 
-def number(where: str, field: str, value, minimum: float = 0.0, strict: bool = False) -> float:
-    """A finite real number >= minimum (> minimum when strict); bools and strings are refused."""
+def number(where: str, field: str, value, minimum: float = 0.0, strict: bool = False,
+           maximum: float = math.inf) -> float:
+    """A finite real number >= minimum (> minimum when strict) and <= maximum; bools and strings
+    are refused."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(where, field, f"must be a number (got {type(value).__name__} {value!r})")
     value = float(value)
@@ -75,6 +86,8 @@ def number(where: str, field: str, value, minimum: float = 0.0, strict: bool = F
         raise InputError(where, field, f"must be finite (got {value!r})")
     if value < minimum or (strict and value == minimum):
         raise InputError(where, field, f"must be {'>' if strict else '>='} {minimum:g} (got {value!r})")
+    if value > maximum:
+        raise InputError(where, field, f"must be at most {maximum:g} (got {value!r})")
     return value
 
 
@@ -82,8 +95,8 @@ def nanoseconds(where: str, field: str, value) -> int:
     """A timestamp in integer nanoseconds (an int, or a decimal string as OTLP JSON writes int64s)."""
     if isinstance(value, str) and value.isdigit():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(where, field, f"must be a whole number of nanoseconds >= 0 (got {value!r})")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NANOSECONDS:
+        raise InputError(where, field, f"must be a whole number of nanoseconds in [0, 2**63) (got {value!r})")
     return value
 
 
@@ -93,9 +106,9 @@ def seconds_since_first(nanos: list[int]) -> list[float]:
     return [(n - first) * 1e-9 for n in nanos]
 
 
-def count(where: str, field: str, value, minimum: int = 1) -> int:
-    """A whole number >= minimum (an integral float such as 12.0 is accepted; 12.5 is not)."""
-    value_f = number(where, field, value, float(minimum))
+def count(where: str, field: str, value, minimum: int = 1, maximum: int = MAX_TOKENS) -> int:
+    """A whole number in [minimum, maximum] (an integral float such as 12.0 is accepted; 12.5 is not)."""
+    value_f = number(where, field, value, float(minimum), maximum=float(maximum))
     if value_f != int(value_f):
         raise InputError(where, field, f"must be a whole number (got {value!r})")
     return int(value_f)

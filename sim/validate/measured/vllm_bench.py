@@ -11,11 +11,11 @@ failed request), `ttfts` (s), `itls` (list of s per request), `latencies` (E2E, 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from sim.errors import InputError
+from sim.inputs.budget import MAX_TIME_S
 from sim.validate.measured.run import MeasuredRun, build_run, count, number
 
 PER_REQUEST_KEYS = ("input_lens", "output_lens", "ttfts", "latencies")
@@ -64,8 +64,8 @@ def read_vllm_bench(path: Path, data: dict) -> MeasuredRun:
             continue
         cols["prompt"].append(count(where, "input_lens", lists["input_lens"][i]))
         cols["output"].append(count(where, "output_lens", lists["output_lens"][i]))
-        cols["ttft"].append(number(where, "ttfts", lists["ttfts"][i], strict=True))
-        cols["e2e"].append(number(where, "latencies", lists["latencies"][i], strict=True))
+        cols["ttft"].append(number(where, "ttfts", lists["ttfts"][i], strict=True, maximum=MAX_TIME_S))
+        cols["e2e"].append(number(where, "latencies", lists["latencies"][i], strict=True, maximum=MAX_TIME_S))
         start = lists["start_times"]
         cols["arrival"].append(0.0 if start is None else number(where, "start_times", start[i], minimum=-math.inf))
         if lists["itls"] is not None:
@@ -73,14 +73,8 @@ def read_vllm_bench(path: Path, data: dict) -> MeasuredRun:
             if not isinstance(gaps, list):
                 raise InputError(where, "itls", f"must be a list of seconds, got {type(gaps).__name__}")
             for gap in gaps:
-                number(where, "itls", gap)
+                number(where, "itls", gap, maximum=MAX_TIME_S)
     n_failed = sum(1 for e in errors if e)
     return build_run(path, "vllm_bench", cols["arrival"], cols["prompt"], cols["output"], cols["ttft"], cols["e2e"],
-                     n_failed)
+                     n_failed, arrival_field="start_times")
 
-
-def load_json(path: Path):
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, None, f"cannot read JSON ({exc.__class__.__name__}: {exc})") from None

@@ -23,6 +23,8 @@ def from_hf_config(config: dict, path: Path) -> dict:
     """ModelSpec fields of one config.json (validated later by the ModelSpec schema)."""
     cfg = HFConfig(config, Path(path))
     model_type = cfg.raw("model_type", "llama")
+    if not isinstance(model_type, str):
+        raise cfg.error("model_type", f"must be text, one of {', '.join(supported_model_types())}; got {model_type!r}")
     family = FAMILIES.get(model_type)
     if family is None:
         raise cfg.error("model_type", f"{model_type!r} is not modelled; infersim reads "

@@ -68,6 +68,9 @@ def _rope_layers(cfg: HFConfig, n: int) -> list:
 def _vision_params(cfg: HFConfig, text_hidden: int) -> int:
     if not cfg.has("vision_config"):
         return 0
-    v = HFConfig(cfg.raw("vision_config"), cfg.path, prefix="vision_config.")
+    raw = cfg.raw("vision_config")
+    if not isinstance(raw, dict):
+        raise cfg.error("vision_config", f"must be a mapping (the vision tower's config); got {type(raw).__name__}")
+    v = HFConfig(raw, cfg.path, prefix="vision_config.")
     h, i, layers = v.int("hidden_size"), v.int("intermediate_size"), v.int("num_hidden_layers")
     return layers * (4 * h * h + 2 * h * i) + v.int("vision_output_dim", h) * text_hidden

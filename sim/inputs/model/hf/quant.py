@@ -61,6 +61,49 @@ def _dtypes(quantized: str, excluded: list, cfg: HFConfig, key: str, groups=LINE
     return out
 
 
+# The fields each method's reader uses (and a few every checkpoint of it carries), with the JSON
+# types each may have: a wrong type is refused by field name before anything reads it. Other
+# fields are left alone (checkpoints carry many that do not change the math).
+_MAPPING, _LIST, _TEXT, _WHOLE, _FLAG = (dict,), (list,), (str,), (int,), (bool,)
+_NULL = (type(None),)
+METHOD_FIELDS: dict[str, dict[str, tuple]] = {
+    "fp8": {"fmt": _TEXT, "activation_scheme": _TEXT + _NULL, "weight_block_size": _LIST + _NULL,
+            "modules_to_not_convert": _LIST + _NULL, "ignored_layers": _LIST + _NULL},
+    "mxfp4": {"modules_to_not_convert": _LIST + _NULL},
+    "modelopt": {"quant_algo": _TEXT, "exclude_modules": _LIST + _NULL, "kv_cache_quant_algo": _TEXT + _NULL,
+                 "group_size": _WHOLE + _NULL},
+    "awq": {"bits": _WHOLE + _NULL, "w_bit": _WHOLE + _NULL, "group_size": _WHOLE + _NULL,
+            "zero_point": _FLAG + _NULL, "modules_to_not_convert": _LIST + _NULL},
+    "gptq": {"bits": _WHOLE, "group_size": _WHOLE + _NULL, "desc_act": _FLAG + _NULL, "sym": _FLAG + _NULL,
+             "modules_to_not_convert": _LIST + _NULL},
+    "compressed-tensors": {"config_groups": _MAPPING, "ignore": _LIST + _NULL, "format": _TEXT + _NULL,
+                           "kv_cache_scheme": _MAPPING + _NULL},
+}
+CT_GROUP_FIELDS = {"weights": _MAPPING, "targets": _LIST + _NULL, "input_activations": _MAPPING + _NULL,
+                   "output_activations": _MAPPING + _NULL}
+CT_WEIGHT_FIELDS = {"num_bits": _WHOLE, "type": _TEXT, "strategy": _TEXT + _NULL, "group_size": _WHOLE + _NULL,
+                    "symmetric": _FLAG + _NULL, "dynamic": _FLAG + _NULL}
+_TYPE_NAMES = {dict: "a mapping", list: "a list", str: "text", int: "a whole number", bool: "true or false",
+               type(None): "null"}
+
+
+def check_types(cfg: HFConfig, data: dict, fields: dict[str, tuple], key: str) -> None:
+    """Each of `fields` present in `data` has one of its JSON types (a bool is not a number);
+    InputError naming `key.field` otherwise."""
+    for name, types in fields.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            allowed = " or ".join(_TYPE_NAMES[t] for t in types)
+            raise cfg.error(f"{key}.{name}", f"must be {allowed}; got {_shown(value)}")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{type(value).__name__} {text[:50]}..."
+
+
 def weight_dtypes(cfg: HFConfig) -> dict[str, str] | None:
     """The checkpoint's dtype per tensor group; None for an unquantized (bf16/fp16) checkpoint."""
     if not cfg.has("quantization_config"):
@@ -69,7 +112,9 @@ def weight_dtypes(cfg: HFConfig) -> dict[str, str] | None:
     key = "quantization_config"
     if not isinstance(q, dict):
         raise cfg.error(key, "must be a mapping")
-    method = str(q.get("quant_method", "")).lower()
+    check_types(cfg, q, {"quant_method": _TEXT + _NULL}, key)
+    method = (q.get("quant_method") or "").lower()
+    check_types(cfg, q, METHOD_FIELDS.get(method, {}), key)
     if method == "fp8":
         if q.get("fmt", "e4m3") != "e4m3":
             raise cfg.error(f"{key}.fmt", f"{q.get('fmt')!r} is not modelled; infersim models 'e4m3'")
@@ -78,7 +123,7 @@ def weight_dtypes(cfg: HFConfig) -> dict[str, str] | None:
     if method == "mxfp4":
         return _dtypes("mxfp4", [], cfg, "modules_to_not_convert", groups=("experts",))
     if method == "modelopt":
-        algo = str(q.get("quant_algo", "")).upper()
+        algo = q.get("quant_algo", "").upper()
         dtype = {"NVFP4": "nvfp4", "FP8": "fp8"}.get(algo)
         if dtype is None:
             raise cfg.error(f"{key}.quant_algo", f"{q.get('quant_algo')!r} is not modelled; infersim models "
@@ -100,7 +145,11 @@ def _compressed_tensors(q: dict, cfg: HFConfig) -> dict[str, str]:
     key = "quantization_config.config_groups"
     if len(groups) != 1:
         raise cfg.error(key, f"{len(groups)} groups are not modelled; infersim models exactly one")
-    weights = (next(iter(groups.values())) or {}).get("weights") or {}
+    (name, group), = groups.items()
+    check_types(cfg, {name: group}, {name: _MAPPING}, key)
+    check_types(cfg, group, CT_GROUP_FIELDS, f"{key}.{name}")
+    weights = group.get("weights") or {}
+    check_types(cfg, weights, CT_WEIGHT_FIELDS, f"{key}.{name}.weights")
     kind = (weights.get("num_bits"), weights.get("type"))
     dtype = {(4, "int"): "int4", (8, "float"): "fp8"}.get(kind)
     if dtype is None:
