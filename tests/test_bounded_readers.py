@@ -133,3 +133,14 @@ def _error(read, path) -> str:
     except InputError as exc:
         return exc.line()
     return "accepted"
+
+
+def test_a_jsonl_trace_line_is_bounded_before_it_is_held_whole(tmp_path):
+    from sim.inputs.workload import load_trace
+    from sim.inputs.workload.jsonl_formats import MAX_LINE_BYTES
+
+    path = tmp_path / "t.jsonl"
+    row = '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 5}\n'
+    path.write_text(row + '{"arrival_s": 1, "pad": "' + "x" * MAX_LINE_BYTES + '"}\n')
+    with pytest.raises(InputError, match=r"t\.jsonl:2: line longer than 16 MiB"):
+        load_trace(path)

@@ -26,6 +26,7 @@ from sim.inputs.workload.trace import Trace
 from sim.yamlio import loads_json, open_regular_file
 
 CHUNK_ROWS = 65536
+MAX_LINE_BYTES = 16 << 20  # a request's line, hash ids included (10^7 tokens in 16-token blocks: ~6 MB)
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,10 @@ class _JsonlReader:
     def read(self) -> None:
         chunk = _Chunk()
         with open_regular_file(self.where) as handle:
-            for line_no, raw in enumerate(handle, 1):
+            for line_no, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), 1):
+                if len(raw) > MAX_LINE_BYTES:  # one request per line: a line this long is not a trace
+                    raise InputError(f"{self.where}:{line_no}", None, f"line longer than {MAX_LINE_BYTES >> 20} MiB; "
+                                                                      "one request per line")
                 if raw.strip():
                     self._add(chunk, self._parse(raw, line_no), line_no)
                 if len(chunk.lines) >= CHUNK_ROWS:
