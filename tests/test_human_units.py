@@ -57,6 +57,10 @@ def test_progress_lines_are_bounded_and_end_with_the_total(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 11 and lines[0].startswith("pool plan: sizing: 1/1000, ")
     assert lines[-1].startswith("pool plan: sizing: 1000/1000, ")
+    for done in range(1, 5):  # the same stage again, a batch of 4: shown afresh
+        progress("sizing", done, 4)
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == [
+        f"pool plan: sizing: {done}/4" for done in range(1, 5)]
     quiet = ProgressLines("pool plan", enabled=False)
     quiet("sizing", 1, 1)
     assert capsys.readouterr().err == ""

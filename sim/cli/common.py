@@ -46,7 +46,7 @@ class ProgressLines:
 
         self.command, self.enabled = command, enabled
         self.started_s = time.monotonic()  # display only
-        self.shown: dict[str, int] = {}
+        self.shown: dict[str, tuple[int, int]] = {}  # stage -> (last done, last tenth shown)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         import time
@@ -54,9 +54,13 @@ class ProgressLines:
         from sim.run.human_units import duration_text
 
         tenth = (done * 10) // max(total, 1)
-        if not self.enabled or (done < total and tenth <= self.shown.get(stage, -1)):
+        last_done, last_tenth = self.shown.get(stage, (0, -1))
+        if done <= last_done:  # the stage began again (another batch of the same kind): count afresh
+            last_tenth = -1
+        self.shown[stage] = (done, last_tenth)
+        if not self.enabled or (done < total and tenth <= last_tenth):
             return
-        self.shown[stage] = tenth
+        self.shown[stage] = (done, tenth)
         elapsed = duration_text(time.monotonic() - self.started_s)
         typer.echo(f"{self.command}: {stage}: {done}/{total}, {elapsed}", err=True)
 
