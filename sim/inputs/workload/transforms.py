@@ -25,6 +25,22 @@ def mean_qps(trace: Trace) -> float | None:
     return len(trace) / duration_s if duration_s > 0 else None
 
 
+def tile(trace: Trace, n_requests: int) -> Trace:
+    """The trace repeated end to end until it holds `n_requests` requests (the last copy cut), each copy
+    starting one mean inter-arrival gap after the previous one ends, so the mean rate is unchanged. What
+    a steady-state check runs when a workload is shorter than a few request lifetimes
+    (sim.run.steady_state). Prefix hash ids repeat with their requests: a copy is the same traffic again."""
+    n = len(trace)
+    if n < 2 or n_requests <= n:
+        return trace.take(np.arange(min(n, max(n_requests, 0))))
+    gap_s = float(trace.arrival_s[-1] - trace.arrival_s[0]) / (n - 1)
+    period_s = float(trace.arrival_s[-1] - trace.arrival_s[0]) + gap_s
+    index = np.arange(n_requests) % n
+    tiled = trace.take(index)
+    tiled.arrival_s = trace.arrival_s[index] + (np.arange(n_requests) // n) * period_s
+    return tiled
+
+
 def time_window(trace: Trace, start_s: float, end_s: float, where: str = "time_window_s") -> Trace:
     """Requests with start_s <= arrival < end_s, re-timed so the window starts at 0 s."""
     if not 0 <= start_s < end_s:
