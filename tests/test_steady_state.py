@@ -49,6 +49,16 @@ def test_tile_keeps_the_rate_and_repeats_the_requests():
     assert mean_qps(tile(trace, 400)) == pytest.approx(1.0, rel=0.01)
 
 
+def test_tile_makes_every_copy_new_traffic_for_the_prefix_cache():
+    # two requests sharing a first block (id 7), one of their own each
+    trace = Trace(np.array([0.0, 1.0]), np.array([32, 32]), np.array([1, 1]), hash_ids_flat=np.array([7, 8, 7, 9]),
+                  hash_offsets=np.array([0, 2, 4]), hash_block_tokens=16)
+    tiled = tile(trace, 4)
+    ids = [list(tiled.hash_ids(i)) for i in range(4)]
+    assert ids[0][0] == ids[1][0] and ids[2][0] == ids[3][0]  # shared within a copy, as in the original
+    assert not set(ids[0] + ids[1]) & set(ids[2] + ids[3])  # never across copies
+
+
 def fixed_trace(n, prompt, output, rate_qps, seed=0):
     gaps = np.random.default_rng(seed).exponential(1 / rate_qps, n)
     return Trace(np.cumsum(gaps) - gaps[0], np.full(n, prompt), np.full(n, output))
