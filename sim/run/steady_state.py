@@ -71,9 +71,10 @@ class SteadyState:
         if not self.long_enough:
             if self.lifetime_s is None:
                 return "too short to tell: no judged request finished"
+            needed = "" if self.needed_requests is None else f"; ~{self.needed_requests:,} requests"
             return (f"too short to tell: {self.measured_lifetimes:.2g} request lifetimes judged after "
                     f"{self.warmup_lifetimes:.2g} of warm-up (needs {MEASURED_LIFETIMES:g} after "
-                    f"{WARMUP_LIFETIMES:g}; ~{self.needed_requests:,} requests)")
+                    f"{WARMUP_LIFETIMES:g}{needed})")
         return f"steady: {self.measured_lifetimes:.2g} request lifetimes judged, kept up"
 
 
