@@ -40,7 +40,10 @@ def print_summary(summary: dict) -> None:
             facts.append([f"SLO {key} <= {item['limit_ms']:g} ms",
                           f"{_ms(item['value_s'])} ms, {'met' if item['met'] else 'MISSED'}; "
                           f"{item['attainment']:.1%} of requests within"])
-        facts.append(["SLOs met", "yes" if report["met"] else "no"])
+        met = "yes" if report["met"] else "no"
+        if report.get("not_met_because"):
+            met = f"no: {report['not_met_because']}" + (" (met on this run only)" if report["met_on_this_run"] else "")
+        facts.append(["SLOs met", met])
     facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from sim.errors import InputError
 from sim.inputs.workload.trace import Trace
-from sim.inputs.workload.transforms import mean_qps, scale_rate
+from sim.inputs.workload.transforms import mean_qps, scale_rate, tile
 
 SIZINGS = ("busiest", "head")
 
@@ -37,10 +37,23 @@ class SearchSlice:
     sizing: str
     peak_to_mean: float
     first_request: int  # index of the slice's first request in the workload
+    workload: Trace | None = None  # the whole workload it was cut from (for `longer`)
+    warmup_fraction: float = 0.0
 
     def at_rate(self, rate_qps: float) -> Trace:
         """The slice re-timed so that the workload it stands for arrives at a mean of `rate_qps`."""
         return scale_rate(self.trace, factor=rate_qps / self.reference_qps, where="planner rate")
+
+    def longer(self, n_requests: int, min_warmup: int) -> SearchSlice:
+        """The slice cut again with `n_requests` requests, at least `min_warmup` of them warm-up: the
+        densest such run of the workload (busiest) or its head, the workload tiled first when it is
+        shorter (sim.inputs.workload.transforms.tile, same mean rate). What a rate point runs when this
+        slice is too short to reach steady state (sim.run.steady_state)."""
+        source = self.workload if self.workload is not None else self.trace
+        if n_requests > len(source):
+            source = tile(source, n_requests)
+        return search_slice(source, n_requests, self.warmup_fraction, self.sizing, min_warmup,
+                            reference_qps=self.reference_qps if self.sizing == "busiest" else None)
 
     def to_dict(self) -> dict:
         return {"sizing": self.sizing, "n_requests": len(self.trace), "n_warmup": self.n_warmup,
@@ -56,19 +69,23 @@ def densest_window(arrival_s: np.ndarray, n: int, first_start: int = 0) -> tuple
     return first_start + start, float(spans[start])
 
 
-def search_slice(trace: Trace, max_requests: int, warmup_fraction: float, sizing: str = "busiest") -> SearchSlice:
-    """The slice of `trace` a replica's rate search runs on (see the module docstring)."""
+def search_slice(trace: Trace, max_requests: int, warmup_fraction: float, sizing: str = "busiest",
+                 min_warmup: int = 0, reference_qps: float | None = None) -> SearchSlice:
+    """The slice of `trace` a replica's rate search runs on (see the module docstring): `max_requests`
+    requests, the first max(`warmup_fraction` of them, `min_warmup`) warm-up. `reference_qps`: the mean
+    rate "rate r" refers to for busiest slicing (default: `trace`'s own; a tiled workload passes the
+    original's)."""
     if sizing not in SIZINGS:
         raise InputError("--sizing", sizing, f"one of {', '.join(SIZINGS)}")
     if max_requests < 20:
         raise InputError("--max-requests", None, f"must be >= 20 to judge percentiles; got {max_requests}")
     if not 0 <= warmup_fraction < 1:
         raise InputError("warmup_fraction", None, f"must be in [0, 1); got {warmup_fraction}")
-    whole_qps = mean_qps(trace)
+    whole_qps = reference_qps or mean_qps(trace)
     if whole_qps is None:
         raise InputError(trace.source or "--workload", None, "its requests all arrive at once; no rate to scale")
     n_total = min(max_requests, len(trace))
-    n_warmup = int(n_total * warmup_fraction)
+    n_warmup = min(max(int(n_total * warmup_fraction), min_warmup), n_total - 2)
     n_measured = n_total - n_warmup
     if sizing == "head" or n_total == len(trace):
         start = 0
@@ -84,7 +101,7 @@ def search_slice(trace: Trace, max_requests: int, warmup_fraction: float, sizing
     else:
         reference_qps = whole_qps
     peak = measured_qps / whole_qps if measured_qps is not None else 1.0
-    return SearchSlice(piece, reference_qps, n_warmup, sizing, peak, start)
+    return SearchSlice(piece, reference_qps, n_warmup, sizing, peak, start, trace, warmup_fraction)
 
 
 def peak_to_mean(trace: Trace, window_s: float) -> float | None:

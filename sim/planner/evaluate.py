@@ -13,8 +13,10 @@ from sim.inputs.slo import percentile_or_none
 from sim.planner.burst import SearchSlice
 from sim.planner.slo import PlanSLO
 from sim.run.simulate import simulate
+from sim.run.steady_state import SteadyState, steady_state, warmup_requests
 from sim.run.summary import requests_frame
 
+MAX_STEADY_REQUESTS = 60_000  # the longest run a rate point may take to reach steady state; past it: fails
 KV_REJECT_MARK = "KV blocks"  # the scheduler's reason for a request larger than the whole KV cache
 PLOT_KEYS = ("ttft_p99", "tpot_p99", "e2e_p99")  # always recorded, for the latency-vs-rate plots
 
@@ -34,6 +36,8 @@ class RatePoint:
     output_tok_s: float = 0.0  # output tokens per second the replica serves at this rate (steady state)
     tok_s_per_user: float | None = None  # 1 / mean TPOT of the finished measured requests
     first_reject_reason: str | None = None  # why the first measured request that was rejected was
+    steady: dict | None = None  # sim.run.steady_state.SteadyState.to_dict() of the run judged, + n_requests
+    slo_passes: bool | None = None  # the SLO verdict alone (passes also needs a steady, kept-up run)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -43,15 +47,42 @@ def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: P
                   time_scale: dict[str, float] | None = None) -> RatePoint:
     """Simulate the slice re-timed for a workload mean of `rate_qps` on one replica of `cfg`; its
     first `n_warmup` requests (in arrival order) warm the replica up and are not measured.
+    A point passes only on a run that reached steady state and kept up (sim.run.steady_state): a run
+    that meets the SLOs but is too short to tell is run again on a longer slice (busiest, or the
+    workload tiled) of the length its own lifetimes call for, up to MAX_STEADY_REQUESTS requests.
     Deterministic for a given cfg.seed. Latency attribution is off: the verdict needs only latencies.
     `time_scale`: a perturbed cost model (planner.band)."""
-    frame = requests_frame(simulate(cfg.model_copy(update={"latency_attribution": False}), piece.at_rate(rate_qps),
-                                    time_scale=time_scale))
-    return judge(frame.iloc[piece.n_warmup:], rate_qps, slo)
+    cfg = cfg.model_copy(update={"latency_attribution": False})
+    while True:
+        frame = requests_frame(simulate(cfg, piece.at_rate(rate_qps), time_scale=time_scale))
+        steady = steady_state(frame, piece.n_warmup)
+        point = judge(frame.iloc[piece.n_warmup:], rate_qps, slo, steady, len(frame))
+        longer = _longer_slice(piece, steady, point)
+        if longer is None:
+            return point
+        piece = longer
 
 
-def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO) -> RatePoint:
-    """The SLO verdict on a requests frame (see sim.planner.slo for the definition)."""
+def _longer_slice(piece: SearchSlice, steady: SteadyState, point: RatePoint) -> SearchSlice | None:
+    """The slice to run again on (None: this point is decided): only a point that met the SLOs on a run
+    too short to tell, and only while the needed length grows and stays under MAX_STEADY_REQUESTS."""
+    if not point.slo_passes or not steady.kept_up or steady.long_enough or steady.needed_requests is None:
+        # kept_up is False on a short run only when the queue visibly grew: decided
+        return None
+    arrival_s = piece.at_rate(point.rate_qps).arrival_s
+    rate_qps = (len(arrival_s) - 1) / float(arrival_s[-1] - arrival_s[0])
+    warmup = warmup_requests(rate_qps, steady.lifetime_s)
+    wanted = max(steady.needed_requests, len(piece.trace) + 1)
+    if wanted > MAX_STEADY_REQUESTS:
+        return None
+    return piece.longer(wanted, warmup)
+
+
+def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO, steady: SteadyState | None = None,
+          n_run: int | None = None) -> RatePoint:
+    """The SLO verdict on a requests frame (see sim.planner.slo for the definition); with `steady` (the
+    run's steady-state reading, `n_run` requests in all), it passes only where the run was long enough
+    and kept up."""
     finished = measured[measured["status"] == "FINISHED"]
     wanted = {s.key: (s.column, s.percentile) for s in slo.limits}
     wanted.update({key: (key.split("_p")[0] + "_s", int(key.split("_p")[1])) for key in PLOT_KEYS})
@@ -61,11 +92,13 @@ def judge(measured: pd.DataFrame, rate_qps: float, slo: PlanSLO) -> RatePoint:
     goodput = len(finished) / n_measured if n_measured else 0.0
     rejected = measured.loc[measured["status"] == "REJECTED", "reject_reason"]
     n_rejected_kv = int(sum(KV_REJECT_MARK in str(reason) for reason in rejected))
-    passes = goodput >= slo.goodput_min and all(r <= 1.0 for r in ratios.values())
+    slo_passes = goodput >= slo.goodput_min and all(r <= 1.0 for r in ratios.values())
+    passes = slo_passes and (steady is None or (steady.long_enough and steady.kept_up))
     output_tok_s, tok_s_per_user = _speeds(finished, rate_qps, goodput)
     first_reason = str(rejected.iloc[0]) if len(rejected) else None
+    steady_dict = None if steady is None else {**steady.to_dict(), "n_requests": n_run, "verdict": steady.verdict()}
     return RatePoint(rate_qps, values, ratios, goodput, n_measured, n_rejected_kv, passes, output_tok_s,
-                     tok_s_per_user, first_reason)
+                     tok_s_per_user, first_reason, steady_dict, slo_passes)
 
 
 def _speeds(finished: pd.DataFrame, rate_qps: float, goodput: float) -> tuple[float, float | None]:
@@ -84,9 +117,12 @@ def _percentile(values: np.ndarray, q: int) -> float | None:
 def binding_constraint(point: RatePoint, slo: PlanSLO) -> str:
     """What fails first at a failing point: 'kv_capacity' (requests rejected because they exceed
     the KV cache) or 'goodput' (other rejections) when goodput is short, else the SLO key whose
-    value / limit is highest."""
+    value / limit is highest; 'steady_state' when the SLOs held but the run fell behind or was too
+    short to tell (sim.run.steady_state)."""
     if point.goodput < slo.goodput_min:
         return "kv_capacity" if point.n_rejected_kv else "goodput"
+    if point.slo_passes and not point.passes:
+        return "steady_state"
     return max(point.ratios, key=lambda key: (point.ratios[key], key))
 
 
@@ -97,6 +133,8 @@ def describe_binding(point: RatePoint, slo: PlanSLO) -> str:
         why = f" (first rejected: {point.first_reject_reason})" if point.first_reject_reason else ""
         return (f"{binding}: only {point.goodput:.1%} finished (< {slo.goodput_min:.0%}) at {point.rate_qps:.3g} qps"
                 f"{why}")
+    if binding == "steady_state":
+        return f"steady_state: the SLOs held but the run {point.steady['verdict']} at {point.rate_qps:.3g} qps"
     limit = next(s.limit_s for s in slo.limits if s.key == binding)
     value = point.values_s[binding]
     shown = "no value" if value is None else f"{value:.4g} s"

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from sim.inputs.config import EngineConfig
 from sim.inputs.slo import slo_report
 from sim.inputs.workload.trace import Trace
-from sim.inputs.workload.transforms import scale_rate
+from sim.inputs.workload.transforms import scale_rate, tile
 from sim.planner.early_stop import FailureWatch
 from sim.planner.slo import PlanSLO
 from sim.run.simulate import simulate
+from sim.run.steady_state import steady_state_of_run
 from sim.run.summary import requests_frame
 
 P99_KEYS = ("ttft", "tpot", "e2e")
+MAX_STEADY_REQUESTS = 200_000  # the longest a verification run may be tiled to reach steady state
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,24 @@ def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Plan
     every request judged by `sim.inputs.slo.slo_report`: passes, attainment per SLO, P99s, counts.
     `time_scale`: a perturbed cost model (planner.band). `stop_failing`: end the run as soon as it is
     certain to fail (sim.planner.early_stop); its record then judges the requests that had ended by
-    then and says so in `stopped_early` (the verdict is the full run's; the P99s are of those requests)."""
+    then and says so in `stopped_early` (the verdict is the full run's; the P99s are of those requests).
+    A run passes only where it reached steady state and its queue kept up (sim.run.steady_state): a
+    workload too short to tell is tiled to the length its own lifetimes call for and run again (its record
+    is the longer run's, `steady_state.n_requests` says how long); past MAX_STEADY_REQUESTS it fails."""
+    record = _judged_once(cluster, trace, target_qps, slo, time_scale, stop_failing)
+    steady = record["steady_state"]
+    while record["slo_passes"] and steady["kept_up"] and not steady["long_enough"] and steady["needed_requests"]:
+        wanted = max(steady["needed_requests"], len(trace) + 1)
+        if wanted > MAX_STEADY_REQUESTS:
+            break
+        trace = tile(trace, wanted)
+        record = _judged_once(cluster, trace, target_qps, slo, time_scale, stop_failing)
+        steady = record["steady_state"]
+    return record
+
+
+def _judged_once(cluster: EngineConfig, trace: Trace, target_qps: float, slo: PlanSLO,
+                 time_scale: dict[str, float] | None, stop_failing: bool) -> dict:
     watch = FailureWatch(slo) if stop_failing else None
     result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"), time_scale=time_scale,
                       stop_watch=watch)
@@ -61,13 +80,16 @@ def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Plan
         frame = frame[frame["status"].isin(["FINISHED", "REJECTED"])]
         stopped = {"at_s": result.stopped_early_s, "n_judged": len(frame), "reason": watch.reason}
     report = slo_report(frame, slo, result.sim_duration_s)
+    steady = steady_state_of_run(frame)
     finished = frame[frame["status"] == "FINISHED"]
     p99_s = {}
     for metric in P99_KEYS:
         values = finished[f"{metric}_s"].dropna()
         p99_s[metric] = float(values.quantile(0.99)) if len(values) else None
     return {
-        "passes": report["met"] and stopped is None, "stopped_early": stopped,
+        "passes": report["met"] and stopped is None and steady.long_enough and steady.kept_up,
+        "slo_passes": report["met"] and stopped is None, "stopped_early": stopped,
+        "steady_state": {**steady.to_dict(), "n_requests": len(frame), "verdict": steady.verdict()},
         "n_requests": result.table.n_requests, "n_finished": len(finished), "sim_duration_s": result.sim_duration_s,
         "p99_s": p99_s, "p99_ms": {k: None if v is None else v * 1e3 for k, v in p99_s.items()},
         "attainment": {key: v["attainment"] for key, v in report["per_slo"].items()},

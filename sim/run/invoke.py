@@ -192,6 +192,10 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
         summary.update(provenance(cfg, workload))
         summary["extrapolating"] = run_extrapolating(cfg)
         summary["overload"], summary["rejections"] = queue_growth(columns), rejections(columns)
+        if summary["slo_attainment"] is not None and summary["overload"]["overloaded"]:
+            # a queue that grows for the whole run meets no SLO at steady state, whatever this run's length shows
+            summary["slo_attainment"].update(met=False, met_on_this_run=summary["slo_attainment"]["met"],
+                                             not_met_because="the offered load exceeds capacity (overload)")
         if uncertainty is not None:
             run_tasks = backend.run_tasks if backend.workers > 1 else None
             summary["intervals"] = prediction_intervals(cfg, workload, uncertainty, resample, run_tasks)

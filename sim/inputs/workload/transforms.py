@@ -25,6 +25,28 @@ def mean_qps(trace: Trace) -> float | None:
     return len(trace) / duration_s if duration_s > 0 else None
 
 
+def tile(trace: Trace, n_requests: int) -> Trace:
+    """The trace repeated end to end until it holds `n_requests` requests (the last copy cut), each copy
+    starting one mean inter-arrival gap after the previous one ends, so the mean rate is unchanged. What
+    a steady-state check runs when a workload is shorter than a few request lifetimes
+    (sim.run.steady_state). A copy is new traffic of the same shape: its prefix hash ids are shifted past
+    every id of the copies before it, so prefixes are shared within a copy as in the original and never
+    across copies (repeating the ids would serve every later copy from the prefix cache)."""
+    n = len(trace)
+    if n < 2 or n_requests <= n:
+        return trace.take(np.arange(min(n, max(n_requests, 0))))
+    gap_s = float(trace.arrival_s[-1] - trace.arrival_s[0]) / (n - 1)
+    period_s = float(trace.arrival_s[-1] - trace.arrival_s[0]) + gap_s
+    rows, copy = np.arange(n_requests) % n, np.arange(n_requests) // n
+    tiled = trace.take(rows)
+    tiled.arrival_s = trace.arrival_s[rows] + copy * period_s
+    if tiled.hash_ids_flat is not None and tiled.hash_ids_flat.size:
+        id_span = int(trace.hash_ids_flat.max()) - int(trace.hash_ids_flat.min()) + 1
+        shift = np.repeat(copy * id_span, np.diff(tiled.hash_offsets))
+        tiled.hash_ids_flat = tiled.hash_ids_flat.astype(np.int64) + shift
+    return tiled
+
+
 def time_window(trace: Trace, start_s: float, end_s: float, where: str = "time_window_s") -> Trace:
     """Requests with start_s <= arrival < end_s, re-timed so the window starts at 0 s."""
     if not 0 <= start_s < end_s:

@@ -1,0 +1,127 @@
+"""Did a run reach steady state, and did the system keep up there?
+
+A latency percentile says something about a deployment only when the run lasted long enough for the
+queue and the batch to settle. At 70 req/s a 1,000-request slice arrives in ~14 s; if one request
+lives ~20 s, no request has finished when the last one arrives: the batch is still filling, nothing
+has queued yet, and every percentile measures the run's length, not the system (issue 45).
+
+Time is measured in request lifetimes L (the mean end-to-end latency of the judged requests that
+finished, at the tested rate: by Little's law the system holds rate x L requests in steady state, and
+it takes about one lifetime to fill). A run is *long enough* when
+
+- its warm-up (the unjudged leading requests) arrives over at least WARMUP_LIFETIMES lifetimes, so the
+  batch is full when judging starts, and
+- its judged requests arrive over at least MEASURED_LIFETIMES lifetimes, so a system that falls behind
+  builds a visible queue (a 10 % overload queues 0.1 x rate x 4 L requests: 0.4 L of waiting, far past
+  any TTFT limit near L's scale).
+
+It *kept up* when its queue delay did not grow across the judged requests
+(sim.run.load_check.queue_growth, the signal `simulate` warns on). Departures over arrivals in the judged
+window (`served_share`) are reported, not judged: with long-tailed lifetimes a window that starts one
+mean lifetime in still sees the longest requests filling up, and the share reads low on a stable run.
+`needed_requests` is how many requests at this arrival rate make
+a run long enough (with LENGTH_MARGIN to spare, since L grows with the load).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from sim.run.load_check import queue_growth
+
+WARMUP_LIFETIMES = 1.0
+MEASURED_LIFETIMES = 4.0
+LENGTH_MARGIN = 1.25
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """What a run showed about steady state (see the module docstring); lifetimes are None when no
+    judged request finished (then nothing can be said: `long_enough` False)."""
+
+    lifetime_s: float | None
+    warmup_lifetimes: float | None
+    measured_lifetimes: float | None
+    arrivals_in_window: int
+    departures_in_window: int
+    queue_growth_s_per_min: float | None
+    long_enough: bool
+    kept_up: bool
+    needed_requests: int | None
+
+    @property
+    def served_share(self) -> float | None:
+        return self.departures_in_window / self.arrivals_in_window if self.arrivals_in_window else None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "served_share": self.served_share}
+
+    def verdict(self) -> str:
+        """One phrase: why the run can or cannot be trusted as steady state."""
+        if not self.kept_up:
+            share = self.served_share
+            served = "" if share is None else f"{share:.0%} of arrivals served"
+            growth = self.queue_growth_s_per_min
+            queue = "" if growth is None else f"queue growing {growth:.3g} s/min"
+            return "fell behind: " + ", ".join(p for p in (served, queue) if p)
+        if not self.long_enough:
+            if self.lifetime_s is None:
+                return "too short to tell: no judged request finished"
+            needed = "" if self.needed_requests is None else f"; ~{self.needed_requests:,} requests"
+            return (f"too short to tell: {self.measured_lifetimes:.2g} request lifetimes judged after "
+                    f"{self.warmup_lifetimes:.2g} of warm-up (needs {MEASURED_LIFETIMES:g} after "
+                    f"{WARMUP_LIFETIMES:g}{needed})")
+        return f"steady: {self.measured_lifetimes:.2g} request lifetimes judged, kept up"
+
+
+def steady_state(table: Mapping[str, np.ndarray], n_warmup: int) -> SteadyState:
+    """The steady-state reading of a requests table (sim.run.summary.requests_columns, rows in arrival
+    order) whose first `n_warmup` rows are warm-up."""
+    arrival = np.asarray(table["arrival_s"], dtype=float)
+    n_warmup = min(max(n_warmup, 0), max(len(arrival) - 1, 0))
+    status = np.asarray(table["status"])
+    finish = np.asarray(table["finish_s"], dtype=float)
+    judged = slice(n_warmup, len(arrival))
+    ended = np.isin(status, ("FINISHED", "REJECTED"))
+    done = status[judged] == "FINISHED"
+    e2e = (finish[judged] - arrival[judged])[done]
+    start_s, end_s = (float(arrival[n_warmup]), float(arrival[-1])) if len(arrival) else (0.0, 0.0)
+    n_arrived = int(np.count_nonzero((arrival > start_s) & (arrival <= end_s)))
+    n_left = int(np.count_nonzero(ended & (finish > start_s) & (finish <= end_s)))
+    growth = queue_growth({k: np.asarray(table[k])[judged] for k in ("arrival_s", "queue_delay_s", "status",
+                                                                      "finish_s")})
+    lifetime_s = float(e2e.mean()) if e2e.size else None
+    if lifetime_s is None or lifetime_s <= 0:
+        return SteadyState(None, None, None, n_arrived, n_left, growth["queue_growth_s_per_min"], False,
+                           not growth["overloaded"], None)
+    warmup_lifetimes = (start_s - float(arrival[0])) / lifetime_s
+    measured_lifetimes = (end_s - start_s) / lifetime_s
+    rate_qps = n_arrived / (end_s - start_s) if end_s > start_s else None
+    long_enough = warmup_lifetimes >= WARMUP_LIFETIMES and measured_lifetimes >= MEASURED_LIFETIMES
+    kept_up = not growth["overloaded"]
+    needed = None
+    if rate_qps:
+        needed = math.ceil(rate_qps * lifetime_s * (WARMUP_LIFETIMES + MEASURED_LIFETIMES) * LENGTH_MARGIN)
+    return SteadyState(lifetime_s, warmup_lifetimes, measured_lifetimes, n_arrived, n_left,
+                       growth["queue_growth_s_per_min"], long_enough, kept_up, needed)
+
+
+def warmup_requests(rate_qps: float, lifetime_s: float) -> int:
+    """Leading requests that fill the system at `rate_qps` (WARMUP_LIFETIMES lifetimes, with margin)."""
+    return math.ceil(rate_qps * lifetime_s * WARMUP_LIFETIMES * LENGTH_MARGIN)
+
+
+def steady_state_of_run(table: Mapping[str, np.ndarray]) -> SteadyState:
+    """`steady_state` of a whole run judged as a deployment would be (every request counts): the
+    requests arriving in its first WARMUP_LIFETIMES lifetimes (mean end-to-end latency of all that
+    finished) taken as its warm-up."""
+    arrival = np.asarray(table["arrival_s"], dtype=float)
+    finished = np.asarray(table["status"]) == "FINISHED"
+    if not finished.any() or not arrival.size:
+        return steady_state(table, 0)
+    lifetime_s = float((np.asarray(table["finish_s"], dtype=float) - arrival)[finished].mean())
+    return steady_state(table, int(np.searchsorted(arrival, arrival[0] + WARMUP_LIFETIMES * lifetime_s)))
