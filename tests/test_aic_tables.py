@@ -184,3 +184,19 @@ def test_bundled_profiles_carry_their_grid_with_its_licence(name, dtypes):
     grid = load_gemm_grid(str(path))
     assert sorted(grid.log_time_s) == dtypes and grid.meta["license"] == "Apache-2.0" and len(grid.meta["commit"]) == 40
     assert "Apache-2.0" in hw.sources["calibration"] and grid.meta["commit"][:12] in hw.sources["calibration"]
+
+
+@pytest.mark.parametrize("arrays, field", [
+    ({"m_tokens": [1, 2], "n_out": [8, 16], "k_in": [8, 16]}, "time_us_"),
+    ({"m_tokens": [1, float("nan")], "n_out": [8, 16], "k_in": [8, 16], "time_us_bf16": np.ones((2, 2, 2))},
+     "m_tokens"),
+    ({"m_tokens": [1, 2], "n_out": [8, 16], "k_in": [8, 16], "time_us_bf16": -np.ones((2, 2, 2))}, "time_us_bf16"),
+    ({"m_tokens": [1, 2], "n_out": [8, 16], "k_in": [8, 16], "time_us_bf16": np.ones((2, 2, 2)), "meta": "{"},
+     "meta"),
+])
+def test_a_malformed_grid_file_is_one_clear_error(tmp_path, arrays, field):
+    path = tmp_path / "bad.npz"
+    np.savez(path, **{k: np.asarray(v) for k, v in arrays.items()})
+    load_gemm_grid.cache_clear()
+    with pytest.raises(InputError, match=field):
+        load_gemm_grid(str(path))

@@ -90,7 +90,8 @@ def _bracket(axis: np.ndarray, value: float) -> tuple[tuple[int, int], float]:
 
 def _axis(data, name: str, where: str) -> np.ndarray:
     values = np.asarray(data[name], dtype=np.float64) if name in data else np.zeros(0)
-    if values.ndim != 1 or values.size < 2 or np.any(values < 1) or np.any(np.diff(values) <= 0):
+    if (values.ndim != 1 or values.size < 2 or not np.all(np.isfinite(values)) or np.any(values < 1)
+            or np.any(np.diff(values) <= 0)):
         raise InputError(where, name, "at least 2 strictly increasing sizes >= 1")
     return values
 
@@ -110,14 +111,17 @@ def load_gemm_grid(path: str) -> GemmGrid:
     for key, values in data.items():
         if not key.startswith("time_us_"):
             continue
-        times = np.asarray(values, dtype=np.float64)
+        times = np.asarray(values, dtype=np.float64) if values.dtype.kind in "fiu" else np.zeros(0)
         if times.shape != shape or np.any(times[np.isfinite(times)] <= 0):
             raise InputError(path, key, f"times > 0 (or NaN) of shape {shape}")
         with np.errstate(invalid="ignore", divide="ignore"):
             grids[key.removeprefix("time_us_")] = np.log(times * 1e-6)
     if not grids:
         raise InputError(path, None, "at least one time_us_<dtype> grid")
-    meta = json.loads(str(data["meta"])) if "meta" in data else {}
+    try:
+        meta = json.loads(str(data["meta"])) if "meta" in data else {}
+    except ValueError:
+        raise InputError(path, "meta", "a JSON object (source, licence, commit)") from None
     return GemmGrid(path, *axes, grids, meta)
 
 
