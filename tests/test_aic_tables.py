@@ -200,3 +200,11 @@ def test_a_malformed_grid_file_is_one_clear_error(tmp_path, arrays, field):
     load_gemm_grid.cache_clear()
     with pytest.raises(InputError, match=field):
         load_gemm_grid(str(path))
+
+
+def test_a_copy_of_a_bundled_profile_elsewhere_keeps_its_bundled_grid(tmp_path):
+    copy = tmp_path / "my-h200.yaml"
+    copy.write_text((bundled_dir("hwprofiles") / "h200.yaml").read_text())
+    hw = load_hardware(str(copy))
+    assert hw.calibration["tables"]["gemm_grid"]["file"] == str(bundled_dir("hwprofiles") / "tables" / "h200"
+                                                                / "aic-vllm-0.24.0-gemm.npz")

@@ -179,14 +179,22 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
 
 def anchor_table_files(data: dict, profile_dir: Path) -> dict:
     """`data` (a profile mapping) with a relative `calibration.tables.gemm_grid.file` made absolute
-    against the folder of the profile YAML that names it (sim/cost/gemm_grid.py reads the file)."""
+    against the folder of the profile YAML that names it, or the bundled profiles' folder where the
+    file is there and not beside the profile (sim/cost/gemm_grid.py reads the file)."""
     calibration = data.get("calibration")
     tables = calibration.get("tables") if isinstance(calibration, dict) else None
     entry = tables.get("gemm_grid") if isinstance(tables, dict) else None
     if not isinstance(entry, dict) or not isinstance(entry.get("file"), str) or Path(entry["file"]).is_absolute():
         return data
-    tables = {**tables, "gemm_grid": {**entry, "file": str(profile_dir / entry["file"])}}
+    tables = {**tables, "gemm_grid": {**entry, "file": str(_table_file(profile_dir, entry["file"]))}}
     return {**data, "calibration": {**calibration, "tables": tables}}
+
+
+def _table_file(profile_dir: Path, name: str) -> Path:
+    """`name` beside the profile, else among the bundled profiles' (a copy of a bundled profile, edited
+    elsewhere, keeps reading the bundled table it names)."""
+    beside, bundled = profile_dir / name, bundled_dir("hwprofiles") / name
+    return bundled if not beside.is_file() and bundled.is_file() else beside
 
 
 DIE_KEYS = ("efficiency", "uncertainty", "calibration")  # what a die's reference profile lends
