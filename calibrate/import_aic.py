@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from sim.errors import InputError
+from sim.output import atomic_write
 from sim.yamlio import read_mapping
 
 AIC_REPO = "github.com/ai-dynamo/aiconfigurator"
@@ -56,12 +57,10 @@ class ImportedGrid:
         """Write the grid (compressed) to `out`; returns its size in bytes."""
         out.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"time_us_{dtype}": grid.astype(np.float32) for dtype, grid in self.time_us.items()}
-        buffer = io.BytesIO()  # written whole, then renamed: no half-written grid under the final name
+        buffer = io.BytesIO()
         np.savez_compressed(buffer, m_tokens=self.m_tokens, n_out=self.n_out, k_in=self.k_in,
                             meta=np.array(json.dumps(self.meta, sort_keys=True)), **arrays)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_bytes(buffer.getvalue())
-        tmp.replace(out)
+        atomic_write(out, lambda tmp: Path(tmp).write_bytes(buffer.getvalue()))  # no half-written grid
         return out.stat().st_size
 
 

@@ -233,9 +233,12 @@ def import_tables_command(
 ) -> None:
     """Convert an AIConfigurator GEMM table (latency ms per dtype, m, n, k) into a measured GEMM grid."""
     from calibrate.import_aic import AIC_LICENSE, AIC_REPO, gemm_table_path, grid_summary, import_gemm_table
+    from sim.cli.outputs import claim
+    from sim.run.destination import FileOut
 
     if out.suffix != ".npz" or out.is_dir():
         raise InputError("--out", str(out), "a file path ending in .npz")
+    claim(files=[FileOut("--out", out)])
     if source.is_dir():
         for flag, value in (("--gpu", gpu), ("--engine", engine), ("--version", version)):
             if not value:
