@@ -61,3 +61,9 @@ def make_trace(rows, hash_ids=None, hash_block_tokens: int | None = None) -> Tra
 @pytest.fixture
 def constant_cost() -> ConstantCost:
     return ConstantCost()
+
+
+def smooth_only(hw):
+    """A profile without its measured tables (`calibration`): what tests of the smooth model's formulas
+    price with, now that bundled profiles carry imported GEMM grids (sim/cost/gemm_grid.py)."""
+    return hw.model_copy(update={"calibration": None})

@@ -38,6 +38,7 @@ class Fifo:
 
 POOL = "hardware: h100-sxm\nmodels: []\n"
 MEASUREMENTS = "op,m,n,k,time_s\n"
+AIC_GEMM = "gemm_dtype,m,n,k,latency\nbfloat16,1,8,8,0.01\nbfloat16,2,8,8,0.01\n"  # an AIConfigurator GEMM table
 PER_REQUEST = '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 5}\n'
 # every output flag of the CLI: (command, flag) -> (argv before the destination, folder or file suffix, the input
 # file that argv reads (a file destination is pointed at it), the files the command reads)
@@ -58,6 +59,8 @@ WRITERS = {
                                      {"m.csv": MEASUREMENTS, "p.png": "a profile named .png\n"}),
     ("calibrate engine", "--out"): ("calibrate engine {d}/v.csv --engine {d}/b.yaml", ".yaml", "b.yaml",
                                     {"v.csv": vrow(), "b.yaml": "name: mine\n"}),
+    ("calibrate import-tables", "--out"): ("calibrate import-tables --source {d}/g.csv", ".npz", "g.csv",
+                                           {"g.csv": AIC_GEMM}),
     ("validate", "--per-request-out"): ("validate {d}/r.jsonl", ".csv", "r.jsonl", {"r.jsonl": PER_REQUEST}),
 }
 OUTPUT_FLAGS = ("--out", "--csv", "--plot", "--per-request-out", "--emit")  # options that name where to write

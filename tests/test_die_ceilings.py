@@ -55,6 +55,7 @@ def test_the_check_fails_when_one_ceiling_drifts(tmp_path):
         data["efficiency"] = {**load_hardware("b200").efficiency.model_dump(exclude_none=True)}
         data["efficiency"]["gemm_compute_max_by_op"] = {"experts": 0.5}
         data["uncertainty"] = load_hardware("b200").uncertainty  # a profile giving efficiency lends nothing
+        data["calibration"] = load_hardware("b200").calibration  # (the measured GEMM grid included)
 
     drifted = load_hardware(_profile_file(tmp_path, "gb200-nvl72", drift))
     assert die_ceiling_mismatches([load_hardware("b200"), drifted]) == [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from conftest import smooth_only
 
 from calibrate.fp8_ceiling_published import INPUTS, derived_fp8_ceiling
 from sim.cost import CostModel
@@ -38,7 +39,7 @@ def test_profile_fp8_ceiling_is_the_published_derivation(name):
 
 
 def test_fp8_compute_bound_gemm_on_h200_runs_at_peak_times_the_fp8_ceiling():
-    hw = load_hardware("h200")
+    hw = smooth_only(load_hardware("h200"))  # the smooth model's formula, not the measured grid
     eff = hw.efficiency
     cost = CostModel(load_model("llama-3-8b"), hw, weight_dtype="fp8")
     ops = _proj_ops(cost)
@@ -58,7 +59,7 @@ def test_fp8_compute_bound_gemm_on_h200_runs_at_peak_times_the_fp8_ceiling():
 @pytest.mark.parametrize("name", HOPPER)
 def test_fp8_entry_slows_fp8_gemms_and_leaves_bf16_identical(tmp_path, name):
     model = load_model("llama-3-8b")
-    with_entry, without = load_hardware(name), _profile_without_fp8_entry(tmp_path, name)
+    with_entry, without = smooth_only(load_hardware(name)), smooth_only(_profile_without_fp8_entry(tmp_path, name))
     ratio = with_entry.efficiency.gemm_compute_max_by_dtype["fp8"] / with_entry.efficiency.gemm_compute_max
     fp8_new, fp8_old = (_proj_ops(CostModel(model, hw, weight_dtype="fp8")) for hw in (with_entry, without))
     for op_name in fp8_new:  # compute-bound: the time grows as 1 / ratio (launches aside)

@@ -15,7 +15,7 @@ import typer
 
 from sim.cli.common import new_app, print_json, print_table
 from sim.errors import InputError
-from sim.inputs.hardware import HardwareProfile, load_hardware
+from sim.inputs.hardware import HardwareProfile, anchor_table_files, load_hardware
 from sim.yamlio import read_mapping, validate
 
 calibrate_app = new_app(
@@ -33,7 +33,7 @@ def _load_profile(name_or_path: str) -> HardwareProfile:
     """A profile YAML read fresh from disk (no cache: it may have just been rewritten), or a bundled name."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.exists():  # a FIFO, device or folder: read_mapping refuses it
-        return validate(HardwareProfile, read_mapping(path), path)
+        return validate(HardwareProfile, anchor_table_files(read_mapping(path), path.parent), path)
     return load_hardware(name_or_path)
 
 
@@ -215,3 +215,46 @@ def report_command(
     else:
         print_table(f"{hw.name} vs {len(frame)} measurements", ["op", "n", "MAPE %", "bias %", "answered by"],
                     summary_table_rows(summary))
+
+
+@calibrate_app.command("import-tables")
+
+def import_tables_command(
+    source: Annotated[Path, typer.Option("--source", help="AIConfigurator's systems/data folder, or one "
+                                         "gemm_perf .parquet / .csv file.")],
+    out: Annotated[Path, typer.Option("--out", help="The .npz grid to write (a profile names it in "
+                                      "calibration.tables.gemm_grid.file).")],
+    gpu: Annotated[str, typer.Option("--gpu", help="Profile name (h200) or AIConfigurator's GPU folder "
+                                     "(h200_sxm); with a systems/data folder.")] = "",
+    engine: Annotated[str, typer.Option("--engine", help="vllm, sglang or trtllm; with a folder.")] = "",
+    version: Annotated[str, typer.Option("--version", help="Engine version folder, e.g. 0.24.0.")] = "",
+    commit: Annotated[str, typer.Option("--commit", help="Source commit, recorded in the grid.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Convert an AIConfigurator GEMM table (latency ms per dtype, m, n, k) into a measured GEMM grid."""
+    from calibrate.import_aic import AIC_LICENSE, AIC_REPO, gemm_table_path, grid_summary, import_gemm_table
+    from sim.cli.outputs import claim
+    from sim.run.destination import FileOut
+
+    if out.suffix != ".npz" or out.is_dir():
+        raise InputError("--out", str(out), "a file path ending in .npz")
+    claim(files=[FileOut("--out", out)])
+    if source.is_dir():
+        for flag, value in (("--gpu", gpu), ("--engine", engine), ("--version", version)):
+            if not value:
+                raise InputError(flag, None, "required when --source is a systems/data folder")
+        table = gemm_table_path(source, gpu, engine, version)
+    else:
+        table = source
+    meta = {"source": AIC_REPO, "license": AIC_LICENSE, "commit": commit, "path": str(table),
+            "engine": engine, "engine_version": version, "gpu": gpu}  # fmt: skip
+    grid = import_gemm_table(table, meta)
+    size = grid.write_npz(out)
+    if as_json:
+        print_json({"out": str(out), "bytes": size, "dtypes": sorted(grid.time_us), "skipped": grid.skipped_dtypes})
+        return
+    print_table(f"{out} ({size / 1e6:.2f} MB) from {table}", ["dtype", "measured", "missing", "grid"],
+                grid_summary(grid))
+    if grid.skipped_dtypes:
+        typer.echo("left out (no weight dtype of ours): " + ", ".join(
+            f"{k} ({v} rows)" for k, v in sorted(grid.skipped_dtypes.items())), err=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.cost.gemm_grid import measured_table
 from sim.cost.moe import ExpertShard, routed_experts_cost
 from sim.cost.roofline import gemm_time_s
 from sim.inputs.dtypes import bytes_per_element, compute_path
@@ -33,12 +34,13 @@ class GemmDtype:
     bytes_el: float
     peak_flops: float
     eff: object  # sim.inputs.hardware.Efficiency with this dtype's GEMM ceiling
+    table_dtype: str = ""  # the measured grid's dtype this GEMM runs as ("" when dequantized: no grid)
 
 
 def gemm_dtype(hw, dtype: str) -> GemmDtype:
     peak, dequant, eff_key = compute_path(dtype, lambda key: getattr(hw.compute, key, None) is not None)
     return GemmDtype(bytes_per_element(dtype, "--weight-dtype"), hw.peak_flops(peak) / dequant,
-                     hw.efficiency.for_weight_dtype(eff_key))
+                     hw.efficiency.for_weight_dtype(eff_key), dtype if dequant == 1 else "")
 
 
 def needs_arch_ops(model: ModelSpec, weight_dtype: str) -> bool:
@@ -83,15 +85,14 @@ def arch_gemm(cost, tokens, n_out: int, k_in: int, op: str, group: str):
 def _gemm(cost, tokens, n_out: int, k_in: int, op: str, group: str):
     g = cost.group_gemm[group]
 
-    def smooth_s(m):
-        return gemm_time_s(m, n_out, k_in, g.bytes_el, cost.act_bytes_el, g.peak_flops, cost.bandwidth, g.eff,
-                           op)[0]
+    def smooth_nk(m, n, k):
+        return gemm_time_s(m, n, k, g.bytes_el, cost.act_bytes_el, g.peak_flops, cost.bandwidth, g.eff, op)[0]
 
     time, flops, bytes_ = gemm_time_s(tokens, n_out, k_in, g.bytes_el, cost.act_bytes_el, g.peak_flops,
                                       cost.bandwidth, g.eff, op)
-    table = cost.tables.get((int(n_out), int(k_in), int(g.bytes_el)))
+    table = measured_table(cost, n_out, k_in, g.table_dtype, g.bytes_el, smooth_nk, op)
     if table is not None:
-        time = table.time_at_s(tokens, smooth_s)
+        time = table.time_at_s(tokens, lambda m: smooth_nk(m, n_out, k_in))
     t_c = flops / g.peak_flops
     bound = np.where(t_c >= bytes_ / cost.bandwidth, "compute", "memory")
     return time * cost.time_scale["gemm"], flops, bytes_, bound

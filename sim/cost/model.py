@@ -22,6 +22,7 @@ from sim.cost.arch import (
 from sim.cost.attention_ops import attention_ops, window_ops
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fits, engine_allreduce, link_time_s
+from sim.cost.gemm_grid import gemm_grid, measured_table
 from sim.cost.hot import HotPath
 from sim.cost.layer_ops import elementwise_op, moe_op
 from sim.cost.mla import mla_context_shape, mla_kv_elements_per_token, mla_pair_flops
@@ -46,7 +47,8 @@ class CostModel:
     profile's `collectives` (engine presets pick it); `nvlink_bridge`: a TP-2 pair of PCIe cards
     joined by an NVLink bridge. `time_scale`: a multiplier per op class (sim/cost/time_scale.py) on
     every time of that class, what the prediction intervals perturb (sim/cost/uncertainty.py).
-    GEMM shapes found in the profile's measured tables (`calibration.tables`) use them.
+    GEMM shapes found in the profile's measured tables (`calibration.tables`: exact shapes, then the
+    imported M x N x K grid, sim/cost/gemm_grid.py) use them.
     """
 
     def __init__(
@@ -106,6 +108,8 @@ class CostModel:
         self.attn_peak_flops /= self.time_scale["attention"]
         self._paged_eff = self.eff.paged_efficiency(block_size) / self.time_scale["attention"]
         self.tables = gemm_tables(hw.calibration, hw.name)
+        self.gemm_grid = gemm_grid(hw.calibration, hw.name)  # measured M x N x K grid (imported), or None
+        self.grid_curves: dict = {}  # the grid's M curve per (dtype, N, K, op), built on first use
         attn = attention_tables(hw.calibration, hw.name)
         head_key = (self.q_heads_gpu, self.kv_heads_gpu, model.head_dim, int(self.kv_bytes_el))
         # measured/smooth ratio tables of this head shape (None: the smooth model alone answers)
@@ -151,16 +155,16 @@ class CostModel:
         """(time, flops, bytes) of one GEMM of op class `op`: its measured table when the profile has
         this shape, else the smooth roofline; scaled by the `gemm` time scale."""
 
-        def smooth_s(m):
-            return gemm_time_s(m, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops,
+        def smooth_nk(m, n, k):
+            return gemm_time_s(m, n, k, self.weight_bytes_el, self.act_bytes_el, self.peak_flops,
                                self.bandwidth, self.eff, op)[0]  # fmt: skip
 
         time, flops, bytes_ = gemm_time_s(
             tokens, n_out, k_in, self.weight_bytes_el, self.act_bytes_el, self.peak_flops, self.bandwidth, self.eff, op
         )
-        table = self.tables.get((int(n_out), int(k_in), int(self.weight_bytes_el)))
+        table = measured_table(self, n_out, k_in, self.weight_dtype, self.weight_bytes_el, smooth_nk, op)
         if table is not None:
-            time = table.time_at_s(tokens, smooth_s)
+            time = table.time_at_s(tokens, lambda m: smooth_nk(m, n_out, k_in))
         return time * self.time_scale["gemm"], flops, bytes_
 
     def _allreduce_s(self, payload: np.ndarray) -> np.ndarray:

@@ -174,7 +174,27 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
             raise InputError("--hardware", None, f"unknown profile {name_or_path!r}; bundled: {allowed}")
     elif not path.exists():
         raise InputError(path, None, "file not found")  # a FIFO, device or folder: read_mapping names it
-    return validate(HardwareProfile, with_die_ceilings(read_mapping(path), path), path)
+    return validate(HardwareProfile, with_die_ceilings(anchor_table_files(read_mapping(path), path.parent), path), path)
+
+
+def anchor_table_files(data: dict, profile_dir: Path) -> dict:
+    """`data` (a profile mapping) with a relative `calibration.tables.gemm_grid.file` made absolute
+    against the folder of the profile YAML that names it, or the bundled profiles' folder where the
+    file is there and not beside the profile (sim/cost/gemm_grid.py reads the file)."""
+    calibration = data.get("calibration")
+    tables = calibration.get("tables") if isinstance(calibration, dict) else None
+    entry = tables.get("gemm_grid") if isinstance(tables, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str) or Path(entry["file"]).is_absolute():
+        return data
+    tables = {**tables, "gemm_grid": {**entry, "file": str(_table_file(profile_dir, entry["file"]))}}
+    return {**data, "calibration": {**calibration, "tables": tables}}
+
+
+def _table_file(profile_dir: Path, name: str) -> Path:
+    """`name` beside the profile, else among the bundled profiles' (a copy of a bundled profile, edited
+    elsewhere, keeps reading the bundled table it names)."""
+    beside, bundled = profile_dir / name, bundled_dir("hwprofiles") / name
+    return bundled if not beside.is_file() and bundled.is_file() else beside
 
 
 DIE_KEYS = ("efficiency", "uncertainty", "calibration")  # what a die's reference profile lends
@@ -189,7 +209,7 @@ def with_die_ceilings(data: dict, path: Path) -> dict:
     if die is None or "efficiency" in data:
         return data
     ref_path = bundled_dir("hwprofiles") / f"{die}.yaml"
-    ref = read_mapping(ref_path) if ref_path.is_file() else {}
+    ref = anchor_table_files(read_mapping(ref_path), ref_path.parent) if ref_path.is_file() else {}
     if ref.get("die") != die or "efficiency" not in ref:
         raise InputError(path, "die", f"{die!r} is no bundled die reference (a profile named so, with `die: "
                                       f"{die}` and its own efficiency); give efficiency or a die among the bundled")
