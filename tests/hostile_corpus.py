@@ -225,3 +225,9 @@ from tests.reader_corpus import reader_cases  # noqa: E402 (it reads DAY above)
 
 READER_CASES = reader_cases()
 ALL_CASES = ALL_CASES + READER_CASES
+
+# issue 51 items 3 and 4 (tests/bounds_corpus.py): physical fields x {x 10^3, x 10^9, 1e300}
+from tests.bounds_corpus import physical_cases, physics_issue_cases  # noqa: E402
+
+PHYSICAL_CASES = physical_cases() + physics_issue_cases()
+ALL_CASES = ALL_CASES + PHYSICAL_CASES
