@@ -165,3 +165,37 @@ def physics_issue_cases() -> list[Case]:
         case("phys51-preset-overlap-text", "simulate -t {d}/t.csv --max-requests 3 --engine {d}/e.yaml", "overhead: overlap: must be true or false (got 'no')", e__yaml=yaml.safe_dump(_set(PRESET, "overhead.overlap", "no")), t__csv=TRACE),
         case("phys51-config-1e9-layers", "models {d}/config.json", "num_hidden_layers: 1000000000 is not plausible (allowed 1-1000 layers)", config__json=json.dumps({**HF, "num_hidden_layers": 10**9})),
     ]
+
+
+def _values(n: int, start: int = 1) -> str:
+    return ",".join(str(v) for v in range(start, start + n))
+
+
+TRACE_30 = "arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i * 0.5},100,10\n" for i in range(30))
+PLAN = "plan -w {d}/t.csv --target-qps 1 --slo ttft_p99=1s -H h100-sxm -p chunked"
+
+
+def search_space_cases() -> list[Case]:
+    """Every search space at ~10^4 and 10^6 points: refused before any work with the count and the
+    flag that raises the limit (the case folder is left as it was: no sweep folder, no lock)."""
+    sweep = "sweep -t {d}/t.csv -o {d}/out --no-plots"
+    plan_tp = PLAN + " --tp 1"
+    grids = {  # label -> (grid flags, count)
+        "1e4": (f"-g max_num_seqs={_values(100)} -g max_num_batched_tokens={_values(100, 1000)}", 10**4),
+        "1e6": (f"-g max_num_seqs={_values(100)} -g max_num_batched_tokens={_values(100, 1000)} -g seed={_values(100)}", 10**6),
+    }
+    cases = [Case(f"space-sweep-grid-{label}", f"{sweep} {flags}".split(), f"make {count:,} points, above --max-points 1,000; ask for fewer or raise --max-points", {"t.csv": TRACE})
+             for label, (flags, count) in grids.items()]
+    knobs = {
+        "1e4": (f"--search max_num_seqs={_values(100)} --search max_num_batched_tokens={_values(100, 1000)}", 10**4),
+        "1e6": (f"--search max_num_seqs={_values(100)} --search max_num_batched_tokens={_values(100, 1000)} --search block_size={_values(100)}", 10**6),
+    }
+    cases += [Case(f"space-plan-knobs-{label}", f"{plan_tp} {flags}".split(), f"make {count:,} candidates, above --max-candidates 1,000", {"t.csv": TRACE_30})
+              for label, (flags, count) in knobs.items()]
+    # hardware x TP x policies x knobs: 2 hardware x 2 tp x 3 policies x 1,000 knob values = 12,000
+    wide = f"plan -w {{d}}/t.csv --target-qps 1 --slo ttft_p99=1s -H h100-sxm,h200 --tp 1,2 -p static,continuous,chunked --search max_num_seqs={_values(1000)}"
+    cases.append(Case("space-plan-hardware-tp-policies-1e4", wide.split(), "make 12,000 candidates", {"t.csv": TRACE_30}))
+    # a layout search (pp x ep x dp) on a MoE model
+    layouts = f"plan -w {{d}}/t.csv --target-qps 1 --slo ttft_p99=1s -m qwen3-30b-a3b -H h100-sxm --tp 1,2,4 --pp 1,2 -p chunked --search max_num_seqs={_values(1000)}"
+    cases.append(Case("space-plan-layouts-1e4", layouts.split(), "candidates, above --max-candidates 1,000", {"t.csv": TRACE_30}))
+    return cases
