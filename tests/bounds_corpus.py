@@ -43,6 +43,13 @@ def _nested_models(annotation) -> list[type[BaseModel]]:
     return [m for arg in typing.get_args(annotation) for m in _nested_models(arg)]
 
 
+def _models_by_key(annotation) -> list[type[BaseModel]]:
+    """The models a `dict[str, Model]` field holds per key (fleet facts per profile)."""
+    if typing.get_origin(annotation) is dict:
+        return _nested_models(typing.get_args(annotation)[1])
+    return [m for arg in typing.get_args(annotation) for m in _models_by_key(arg)]
+
+
 def physical_fields(model: type[BaseModel], doc: dict, prefix: str = "") -> list[tuple[str, str, float]]:
     """(dotted path, quantity, value) of every `Plausible` field `doc` gives a non-zero number."""
     from sim.schema import quantity_of
@@ -56,6 +63,10 @@ def physical_fields(model: type[BaseModel], doc: dict, prefix: str = "") -> list
         elif isinstance(value, dict):
             for nested in _nested_models(field.annotation):
                 found += physical_fields(nested, value, f"{prefix}{name}.")
+            for nested in _models_by_key(field.annotation):
+                for key, item in value.items():
+                    if isinstance(item, dict):
+                        found += physical_fields(nested, item, f"{prefix}{name}.{key}.")
     return found
 
 
@@ -93,9 +104,15 @@ fleet:
 slo: {ttft_s: 2.0, tpot_s: 0.1}
 """)
 
+FACTS_DOC = {"hardware": {"h100-sxm": {"storage_read_gb_s": 0.43, "gpu_mtbf_h": 50676, "repair_s": 3600,
+                                       "price_per_gpu_h": {"on_demand": 12.29, "reserved": 6.5, "spot": 4.92},
+                                       "spot_interruptions_per_h": 0.33}},
+             "engines": {"vllm": {"startup_s": 35.0, "cuda_graph_capture_s": 17.0}}}  # sim/fleet/facts.yaml's
+
 
 def _kinds():
     """kind -> (schema, bundled document, file name, argv reading the file, how the file is written)."""
+    from sim.fleet.facts import FleetFacts
     from sim.fleet.spec import DaySpec
     from sim.inputs.engines.preset import EnginePreset
     from sim.inputs.hardware import HardwareProfile
@@ -106,6 +123,9 @@ def _kinds():
         "preset": (EnginePreset, PRESET, "e.yaml", "simulate -t {d}/t.csv --max-requests 3 --engine {d}/e.yaml", yaml.safe_dump),
         "model": (ModelSpec, MODEL, "m.yaml", "models {d}/m.yaml", yaml.safe_dump),
         "day": (DaySpec, DAY_DOC, "day.yaml", "day run {d}/day.yaml --out {d}/out --no-plot", yaml.safe_dump),
+        # a day spec's `fleet.facts` override, validated where the replay reads it (sim/fleet/facts.py)
+        "facts": (FleetFacts, FACTS_DOC, "day.yaml", "day run {d}/day.yaml --out {d}/out --no-plot",
+                  lambda facts: yaml.safe_dump(_set(DAY_DOC, "fleet.facts", facts))),
     }
 
 
@@ -158,6 +178,7 @@ def physics_issue_cases() -> list[Case]:
         case("phys51-hbm-1e300", sim3, "memory.hbm_capacity_gib: 1e+300 is not plausible", hw__yaml=_profile(memory__hbm_capacity_gib=1e300), t__csv=TRACE),
         case("phys51-initial-above-max", DAY_RUN, "fleet: initial_replicas: 5 is above autoscaler.max_replicas (2)", day__yaml=_day(fleet__initial_replicas=5)),
         case("phys51-reserved-above-max", DAY_RUN, "pricing.reserved_replicas: 3 is above autoscaler.max_replicas (2)", day__yaml=_day(fleet__pricing={"reserved_replicas": 3})),
+        case("phys51-static-above-max", DAY_RUN, "fleet.autoscaler: policy.replicas: 5 is above max_replicas (2)", day__yaml=_day(fleet__autoscaler__policy={"kind": "static", "replicas": 5})),
         case("phys51-day-zero-traffic", DAY_RUN, "the day carries no traffic", day__yaml=_day(**{"workload__tenants": [{**DAY_DOC["workload"]["tenants"][0], "rate": {"base": {"kind": "constant", "rate_rps": 2}, "steps": [{"at_s": 0, "rate_rps": 0}]}}]})),
         case("phys51-day-plan-zero-traffic", "day plan {d}/day.yaml", "the day carries no traffic", day__yaml=_day(**{"workload__tenants": [{**DAY_DOC["workload"]["tenants"][0], "rate": {"base": {"kind": "constant", "rate_rps": 2}, "steps": [{"at_s": 0, "rate_rps": 0}]}}]})),
         case("phys51-day-almost-no-traffic", DAY_RUN, OK, day__yaml=_day(**{"workload__tenants": [{**DAY_DOC["workload"]["tenants"][0], "rate": {"base": {"kind": "constant", "rate_rps": 1e-6}}}]})),

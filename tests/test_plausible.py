@@ -110,3 +110,15 @@ def test_a_flag_given_as_text_is_refused():
     with pytest.raises(ValueError, match="overlap: must be true or false"):
         Overhead.model_validate({"per_step_us": 1, "per_seq_us": 0, "per_token_us": 0, "overlap": "no"})
     assert Overhead.model_validate({"per_step_us": 1, "per_seq_us": 0, "per_token_us": 0, "overlap": True}).overlap
+
+
+def test_fleet_facts_and_plan_prices_have_ranges_too():
+    from sim.fleet.facts import load_facts
+    from sim.planner.candidates import parse_prices
+
+    assert load_facts().hardware["h100-sxm"].price_per_gpu_h.on_demand == 12.29  # the bundled facts load
+    with pytest.raises(InputError, match=r"engines\.vllm\.startup_s: 35000 is not plausible .*did you mean 35 s"):
+        load_facts({"engines": {"vllm": {"startup_s": 35000, "cuda_graph_capture_s": 17}}})
+    with pytest.raises(InputError, match=r"^--price: h100-sxm: 2690 is not plausible .*did you mean 2\.69 USD"):
+        parse_prices(["h100-sxm=2690"], ["h100-sxm"])
+    assert parse_prices(["h100-sxm=2.69"], ["h100-sxm"]) == {"h100-sxm": 2.69}

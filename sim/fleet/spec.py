@@ -76,6 +76,9 @@ class Autoscaler(StrictModel):
     def _bounds(self) -> Autoscaler:
         if self.min_replicas > self.max_replicas:
             raise ValueError("min_replicas must be <= max_replicas")
+        if isinstance(self.policy, StaticPolicy) and self.policy.replicas > self.max_replicas:
+            raise ValueError(f"policy.replicas: {self.policy.replicas} is above max_replicas ({self.max_replicas}); "
+                             f"a static fleet would be cut to {self.max_replicas} without a word")
         return self
 
 
@@ -146,9 +149,11 @@ def load_day_spec(path: Path) -> DaySpec:
     nothing to replay, plan or bill, and no share of the day's requests to weigh tenants by."""
     from sim.errors import InputError
     from sim.fleet.daygen import DayGenerator
+    from sim.fleet.facts import load_facts
     from sim.yamlio import read_mapping, validate
 
     spec = validate(DaySpec, read_mapping(path), path)
+    load_facts(spec.fleet.facts, f"{path}: fleet.facts")  # its overrides' ranges, named in the user's file
     if DayGenerator(spec.workload, path.parent, str(path)).expected_requests() <= 0:
         raise InputError(path, "workload.tenants", "the day carries no traffic (every rate is 0 all day); "
                                                    "give a tenant a rate above 0")
