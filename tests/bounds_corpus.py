@@ -219,4 +219,12 @@ def search_space_cases() -> list[Case]:
     # a layout search (pp x ep x dp) on a MoE model
     layouts = f"plan -w {{d}}/t.csv --target-qps 1 --slo ttft_p99=1s -m qwen3-30b-a3b -H h100-sxm --tp 1,2,4 --pp 1,2 -p chunked --search max_num_seqs={_values(1000)}"
     cases.append(Case("space-plan-layouts-1e4", layouts.split(), "candidates, above --max-candidates 1,000", {"t.csv": TRACE_30}))
+    # day plan: its candidate fleets span every reserved base up to the peak's count (one replica of
+    # 8,000 / 1,000 tokens serves ~7 req/s): 10^5 req/s is ~2 x 10^4 replicas, 4 x 10^6 ~ 8 x 10^5
+    tenant = {**DAY_DOC["workload"]["tenants"][0], "lengths": {"prompt": {"kind": "fixed", "value": 8000},
+                                                                "output": {"kind": "fixed", "value": 1000}}}
+    for label, rate_rps, n_tenants in (("1e4", 1e5, 1), ("1e6", 1e6, 4)):
+        tenants = [{**copy.deepcopy(tenant), "name": f"t{i}", "rate": {"base": {"kind": "constant", "rate_rps": rate_rps}}} for i in range(n_tenants)]
+        cases.append(Case(f"space-day-plan-fleets-{label}", ["day", "plan", "{d}/day.yaml", "--probe-s", "5"],
+                          "req/s each, above the fleet limit of 10,000", {"day.yaml": _day(workload__tenants=tenants)}))
     return cases

@@ -134,3 +134,12 @@ def test_long_stages_report_each_tenth_with_the_time_left(capsys):
     assert len(shown) == 11  # 0/100, each tenth, the end
     assert shown[1].startswith("plan: sizing candidates: 10/100, ") and shown[1].endswith(" left")
     assert shown[-1].startswith("plan: sizing candidates: 100/100, ") and "left" not in shown[-1]
+
+
+def test_a_day_plan_whose_peak_needs_more_than_the_fleet_limit_is_refused_before_its_candidates():
+    from sim.fleet.plan import _check_fleet_size
+
+    _check_fleet_size(peak_rps=1000.0, capacity_rps=1.0)  # ~1,400 replicas: within 10,000
+    with pytest.raises(InputError, match=r"peak of 1e\+06 req/s needs up to 1,375,002 replicas of 1 req/s each, "
+                                         r"above the fleet limit of 10,000"):
+        _check_fleet_size(peak_rps=1e6, capacity_rps=1.0)
