@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 # Longest sequence (prompt or output) any input may ask for, in tokens. Above the longest
 # context of any public model (Llama 4 Scout: 10M tokens), far below where int64 arithmetic on
@@ -147,7 +147,9 @@ def Plausible(quantity: str, kind: type = float):  # noqa: N802 (used as a type)
             raise ValueError(problem)
         return value
 
-    return Annotated[kind, PlausibleQuantity(quantity), AfterValidator(check)]
+    entry = plausible_ranges()[quantity]  # the JSON Schema (workloads/SCHEMA.md) states the range too
+    bounds = Field(json_schema_extra={"minimum": entry["min"], "maximum": entry["max"]})
+    return Annotated[kind, bounds, PlausibleQuantity(quantity), AfterValidator(check)]
 
 
 def quantity_of(field: Any) -> str | None:
