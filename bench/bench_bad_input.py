@@ -41,6 +41,10 @@ def group_of(case, issue_ids: set[str], malformed_ids: set[str]) -> str:
         return "issue cases"
     if case.id.startswith("dest-"):  # tests/hostile_corpus.py destination_cases: every writer x every dangerous path
         return "destinations: " + case.id[len("dest-"):].split("=")[0]
+    if case.id.startswith("phys"):  # tests/bounds_corpus.py: phys-KIND-FIELD-SCALE, phys51-* (issue 51)
+        return "physical field: " + ("issue 51" if case.id.startswith("phys51") else case.id.split("-")[1])
+    if case.id.startswith("space-"):  # search space x {10^4, 10^6 points}
+        return "search space: " + case.id.split("-")[1]
     return "numeric flags: " + case.argv[0] + (f" {case.argv[1]}" if case.argv[0] in ("workload", "calibrate", "day")
                                                else "")
 

@@ -37,6 +37,7 @@ import pandas as pd
 
 from calibrate.fit_collectives import fit_collectives
 from calibrate.fit_eager import (
+    KERNEL_US_MAX,
     decode_kernel_fit,
     fit_gemm_eager,
     fit_prefill_eager,
@@ -80,7 +81,7 @@ GEMM_TERMS = [
     Term("gemm_half_output_elems", log=True, low=1.0, high=1e9),
     Term("memory", **_EFF),
     Term("roofline_blend", log=False, low=1.0, high=64.0),
-    Term("kernel_launch_us", log=False, low=0.0, high=1e5),
+    Term("kernel_launch_us", log=False, low=0.0, high=KERNEL_US_MAX),
 ]
 GEMM_KEYS = ["gemm_compute_max", "gemm_compute_max_by_op"] + [t.key for t in GEMM_TERMS] + ["gemm_tile_tokens"]
 

@@ -27,15 +27,17 @@ from calibrate.fit_solve import FLOOR, MIN_EFFICIENCY, PER_OP, Term, rows_mape, 
 from calibrate.measurements import GEMM_OPS, SOURCE_RUNNER
 from calibrate.timing_harness import host_bound
 from sim.inputs.hardware import HardwareProfile
+from sim.schema import plausible_ranges
 
 # (tile rows, tile columns): CUTLASS / cuBLAS Hopper tile shapes; None: no wave quantization
 WAVE_TILES = (None, (64, 64), (64, 128), (128, 64), (128, 128), (128, 256))
 _EFF = dict(log=True, low=MIN_EFFICIENCY, high=1.0)
-FLOOR_TERM = Term("eager_gemm_floor_us", log=False, low=0.0, high=1e4)
+KERNEL_US_MAX = plausible_ranges()["kernel_us"]["max"]  # a fit stays within what a profile may hold
+FLOOR_TERM = Term("eager_gemm_floor_us", log=False, low=0.0, high=KERNEL_US_MAX)
 KERNEL_TERMS = [
     Term("memory", **_EFF),
     Term("roofline_blend", log=False, low=1.0, high=64.0),
-    Term("kernel_launch_us", log=False, low=0.0, high=1e5),
+    Term("kernel_launch_us", log=False, low=0.0, high=KERNEL_US_MAX),
 ]
 EAGER_GEMM_KEYS = ["gemm_compute_max", "gemm_compute_max_by_op", "memory", "roofline_blend", "kernel_launch_us",
                    "eager_gemm_floor_us", "gemm_tile_tokens", "gemm_tile_n", "gemm_wave_slots", "gemm_half_tokens",

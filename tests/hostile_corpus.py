@@ -95,7 +95,8 @@ VALID = {
         ("simulate", "--workers"), ("simulate", "--num-gpu-blocks-override"), ("plan", "--max-requests"),
         ("plan", "--max-verify-runs"), ("plan", "--max-verified"), ("plan", "--max-replica-gpus"),
         ("plan", "--screen-keep"), ("plan", "--workers"), ("plan", "--top"), ("sweep", "--workers"),
-        ("validate", "--max-sim-requests"), ("calibrate engine", "--max-sim-requests"))
+        ("validate", "--max-sim-requests"), ("calibrate engine", "--max-sim-requests"), ("sweep", "--max-points"),
+        ("plan", "--max-candidates"))
        for value in (str(10**30), "1000000000")},
 }
 # values left out: a correct run that takes minutes (the whole CPU calibration)
@@ -225,3 +226,10 @@ from tests.reader_corpus import reader_cases  # noqa: E402 (it reads DAY above)
 
 READER_CASES = reader_cases()
 ALL_CASES = ALL_CASES + READER_CASES
+
+# issue 51 items 3 and 4 (tests/bounds_corpus.py): physical fields x {x 10^3, x 10^9, 1e300}
+from tests.bounds_corpus import physical_cases, physics_issue_cases, search_space_cases  # noqa: E402
+
+PHYSICAL_CASES = physical_cases() + physics_issue_cases()
+SEARCH_SPACE_CASES = search_space_cases()  # issue 51 item 4: every search space x {10^4, 10^6 points}
+ALL_CASES = ALL_CASES + PHYSICAL_CASES + SEARCH_SPACE_CASES

@@ -192,7 +192,7 @@ def test_round_robin_horizons_per_replica_change_nothing(monkeypatch):
 
 def test_spot_replicas_are_priced_as_spot_and_interrupted_at_their_rate():
     facts = load_facts().hardware["h100-sxm"].model_dump()
-    facts.update(spot_interruptions_per_h=30.0, gpu_mtbf_h=1e9)  # a spot replica lives ~2 min on average
+    facts.update(spot_interruptions_per_h=30.0, gpu_mtbf_h=1e7)  # spot: ~2 min lives; MTBF: none (10^7 h)
     spec = day({"kind": "constant", "rate_rps": 3}, duration_s=600,
                autoscaler={"policy": {"kind": "static", "replicas": 2}, "interval_s": 10},
                pricing={"spot_share": 1.0}, failures={"on_failure": "retry", "repair_s": 0},

@@ -157,7 +157,7 @@ def run_command(
 
     specs = [load_model(name) for name in (model or ["llama-3-8b"])]
     notes: list[str] = []
-    with StageProgress(enabled=not as_json) as progress:
+    with StageProgress(enabled=not as_json, command="calibrate run") as progress:
         frame = run_calibration(device, specs, quick, dtype, time_budget_s=time_budget_s, progress=progress,
                                 notes=notes)
     csv_path = write_measurements(frame, measurements_path(out))

@@ -68,7 +68,9 @@ def run(spec: SpecArg,
         return
     print_table("hours", ["hour", "requests", "SLO attained", "TTFT p99 s", "replicas", "GPU-h", "$"],
                 _hour_rows(summary))
-    typer.echo(f"{summary['n_arrived']:,} requests, attainment {summary['slo_attainment']:.4f}, "
+    from sim.fleet.billing import fmt
+
+    typer.echo(f"{summary['n_arrived']:,} requests, attainment {fmt(summary['slo_attainment'], 4)}, "
                f"{summary['hours_meeting_target']}/{summary['n_hours']} hours at the target, "
                f"{summary['gpu_hours']:.1f} GPU-hours, ${summary['dollars_per_day']:,.0f} per day; "
                f"cold start {summary['cold_start_s']['total_s']:.0f} s; {_worker_line(summary)}; wrote {out}")

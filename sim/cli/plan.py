@@ -12,6 +12,7 @@ from sim.cli.common import StageProgress, console, print_json
 from sim.cli.plan_report import print_plan
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
+from sim.inputs.budget import DEFAULT_MAX_PLAN_CANDIDATES
 from sim.run.invoke import DEFAULT_TRACE
 
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png", "k8s.yaml")  # what a plan folder may hold
@@ -118,6 +119,9 @@ def plan(
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
                                     help="N >= 2: rerun the recommended cluster under N perturbed cost models and "
                                          "report p10/p50/p90 of its capacity (plan.json recommended.uncertainty)"),
+    max_candidates: int = typer.Option(DEFAULT_MAX_PLAN_CANDIDATES, "--max-candidates",
+                                       help="refuse a search of more candidates than this (hardware x TP x layouts x "
+                                            "policies x --search values)"),
 ) -> None:
     """Size a cluster for the workload's real traffic, verify it on the whole workload, recommend the cheapest.
 
@@ -147,7 +151,7 @@ def plan(
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
     from sim.planner.defaults import default_policies, expert_parallel_flag, plan_engine, vllm_spellings
     from sim.planner.disagg import parse_pd_ratios
-    from sim.planner.knobs import parse_knob_search
+    from sim.planner.knobs import check_candidate_count, parse_knob_search
     from sim.planner.layouts import default_layouts, parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan
     from sim.planner.plots import write_plots
@@ -194,6 +198,7 @@ def plan(
         screen_keep = DEFAULT_SCREEN_KEEP
     if max_verify_runs < 1:
         raise InputError("--max-verify-runs", None, f"must be at least 1; got {max_verify_runs}")
+    check_candidate_count(hardware_names, tps, policies, knob_grid, layouts, max_candidates)
     runner = make_backend(backend, max(1, workers) if workers is not None else None, address)
     trace = load_workload(workload, workload_format, seed=base.seed)
     if isinstance(trace, ClosedLoop):
@@ -214,7 +219,7 @@ def plan(
                               max_verified=max_verified, screen_keep=screen_keep)
 
     def run_search() -> dict:
-        with StageProgress(enabled=not as_json) as progress:
+        with StageProgress(enabled=not as_json, command="plan") as progress:
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
                                backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios,
                                announce=None if as_json else lambda: console.print(slo_line(slo_spec)),

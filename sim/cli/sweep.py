@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from sim.cli.common import console, print_table
+from sim.cli.common import LONG_RUN_STEPS, ProgressLines, console, print_table
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
-from sim.inputs.budget import MAX_ROWS
+from sim.inputs.budget import DEFAULT_MAX_SWEEP_POINTS, MAX_ROWS, check_search_space
 from sim.run.invoke import DEFAULT_TRACE
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ def sweep(
     objective: str = typer.Option(None, "--objective", show_default=False,
                                   help="result column to sort by, best first [goodput_request_throughput with "
                                        "--slo, else request_throughput]"),
+    max_points: int = typer.Option(DEFAULT_MAX_SWEEP_POINTS, "--max-points",
+                                   help="refuse a grid of more points than this (each point is a simulation)"),
 ) -> None:
     """Run every combination of the --grid values over a base config, in parallel.
 
@@ -64,6 +66,7 @@ def sweep(
 
     claim([FolderOut("--out", out, SWEEP_NAMES)])  # refused before any point runs; one writer at a time
     grid_values = parse_grid(grid or [])
+    _check_grid_size(grid_values, max_points)
     engine_base, workload_base = load_base(base)
     slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput_min)
     if slo_spec is not None:
@@ -97,23 +100,42 @@ def sweep(
             console.print(f"plots: {', '.join(p.name for p in figures)}")
 
 
+def _check_grid_size(grid_values: dict[str, list], max_points: int) -> None:
+    """The grid's points, counted before one is built: above --max-points, one line and no work."""
+    import math
+
+    if max_points < 1:
+        raise InputError("--max-points", None, f"must be at least 1; got {max_points}")
+    made_of = " x ".join(f"{len(values):,} {key}" for key, values in grid_values.items()) + " values"
+    check_search_space(math.prod(len(v) for v in grid_values.values()), made_of, "points", max_points, "--grid",
+                       "--max-points")
+
+
 def _run_with_progress(points, grid_keys: list[str], out: Path, runner) -> SweepOutcome:
     from sim.sweep.runner import run_sweep
 
     bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=True,
                    disable=not console.is_terminal)
-    task = None
+    task, counts = None, {"done": 0, "total": 0}
+    lines = None if console.is_terminal else ProgressLines("sweep", min_total=LONG_RUN_STEPS)
 
     def on_start(n_to_run: int, n_skipped: int) -> None:
         nonlocal task
         if n_skipped:
             console.print(f"{n_skipped} of {n_to_run + n_skipped} points already finished in {out}; skipping them")
         task = bar.add_task("points", total=n_to_run)
+        counts["total"] = n_to_run
+
+    def on_point(row) -> None:
+        bar.advance(task)
+        counts["done"] += 1
+        if lines is not None:  # pipes and logs: a line at each tenth of a long sweep, with the time left
+            lines("points", counts["done"], counts["total"])
 
     try:
         with bar:
-            return run_sweep(points, grid_keys, out, runner, on_start, lambda row: bar.advance(task))
+            return run_sweep(points, grid_keys, out, runner, on_start, on_point)
     except KeyboardInterrupt as interrupt:  # Ctrl-C (130) or SIGTERM (143)
         from sim.cli.errors import interrupt_exit_code
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field, PositiveFloat
+from pydantic import Field
 
 from sim.errors import InputError
 from sim.fleet.profile import WEEK_S, RateProfile, Rates, TraceShapeRate, trace_shape_series
 from sim.inputs.workload.spec_models import Lengths, Seed
-from sim.schema import StrictModel
+from sim.schema import Plausible, StrictModel
 
 MAX_DAY_REQUESTS = 2_000_000_000
 SLICE_S = 1.0
@@ -42,7 +42,7 @@ class DayWorkload(StrictModel):
     kind: Literal["day"]
     duration_s: float = Field(gt=0, le=4 * WEEK_S)
     seed: Seed = 0
-    chunk_s: PositiveFloat = 300.0
+    chunk_s: Plausible("chunk_s") = 300.0
     tenants: Annotated[list[Tenant], Field(min_length=1, max_length=64)]
 
 

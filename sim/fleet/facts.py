@@ -10,38 +10,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat
+from pydantic import Field
 
 from sim.errors import InputError
 from sim.inputs.config import EngineConfig
-from sim.schema import StrictModel
+from sim.schema import Plausible, StrictModel
 from sim.yamlio import read_mapping, validate
 
 FACTS_PATH = Path(__file__).with_name("facts.yaml")
 
 
 class Prices(StrictModel):
-    on_demand: NonNegativeFloat  # $ per GPU-hour
-    reserved: NonNegativeFloat  # $ per GPU-hour, paid for every hour of the day
-    spot: NonNegativeFloat
+    on_demand: Plausible("fleet_price_usd")  # $ per GPU-hour
+    reserved: Plausible("fleet_price_usd")  # $ per GPU-hour, paid for every hour of the day
+    spot: Plausible("fleet_price_usd")
 
 
 class HardwareFacts(StrictModel):
-    storage_read_gb_s: PositiveFloat
+    storage_read_gb_s: Plausible("storage_gb_s")
     storage_source: str = ""
-    gpu_mtbf_h: PositiveFloat
+    gpu_mtbf_h: Plausible("mtbf_h")
     mtbf_source: str = ""
-    repair_s: NonNegativeFloat
+    repair_s: Plausible("fleet_wait_s")
     repair_source: str = ""
     price_per_gpu_h: Prices
     price_source: str = ""
-    spot_interruptions_per_h: NonNegativeFloat = 0.0
+    spot_interruptions_per_h: Plausible("interruptions_per_h") = 0.0
     spot_source: str = ""
 
 
 class EngineFacts(StrictModel):
-    startup_s: NonNegativeFloat
-    cuda_graph_capture_s: NonNegativeFloat
+    startup_s: Plausible("engine_startup_s")
+    cuda_graph_capture_s: Plausible("engine_startup_s")
     source: str = ""
 
 

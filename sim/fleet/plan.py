@@ -190,6 +190,20 @@ def candidates(spec: DaySpec, capacity_rps: float, base_dir: Path | None = None)
     return out, float(rate.max()), float(rate.min())
 
 
+def _check_fleet_size(peak_rps: float, capacity_rps: float) -> None:
+    """The candidates span every reserved base up to the peak's count, each a fleet the spec schema
+    must hold (MAX_FLEET_REPLICAS): counted before one is built, so a peak a replica serves only a
+    millionth of is one line, not millions of candidates."""
+    from sim.errors import InputError
+    from sim.fleet.spec import MAX_FLEET_REPLICAS
+
+    most = math.ceil(peak_rps * 1.1 / (capacity_rps * min(UTILISATIONS))) + MAX_HEADROOM
+    if most > MAX_FLEET_REPLICAS:
+        raise InputError("workload", None, f"the day's peak of {peak_rps:,.4g} req/s needs up to {most:,} replicas "
+                                           f"of {capacity_rps:.4g} req/s each, above the fleet limit of "
+                                           f"{MAX_FLEET_REPLICAS:,}; plan a lighter day or a faster replica")
+
+
 def _cold_start_s(spec: DaySpec, cfg, facts) -> float:
     from sim.inputs.model import load_model
     from sim.run.simulate import _replica_parts
@@ -217,6 +231,8 @@ def plan_day(spec: DaySpec, base_dir: Path | None = None, probe_s: float = PROBE
         raise InputError("--screen", None, f"needs a day of at least {SCREEN_MIN_DAY_S / 3600:g} h; "
                                            f"this one is {spec.workload.duration_s / 3600:g} h")
     capacity_rps, probes = replica_capacity_rps(spec, base_dir, probe_s)
+    t_s = np.arange(0.0, spec.workload.duration_s, 60.0)
+    _check_fleet_size(float(DayGenerator(spec.workload, base_dir).rate_rps(t_s).max()), capacity_rps)
     if replays.progress is not None:
         replays.progress(f"one replica serves {capacity_rps:.3f} req/s at the SLO ({len(probes)} probes of "
                          f"{probe_s:g} s, {time.perf_counter() - wall_start_s:.0f} s)")

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from sim.fleet.daygen import DayWorkload
 from sim.inputs.config import SLO
-from sim.schema import StrictModel
+from sim.schema import Plausible, StrictModel
 
 MAX_FLEET_REPLICAS = 10_000
 # Shortest autoscaler decision interval: Kubernetes' HPA syncs every 15 s by default; below a
@@ -55,7 +55,7 @@ class Predictive(StrictModel):
 
     kind: Literal["predictive"]
     rate_per_replica_rps: PositiveFloat
-    lead_s: NonNegativeFloat | None = None
+    lead_s: Plausible("fleet_wait_s") | None = None
     margin: float = Field(0.1, ge=0, le=10)
     reactive: TargetTracking | None = None
 
@@ -66,8 +66,8 @@ Policy = Annotated[StaticPolicy | TargetTracking | Predictive, Field(discriminat
 class Autoscaler(StrictModel):
     policy: Policy
     interval_s: float = Field(30.0, ge=MIN_AUTOSCALER_INTERVAL_S)
-    cooldown_up_s: NonNegativeFloat = 60.0
-    cooldown_down_s: NonNegativeFloat = 300.0  # scale in only to the largest count wanted over this window
+    cooldown_up_s: Plausible("fleet_wait_s") = 60.0
+    cooldown_down_s: Plausible("fleet_wait_s") = 300.0  # scale in only to the largest count wanted over this window
     min_replicas: PositiveInt = Field(1, le=MAX_FLEET_REPLICAS)
     max_replicas: PositiveInt = Field(64, le=MAX_FLEET_REPLICAS)
     headroom: NonNegativeInt = Field(0, le=MAX_FLEET_REPLICAS)  # N + k: k replicas above what the policy wants
@@ -76,6 +76,9 @@ class Autoscaler(StrictModel):
     def _bounds(self) -> Autoscaler:
         if self.min_replicas > self.max_replicas:
             raise ValueError("min_replicas must be <= max_replicas")
+        if isinstance(self.policy, StaticPolicy) and self.policy.replicas > self.max_replicas:
+            raise ValueError(f"policy.replicas: {self.policy.replicas} is above max_replicas ({self.max_replicas}); "
+                             f"a static fleet would be cut to {self.max_replicas} without a word")
         return self
 
 
@@ -83,7 +86,7 @@ class ScheduledFailure(StrictModel):
     """Failure at `at_s` of `count` ready replicas (a node of 8 GPUs holds 8 / tp of them): the
     ones with the most requests, or from index `replica` on among the ready ones (launch order)."""
 
-    at_s: NonNegativeFloat
+    at_s: Plausible("fleet_wait_s")
     replica: NonNegativeInt | None = None
     count: PositiveInt = Field(1, le=MAX_FLEET_REPLICAS)
 
@@ -97,7 +100,7 @@ class Failures(StrictModel):
     mtbf: bool = False
     schedule: list[ScheduledFailure] = []
     on_failure: Literal["retry", "lost"] = "retry"
-    repair_s: NonNegativeFloat | None = None
+    repair_s: Plausible("fleet_wait_s") | None = None
 
 
 class Pricing(StrictModel):
@@ -119,6 +122,18 @@ class FleetSpec(StrictModel):
     pricing: Pricing = Pricing()
     facts: dict | None = None  # overrides of sim/fleet/facts.yaml entries (same shape)
 
+    @model_validator(mode="after")
+    def _counts_within_the_pool(self) -> FleetSpec:
+        """A fleet never holds more than `max_replicas`: a start or reserved base above it would be
+        silently cut (or billed for replicas that never run)."""
+        most = self.autoscaler.max_replicas
+        for name, count in (("initial_replicas", self.initial_replicas),
+                            ("pricing.reserved_replicas", self.pricing.reserved_replicas)):
+            if count is not None and count > most:
+                raise ValueError(f"{name}: {count} is above autoscaler.max_replicas ({most}); "
+                                 f"raise max_replicas or ask for at most {most}")
+        return self
+
 
 class DaySpec(StrictModel):
     workload: DayWorkload
@@ -130,6 +145,16 @@ class DaySpec(StrictModel):
 
 
 def load_day_spec(path: Path) -> DaySpec:
+    """The spec, refused when its day carries no traffic at all (every rate 0 all day): there is
+    nothing to replay, plan or bill, and no share of the day's requests to weigh tenants by."""
+    from sim.errors import InputError
+    from sim.fleet.daygen import DayGenerator
+    from sim.fleet.facts import load_facts
     from sim.yamlio import read_mapping, validate
 
-    return validate(DaySpec, read_mapping(path), path)
+    spec = validate(DaySpec, read_mapping(path), path)
+    load_facts(spec.fleet.facts, f"{path}: fleet.facts")  # its overrides' ranges, named in the user's file
+    if DayGenerator(spec.workload, path.parent, str(path)).expected_requests() <= 0:
+        raise InputError(path, "workload.tenants", "the day carries no traffic (every rate is 0 all day); "
+                                                   "give a tenant a rate above 0")
+    return spec

@@ -31,6 +31,11 @@ MAX_CLUSTER_REPLICAS = 20_000
 MAX_CAPTURE_SIZES = 4096  # CUDA-graph capture sizes of one preset (each <= MAX_TOKENS)
 MAX_HOST_GIB = 2.0**20  # host memory one replica may ask for (swap, CPU prefix cache): 1 PiB
 MAX_TIME_S = 1e10  # any simulated time (arrivals, waits, latencies): ~300 years; sums stay finite
+# Search spaces, counted before the first point exists: each sweep point is a whole simulation
+# (seconds to minutes), each plan candidate a rate search of several; 1,000 of either is hours on a
+# laptop. A flag raises each default (`sweep --max-points`, `plan --max-candidates`).
+DEFAULT_MAX_SWEEP_POINTS = 1_000
+DEFAULT_MAX_PLAN_CANDIDATES = 1_000
 
 
 def require(amount: float, limit: float, what: str, inputs: str, where: str = "budget") -> None:
@@ -39,6 +44,14 @@ def require(amount: float, limit: float, what: str, inputs: str, where: str = "b
     if not math.isfinite(amount) or amount > limit:
         raise InputError(where, inputs, f"asks for {_count(amount)} {what}, above the limit of {_count(limit)}; "
                                         "ask for less")
+
+
+def check_search_space(count: int, made_of: str, what: str, limit: int, where: str, limit_flag: str) -> None:
+    """InputError `where: <made_of> make <count> <what>, above <limit_flag> <limit>` before any work
+    when a search space is larger than its limit; the count is a product of list lengths (exact)."""
+    if count > limit:
+        raise InputError(where, None, f"{made_of} make {count:,} {what}, above {limit_flag} {limit:,}; ask for "
+                                      f"fewer or raise {limit_flag}")
 
 
 def check_rate_qps(rate_qps: float, where: str, field: str | None = None, also: str = "") -> None:
@@ -62,6 +75,7 @@ def _count(value: float) -> str:
     return f"{value:,.0f}" if value < 1e15 else f"{value:.3g}"
 
 
-__all__ = ["MAX_CAPTURE_SIZES", "MAX_CLUSTER_REPLICAS", "MAX_HASH_IDS", "MAX_HOST_GIB", "MAX_PREFIX_BLOCKS",
+__all__ = ["DEFAULT_MAX_PLAN_CANDIDATES", "DEFAULT_MAX_SWEEP_POINTS",
+           "MAX_CAPTURE_SIZES", "MAX_CLUSTER_REPLICAS", "MAX_HASH_IDS", "MAX_HOST_GIB", "MAX_PREFIX_BLOCKS",
            "MAX_RATE_QPS", "MAX_REPLAYS", "MAX_REQUEST_RUNS", "MAX_ROWS", "MAX_SEQUENCES", "MAX_TIME_S", "MAX_TOKENS",
-           "MAX_TOTAL_TOKENS", "check_layouts", "check_rate_qps", "require"]
+           "MAX_TOTAL_TOKENS", "check_layouts", "check_rate_qps", "check_search_space", "require"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
 
-from sim.schema import StrictModel
+from sim.schema import Plausible, StrictModel
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 Fraction = Field(gt=0, le=1)
@@ -36,8 +36,8 @@ class Efficiency(StrictModel):
     paged_attention_memory: dict[PositiveInt, float]
     allreduce_bus: float = Fraction
     roofline_blend: float = Field(ge=1)
-    kernel_launch_us: float = Field(ge=0)
-    step_overhead_us: float = Field(ge=0)
+    kernel_launch_us: Plausible("kernel_us")
+    step_overhead_us: Plausible("step_overhead_us")
     # Tile quantization of GEMM M in the compute term (M rounded up to a multiple of this);
     # None (the default) leaves M as is. Calibration may set it (see sim/cost/roofline.py).
     gemm_tile_tokens: PositiveInt | None = None
@@ -56,7 +56,7 @@ class Efficiency(StrictModel):
     # Memory efficiency of the elementwise kernels (norms, rotary, activation, adds); None: `memory`.
     elementwise_memory: float | None = Field(default=None, gt=0, le=1)
     # Fixed time per layer of those kernels together (launches, tiny-tensor floors); None: 5 launches.
-    elementwise_fixed_us: float | None = Field(default=None, ge=0)
+    elementwise_fixed_us: Plausible("kernel_us") | None = None
     # GEMM compute efficiency ceiling per weight dtype, replacing gemm_compute_max for GEMMs whose
     # weights are in that dtype (e.g. {fp4: 0.4}: FP4 tensor-core kernels reach a smaller share of
     # their higher peak than bf16 ones). None / a dtype not listed: gemm_compute_max.
@@ -74,7 +74,7 @@ class Efficiency(StrictModel):
     # The host's dispatch time per GEMM kernel launched eagerly (no CUDA graph): an eager kernel takes at
     # least this long (max(floor, kernel)). Applied by the engine layer only to steps that run outside a
     # captured CUDA graph (sim/inputs/engines/eager.py); graph replays never pay it. None: not modelled (0).
-    eager_gemm_floor_us: float | None = Field(default=None, ge=0)
+    eager_gemm_floor_us: Plausible("kernel_us") | None = None
 
     @model_validator(mode="after")
     def _waves_come_whole(self) -> Efficiency:

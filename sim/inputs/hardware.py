@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_valida
 from sim.errors import InputError
 from sim.inputs.efficiency import Efficiency
 from sim.paths import bundled_dir
-from sim.schema import StrictModel
+from sim.schema import Plausible, StrictModel
 from sim.yamlio import read_mapping, validate
 
 GIB = 2**30
@@ -21,33 +21,33 @@ Fraction = Field(gt=0, le=1)
 
 class Compute(StrictModel):
     model_config = _STRICT
-    dense_bf16_tflops: PositiveFloat
-    dense_fp8_tflops: PositiveFloat | None = None
-    dense_int8_tops: PositiveFloat | None = None
-    dense_fp4_tflops: PositiveFloat | None = None  # Blackwell NVFP4/MXFP4 tensor cores
+    dense_bf16_tflops: Plausible("tensor_tflops")
+    dense_fp8_tflops: Plausible("tensor_tflops") | None = None
+    dense_int8_tops: Plausible("tensor_tflops") | None = None
+    dense_fp4_tflops: Plausible("tensor_tflops") | None = None  # Blackwell NVFP4/MXFP4 tensor cores
     # streaming multiprocessors (datasheet); calibration's GEMM wave model spreads output tiles over them
-    n_sms: PositiveInt | None = None
+    n_sms: Plausible("sm_count", int) | None = None
 
 
 class Memory(StrictModel):
     model_config = _STRICT
-    hbm_capacity_gib: PositiveFloat
-    hbm_bandwidth_gb_s: PositiveFloat
-    runtime_reserve_gib: float = Field(ge=0)
+    hbm_capacity_gib: Plausible("hbm_gib")
+    hbm_bandwidth_gb_s: Plausible("hbm_gb_s")
+    runtime_reserve_gib: Plausible("reserve_gib")
 
 
 class Interconnect(StrictModel):
     model_config = _STRICT
-    gpu_link_gb_s: PositiveFloat
-    gpu_link_latency_us: float = Field(ge=0)
-    host_link_gb_s: PositiveFloat
-    max_gpus_per_node: PositiveInt
+    gpu_link_gb_s: Plausible("link_gb_s")
+    gpu_link_latency_us: Plausible("link_latency_us")
+    host_link_gb_s: Plausible("link_gb_s")
+    max_gpus_per_node: Plausible("gpus_per_node", int)
     # GPUs joined by one NVLink/NVSwitch (or xGMI) fabric: 8 on an HGX board, 72 on a GB200 NVL72
     # rack. None: one node (max_gpus_per_node). Collectives beyond it cross the scale-out network.
-    scale_up_domain_gpus: PositiveInt | None = None
+    scale_up_domain_gpus: Plausible("domain_gpus", int) | None = None
     # scale-out NIC per GPU (RDMA: InfiniBand/RoCE), per direction; None where no standard system is bundled
-    network_gb_s: PositiveFloat | None = None
-    network_latency_us: float | None = Field(None, ge=0)
+    network_gb_s: Plausible("link_gb_s") | None = None
+    network_latency_us: Plausible("link_latency_us") | None = None
     # how the GPUs of a node are linked (engines enable custom all-reduce kernels on full NVLink only)
     gpu_link_kind: Literal["nvlink", "pcie", "xgmi"] | None = None
 
@@ -58,9 +58,9 @@ class LinkFit(StrictModel):
     switches algorithm (vLLM's custom all-reduce: one-shot below 512 KiB on 4 GPUs, two-shot above)."""
 
     model_config = _STRICT
-    latency_us: float = Field(ge=0)
-    bus_gb_s: PositiveFloat
-    above_bytes: PositiveFloat | None = None
+    latency_us: Plausible("collective_latency_us")
+    bus_gb_s: Plausible("link_gb_s")
+    above_bytes: Plausible("message_bytes") | None = None
     above: LinkFit | None = None
 
     @model_validator(mode="after")
@@ -104,7 +104,7 @@ class HardwareProfile(StrictModel):
     compute: Compute
     memory: Memory
     interconnect: Interconnect
-    cost_per_hour_usd: PositiveFloat | None = None
+    cost_per_hour_usd: Plausible("gpu_hour_usd") | None = None
     efficiency: Efficiency
     provenance: str
     calibration: dict | None = None

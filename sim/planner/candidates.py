@@ -22,6 +22,7 @@ from sim.inputs.layout.memory import RAISE_TP_HINT, plan_memory
 from sim.inputs.model import load_model
 from sim.planner.billing import Billing, billing_of
 from sim.planner.layouts import LAYOUT_KNOBS, LayoutGrid, layout_label, replica_gpus
+from sim.schema import plausible_check
 from sim.yamlio import validate
 
 
@@ -93,6 +94,9 @@ def parse_prices(texts: list[str] | None, hardware: list[str]) -> dict[str, floa
             price = float("nan")
         if not price > 0 or price == float("inf"):
             raise InputError("--price", name, f"must be $ per GPU-hour > 0; got {value!r}")
+        problem = plausible_check("gpu_hour_usd", price)  # sim/specs/plausible.yaml, as a profile's price
+        if problem is not None:
+            raise InputError("--price", name, problem)
         if name in prices:
             raise InputError("--price", name, "given twice")
         prices[name] = price

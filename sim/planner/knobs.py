@@ -11,8 +11,10 @@ and better on one.
 from __future__ import annotations
 
 import itertools
+import math
 
 from sim.errors import InputError
+from sim.inputs.budget import check_search_space
 from sim.inputs.config import EngineConfig
 from sim.sweep.grid import _parse_grid_option
 
@@ -33,6 +35,20 @@ def parse_knob_search(options: list[str]) -> dict[str, list]:
             raise InputError("--search", key, "given twice; list all its values in one --search")
         grid[key] = _parse_grid_option(option, "--search")[1]
     return grid
+
+
+def check_candidate_count(hardware: list[str], tps: list[int], policies: list[str], knob_grid: dict[str, list],
+                          layouts, max_candidates: int) -> None:
+    """The plan's search space counted before any candidate is built (each costs a rate search of
+    several simulations): above `--max-candidates`, one line with the count and its factors."""
+    if max_candidates < 1:
+        raise InputError("--max-candidates", None, f"must be at least 1; got {max_candidates}")
+    layouts_per_tp = [1 if layouts is None else len(layouts.variants(tp)) for tp in tps]
+    factors = [f"{len(hardware):,} hardware", f"{len(tps):,} tp" if layouts is None else
+               f"{sum(layouts_per_tp):,} tp x layouts", f"{len(policies):,} policies"]
+    factors += [f"{len(values):,} {key}" for key, values in knob_grid.items()]
+    count = len(hardware) * sum(layouts_per_tp) * len(policies) * math.prod(len(v) for v in knob_grid.values())
+    check_search_space(count, " x ".join(factors), "candidates", max_candidates, "--search", "--max-candidates")
 
 
 def knob_settings(grid: dict[str, list]) -> list[dict]:

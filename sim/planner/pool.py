@@ -34,7 +34,7 @@ from typing import Literal
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator
 
 from sim.errors import InputError
-from sim.schema import StrictModel
+from sim.schema import Plausible, StrictModel
 from sim.yamlio import read_mapping, validate
 
 MAX_POOL_MODELS = 64
@@ -55,7 +55,7 @@ class PoolModel(StrictModel):
 
 class PoolSpec(StrictModel):
     hardware: str
-    price_usd_per_gpu_hour: PositiveFloat | None = None
+    price_usd_per_gpu_hour: Plausible("gpu_hour_usd") | None = None
     billing: Literal["gpu", "node", "rack"] | None = None
     tp: list[PositiveInt] = Field([1, 2, 4, 8], min_length=1)
     policy: list[Literal["static", "continuous", "chunked", "radix"]] | None = Field(None, min_length=1)  # None: plan's

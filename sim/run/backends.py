@@ -54,6 +54,8 @@ def make_backend(name: str, workers: int | None, address: str | None):
         if address is not None:
             raise InputError("--address", None, "only with --backend ray")
         return LocalBackend(workers or default_workers())
+    if address is not None:
+        check_reachable(address)  # before any work: one line within seconds, not minutes of Ray's retries
     return RayBackend(address, workers or default_workers())
 
 

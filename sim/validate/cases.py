@@ -140,7 +140,7 @@ def _engine_args(path, line, text: str, column: str = "engine_args") -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise InputError(f"{path}:{line}", column, f"items are key=value (got {item!r})")
-        args[key] = value
+        args[key] = {"true": True, "false": False}.get(value, value)  # flags as flags: config schemas take no text
     return args
 
 

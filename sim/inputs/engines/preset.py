@@ -19,13 +19,12 @@ from pydantic import Field, PositiveInt, model_validator
 
 from sim.errors import InputError
 from sim.inputs.budget import MAX_CAPTURE_SIZES
-from sim.schema import MAX_TOKENS, StrictModel
+from sim.schema import MAX_TOKENS, Plausible, StrictModel
 from sim.yamlio import read_mapping, validate
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
-# StrictModel: unknown keys refused, finite floats only (no .inf/.nan), no true/false for numbers.
-MAX_OVERHEAD_US = 1e6  # an engine's CPU cost per step, sequence or token: a second is no engine's
-NonNegative = Field(ge=0, le=MAX_OVERHEAD_US)
+# StrictModel: unknown keys refused, finite floats only (no .inf/.nan), no true/false for numbers; the
+# CPU costs and scheduler sizes are plausible ranges of sim/specs/plausible.yaml.
 CaptureSize = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 
 
@@ -33,10 +32,10 @@ class Scheduling(StrictModel):
     """Scheduler knobs, named as infersim's config keys (= vLLM's names where they exist)."""
 
     policy: Literal["static", "continuous", "chunked", "radix"]
-    max_num_seqs: PositiveInt
-    max_num_batched_tokens: PositiveInt
-    chunk_size: PositiveInt | None = None  # largest prompt chunk one request takes per step
-    block_size: PositiveInt
+    max_num_seqs: Plausible("batch_seqs", int)
+    max_num_batched_tokens: Plausible("batch_tokens", int)
+    chunk_size: Plausible("batch_tokens", int) | None = None  # largest prompt chunk one request takes per step
+    block_size: Plausible("block_tokens", int)
     preemption_mode: Literal["recompute", "swap"] = "recompute"
     kv_admission: Literal["on_demand", "reserve_full"] = "on_demand"  # see sim/inputs/config.py
     radix_ordering: Literal["fcfs", "lpm"] = "fcfs"
@@ -87,27 +86,27 @@ class Overhead(StrictModel):
     `num_scheduler_steps` > 1 (vLLM multi-step) schedules once per that many decode steps, so a
     decode step pays 1/n of the per-step and per-sequence cost."""
 
-    per_step_us: float = NonNegative
-    per_seq_us: float = NonNegative
-    per_token_us: float = NonNegative
+    per_step_us: Plausible("step_overhead_us")
+    per_seq_us: Plausible("seq_overhead_us")
+    per_token_us: Plausible("token_overhead_us")
     overlap: bool = False
-    residue_us: float = Field(0.0, ge=0, le=MAX_OVERHEAD_US)
+    residue_us: Plausible("step_overhead_us") = 0.0
     num_scheduler_steps: PositiveInt = 1
     # the batch of step n+1 is formed when step n is launched (vLLM V1 async scheduling, SGLang and
     # TensorRT-LLM overlap schedulers): a request arriving during step n joins step n+2 (sim/engine/replica.py)
     async_scheduling: bool = False
     # the API server's request path, per request (sim/engine/frontend.py): added to TTFT and E2E
-    frontend_ms: float = Field(0.0, ge=0, le=60_000)
+    frontend_ms: Plausible("frontend_ms") = 0.0
 
 
 class LargeGpuScheduling(StrictModel):
     """Defaults the engine picks instead of `scheduling`'s on GPUs with at least `min_hbm_gib` of
     memory whose profile name contains none of `except_names` (vLLM >= 0.9.1: >= 70 GiB, not A100)."""
 
-    min_hbm_gib: float = Field(gt=0)
+    min_hbm_gib: Plausible("hbm_gib")
     except_names: list[str] = []
-    max_num_seqs: PositiveInt
-    max_num_batched_tokens: PositiveInt
+    max_num_seqs: Plausible("batch_seqs", int)
+    max_num_batched_tokens: Plausible("batch_tokens", int)
 
     def applies(self, hw) -> bool:
         return hw.memory.hbm_capacity_gib >= self.min_hbm_gib and not any(n in hw.name for n in self.except_names)
@@ -119,10 +118,10 @@ class CustomAllreduce(StrictModel):
     group is `pcie_max_world_size` GPUs or fewer). Otherwise NCCL (`allreduce_kind: engine`)."""
 
     world_sizes: list[PositiveInt]
-    max_bytes: PositiveInt
+    max_bytes: Plausible("message_bytes", int)
     pcie_max_world_size: int = Field(2, ge=0)
     # a group size with its own limit (TensorRT-LLM's custom workspace: 16 MB for 2 GPUs, 8 MB above)
-    max_bytes_by_world_size: dict[PositiveInt, PositiveInt] = {}
+    max_bytes_by_world_size: dict[PositiveInt, Plausible("message_bytes", int)] = {}
 
     def max_bytes_for(self, world_size: int) -> int:
         """The largest message the custom kernel takes on a group of `world_size` GPUs."""

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, model_validator
 
 from sim.errors import InputError
-from sim.schema import MAX_TOKENS, StrictModel
+from sim.schema import Plausible, StrictModel
 
 AttentionKind = Literal["full", "sliding", "chunked"]
 WEIGHT_GROUPS = ("attention", "dense_mlp", "experts", "shared_experts", "router", "embedding")  # embedding: + LM head
@@ -31,11 +31,12 @@ WEIGHT_GROUPS = ("attention", "dense_mlp", "experts", "shared_experts", "router"
 class MoE(StrictModel):
     """Routed experts (top-k of n per token) and the experts every token goes through."""
 
-    n_experts: PositiveInt
-    experts_per_token: PositiveInt
-    expert_intermediate_size: PositiveInt | None = None  # None: the model's intermediate_size (Mixtral)
-    n_shared_experts: NonNegativeInt = 0
-    shared_intermediate_size: PositiveInt | None = None  # width of ONE shared expert; None: the expert width
+    n_experts: Plausible("experts", int)
+    experts_per_token: Plausible("experts", int)
+    expert_intermediate_size: Plausible("ffn_width", int) | None = None  # None: the model's intermediate_size (Mixtral)
+    n_shared_experts: Plausible("shared_experts", int) = 0
+    # width of ONE shared expert; None: the expert width
+    shared_intermediate_size: Plausible("ffn_width", int) | None = None
     dense_layers: list[NonNegativeInt] = []  # layers whose MLP is dense (intermediate_size wide)
     # max / mean tokens per expert of a step (1: balanced). A measured term: see docs/models.md.
     load_imbalance: float = Field(1.0, ge=1.0)
@@ -54,11 +55,11 @@ class MLA(StrictModel):
     """Multi-head latent attention: K and V are rebuilt from a kv_lora_rank latent that is cached
     with one shared qk_rope_head_dim-wide RoPE key per token."""
 
-    q_lora_rank: PositiveInt | None  # None: q is projected directly from the hidden state (V2-Lite)
-    kv_lora_rank: PositiveInt
-    qk_nope_head_dim: PositiveInt
-    qk_rope_head_dim: PositiveInt
-    v_head_dim: PositiveInt
+    q_lora_rank: Plausible("lora_rank", int) | None  # None: q is projected directly from the hidden state (V2-Lite)
+    kv_lora_rank: Plausible("lora_rank", int)
+    qk_nope_head_dim: Plausible("head_dim", int)
+    qk_rope_head_dim: Plausible("head_dim", int)
+    v_head_dim: Plausible("head_dim", int)
 
 
 class ModelSpec(StrictModel):
@@ -66,25 +67,26 @@ class ModelSpec(StrictModel):
 
     name: str
     hf_name: str = ""
-    n_layers: PositiveInt
-    hidden_size: PositiveInt
-    n_heads: PositiveInt
-    n_kv_heads: PositiveInt
-    head_dim: PositiveInt
-    intermediate_size: PositiveInt
-    vocab_size: PositiveInt
-    max_position_embeddings: int = Field(ge=1, le=MAX_TOKENS)
+    n_layers: Plausible("layers", int)
+    hidden_size: Plausible("hidden_size", int)
+    n_heads: Plausible("heads", int)
+    n_kv_heads: Plausible("heads", int)
+    head_dim: Plausible("head_dim", int)
+    intermediate_size: Plausible("ffn_width", int)
+    vocab_size: Plausible("vocab", int)
+    max_position_embeddings: Plausible("context_tokens", int)
     mlp: Literal["gated", "plain"] = "gated"
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
     layer_attention: list[AttentionKind] | None = None  # None: every layer full attention
-    window_tokens: PositiveInt | None = None  # W of the sliding / chunked layers
+    window_tokens: Plausible("context_tokens", int) | None = None  # W of the sliding / chunked layers
     attention_sinks: bool = False  # a learned per-head logit (gpt-oss): no KV, negligible FLOPs
-    mtp_layers: NonNegativeInt = 0  # next-n prediction layers (DeepSeek-V3 MTP), loaded for speculation
+    mtp_layers: Plausible("extra_layers", int) = 0  # next-n prediction layers (DeepSeek-V3 MTP), loaded for speculation
     weight_dtypes: dict[str, str] | None = None  # checkpoint dtype per WEIGHT_GROUPS entry
-    extra_weight_params: NonNegativeInt = 0  # weights loaded but not in the text decoder (a vision tower)
+    # weights loaded but not in the text decoder (a vision tower)
+    extra_weight_params: Plausible("extra_params", int) = 0
     provenance: str = ""
 
     @model_validator(mode="after")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sim.errors import InputError
+from sim.schema import plausible_check
 
 # Fields that change parameter counts, KV size or cost wherever they appear. A family reader
 # reads the ones it models; one present (not null / false / 0 / empty) and unread is refused.
@@ -20,6 +21,20 @@ MATH_FIELDS = frozenset({
     "full_attention_interval", "layers_block_type", "linear_num_value_heads", "cross_attention_layers",
     "num_experts_per_token", "moe_num_experts", "zero_expert_num", "o_lora_rank",
 })
+
+# config.json counts and sizes -> their entry of the plausible-range table (sim/specs/plausible.yaml),
+# checked as they are read: a config with 10^9 layers is refused before any list of layers is built
+PLAUSIBLE_KEYS = {
+    "num_hidden_layers": "layers", "hidden_size": "hidden_size", "num_attention_heads": "heads",
+    "num_key_value_heads": "heads", "head_dim": "head_dim", "vocab_size": "vocab", "intermediate_size": "ffn_width",
+    "moe_intermediate_size": "ffn_width", "shared_expert_intermediate_size": "ffn_width",
+    "intermediate_size_mlp": "ffn_width", "n_routed_experts": "experts", "num_local_experts": "experts",
+    "num_experts": "experts", "num_experts_per_tok": "experts", "experts_per_token": "experts",
+    "n_shared_experts": "shared_experts",
+    "sliding_window": "context_tokens", "attention_chunk_size": "context_tokens", "kv_lora_rank": "lora_rank",
+    "q_lora_rank": "lora_rank", "qk_nope_head_dim": "head_dim", "qk_rope_head_dim": "head_dim",
+    "v_head_dim": "head_dim", "num_nextn_predict_layers": "extra_layers",
+}
 
 
 class HFConfig:
@@ -55,6 +70,9 @@ class HFConfig:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             kind = "positive integer" if minimum == 1 else f"integer >= {minimum}"
             raise self.error(key, f"must be a {kind} (a Hugging Face config.json field); got {value!r}")
+        problem = plausible_check(PLAUSIBLE_KEYS[key], value) if key in PLAUSIBLE_KEYS and value else None
+        if problem is not None:
+            raise self.error(key, problem)
         return value
 
     def opt_int(self, key: str, minimum: int = 1) -> int | None:
