@@ -114,6 +114,9 @@ def print_trust(trust: dict | None, best: dict) -> None:
                           "whole-workload run passed, but the cluster runs past its estimated capacity (add a "
                           "replica, or rerun on a longer workload before trusting it)", style="bold yellow",
                           soft_wrap=True)
+    steady = steady_line(best)
+    if steady:
+        console.print(f"  steady state: {steady}", soft_wrap=True)
     if best.get("nodes") is not None:
         console.print(f"  whole nodes: {best['nodes']} x {best['gpus_per_node']} GPUs = "
                       f"${best['whole_node_cost_per_hour_usd']:.2f}/hour if GPUs come by the node", soft_wrap=True)
@@ -124,6 +127,23 @@ def print_trust(trust: dict | None, best: dict) -> None:
     for reason in trust["extrapolating"]:
         console.print(f"  extrapolating: {reason}", soft_wrap=True)
     console.print(f"  validation: {trust['validation']['line']}", soft_wrap=True)
+
+
+def steady_line(row: dict) -> str | None:
+    """How long the runs that decided the row were, in request lifetimes (sim.run.steady_state): the
+    passing search point at its capacity and the passing verification run."""
+    point = next((p for p in row.get("search_points", []) if p["passes"]
+                  and p["rate_qps"] == row["max_qps_per_replica"]), None)
+    parts = []
+    if point and point.get("steady"):
+        st = point["steady"]
+        parts.append(f"capacity read from {st['n_requests']:,} requests ({st['measured_lifetimes']:.2g} request "
+                     f"lifetimes judged after {st['warmup_lifetimes']:.2g} of warm-up)")
+    run = next((r for r in row.get("verification") or [] if r["passes"] and r["replicas"] == row["replicas"]), None)
+    if run and run.get("steady_state"):
+        st = run["steady_state"]
+        parts.append(f"verified on {st['n_requests']:,} requests ({st['measured_lifetimes']:.2g} lifetimes judged)")
+    return "; ".join(parts) or None
 
 
 def billing_line(row: dict) -> str:

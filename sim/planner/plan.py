@@ -124,6 +124,7 @@ def costed(search: CandidateSearch, replicas: int, target_qps: float, mean_token
         "usd_per_m_total_tokens": cost_per_hour / (tokens_per_hour * (mean_input_tokens + mean_output_tokens)) * 1e6,
         "binding_slo": search.binding_slo, "binding_detail": search.binding_detail,
         "search_points": [p.to_dict() for p in search.outcome.points],
+        "engine_config": cfg.model_dump(mode="json"),  # one replica as simulated: rerun it with EngineConfig(**this)
     }
 
 
