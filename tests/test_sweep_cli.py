@@ -19,7 +19,7 @@ from sim.sweep.grid import expand, load_base, parse_grid
 from sim.sweep.point import run_point
 
 REPO = Path(__file__).resolve().parents[1]
-GRID_4X4 = ["--grid", "max_num_seqs=32,64,128,256", "--grid", "block_size=8,16,32,64"]
+GRID_4X4 = ["--grid", "max_num_seqs=32,64,128,256", "--grid", "block_size=16,32,64,128"]
 # qps 20 loads the replica enough that the knobs matter; 300 requests make a point take ~0.1-0.4 s
 WORKLOAD = ["--grid", "qps=20", "--max-requests", "300"]
 KILL_AFTER_N_PARTS = 3
@@ -86,7 +86,7 @@ def test_kill_9_midway_then_rerun_ends_with_exactly_16_rows(tmp_path):
     frame = pd.read_parquet(out / "results.parquet")
     assert len(frame) == 16 and frame["point_id"].is_unique and len(_parts(out)) == 16
     pairs = set(zip(frame["max_num_seqs"], frame["block_size"], strict=True))
-    assert pairs == set(itertools.product([32, 64, 128, 256], [8, 16, 32, 64]))
+    assert pairs == set(itertools.product([32, 64, 128, 256], [16, 32, 64, 128]))
     assert (frame["n_finished"] == 300).all() and (frame["qps"] == 20.0).all()
     for name in ("sweep_max_num_seqs.png", "sweep_block_size.png", "heatmap_request_throughput.png",
                  "heatmap_ttft_s_p99.png"):
@@ -94,7 +94,7 @@ def test_kill_9_midway_then_rerun_ends_with_exactly_16_rows(tmp_path):
 
     # the rows equal a point simulated here in-process (what was stored before the kill and after)
     points = expand(load_base(None)[0], {"max_requests": 300},  # the CLI's base: plan's engine preset
-                    parse_grid(["max_num_seqs=32,256", "block_size=8", "qps=20"]))
+                    parse_grid(["max_num_seqs=32,256", "block_size=16", "qps=20"]))
     assert all(point.config["engine"] == "vllm" for point in points)
     for point in points:
         expected = run_point(point)
@@ -113,11 +113,11 @@ def test_kill_9_midway_then_rerun_ends_with_exactly_16_rows(tmp_path):
     (["--grid", "x"], "error: --grid: 'x' is not key=v1,v2"),
     (["--grid", "max_num_seqs=abc"], "error: --grid: max_num_seqs: Input should be a valid integer"),
     ([], "error: --grid: give at least one"),
-    (["--grid", "block_size=8", "--workers", "0"], "error: --workers: must be at least 1"),
-    (["--grid", "block_size=8", "--backend", "dask"], "error: --backend: 'dask'; one of local, ray"),
-    (["--grid", "block_size=8", "--address", "auto"], "error: --address: only with --backend ray"),
-    (["--grid", "block_size=8", "--base", "missing.yaml"], "error: missing.yaml: cannot read file"),
-    (["--grid", "block_size=8", "--max-requests", "0"], "error: --max-requests: must be in [1, 100,000,000]"),
+    (["--grid", "block_size=16", "--workers", "0"], "error: --workers: must be at least 1"),
+    (["--grid", "block_size=16", "--backend", "dask"], "error: --backend: 'dask'; one of local, ray"),
+    (["--grid", "block_size=16", "--address", "auto"], "error: --address: only with --backend ray"),
+    (["--grid", "block_size=16", "--base", "missing.yaml"], "error: missing.yaml: cannot read file"),
+    (["--grid", "block_size=16", "--max-requests", "0"], "error: --max-requests: must be in [1, 100,000,000]"),
 ])
 def test_bad_sweep_input_is_one_line_and_exit_2(tmp_path, args, words):
     result = CliRunner().invoke(app, ["sweep", *args, "--out", str(tmp_path / "out")])
@@ -129,7 +129,7 @@ def test_bad_sweep_input_is_one_line_and_exit_2(tmp_path, args, words):
 
 
 def test_a_missing_trace_fails_in_the_worker_as_one_line(tmp_path):
-    result = CliRunner().invoke(app, ["sweep", "--grid", "block_size=8,16", "--trace", str(tmp_path / "no.csv"),
+    result = CliRunner().invoke(app, ["sweep", "--grid", "block_size=16,32", "--trace", str(tmp_path / "no.csv"),
                                       "--workers", "1", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1

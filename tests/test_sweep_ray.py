@@ -12,7 +12,7 @@ from sim.sweep.runner import run_sweep
 
 ray = pytest.importorskip("ray")
 
-GRID = ["max_num_seqs=32,256", "block_size=8,32", "qps=20"]
+GRID = ["max_num_seqs=32,256", "block_size=16,32", "qps=20"]
 IGNORED = ["wall_time_s"]  # the only column that may differ between backends
 
 
@@ -46,7 +46,7 @@ def test_ray_rows_equal_local_rows(tmp_path, local_ray):
 
 
 def test_ray_resumes_like_local(tmp_path, local_ray):
-    points = expand({}, {"max_requests": 50}, parse_grid(["block_size=8,16,32"]))
+    points = expand({}, {"max_requests": 50}, parse_grid(["block_size=16,32,64"]))
     first = run_sweep(points[:1], ["block_size"], tmp_path, LocalBackend(1))
     with RayBackend(None, 2) as backend:
         second = run_sweep(points, ["block_size"], tmp_path, backend)
@@ -57,7 +57,7 @@ def test_ray_resumes_like_local(tmp_path, local_ray):
 def test_a_worker_input_error_comes_back_as_one(tmp_path, local_ray):
     from sim.errors import InputError
 
-    points = expand({}, {"trace": str(tmp_path / "no_such.csv")}, parse_grid(["block_size=8"]))
+    points = expand({}, {"trace": str(tmp_path / "no_such.csv")}, parse_grid(["block_size=16"]))
     with pytest.raises(InputError):
         run_sweep(points, ["block_size"], tmp_path / "out", RayBackend(None, 2))
 
