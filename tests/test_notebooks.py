@@ -112,7 +112,10 @@ def test_capacity_planning_notebook_gives_the_cli_plan(tmp_path, monkeypatch):
     from_cli = json.loads((tmp_path / "cli" / "plan.json").read_text())
     from_notebook = json.loads((tmp_path / "notebook_plan.json").read_text())
     assert from_notebook == from_cli
-    assert from_cli["recommended"]["verified"] and from_cli["recommended"]["verified_run"]["n_requests"] == 300
+    verified = from_cli["recommended"]["verified_run"]
+    # the whole 300-request workload, tiled as far as steady state needs (sim.run.steady_state)
+    assert from_cli["recommended"]["verified"] and verified["n_requests"] >= 300
+    assert verified["steady_state"]["long_enough"] and verified["steady_state"]["n_requests"] == verified["n_requests"]
     assert from_cli["launch"]["engine"] == "vllm" and from_cli["recommended"]["policy"] == "radix"
     assert from_cli["launch"]["simulated"].startswith("# infersim simulated: vLLM 0.15")
     assert "--disable-custom-all-reduce" not in from_cli["launch"]["command"]
