@@ -21,7 +21,7 @@ import typing
 import yaml
 from pydantic import BaseModel
 
-from tests.malformed_corpus import HF, MODEL, OK, PRESET, PROFILE, TRACE, Case
+from tests.malformed_corpus import DAY, HF, MODEL, OK, PRESET, PROFILE, TRACE, Case
 
 SCALES = (("x1e3", 1e3), ("x1e9", 1e9), ("1e300", None))
 # (kind, dotted field, scale label) still plausible after scaling, and why the run is correct
@@ -86,23 +86,9 @@ def _scaled(value, factor):
     return int(value * factor) if isinstance(value, int) else value * factor
 
 
-DAY_DOC = yaml.safe_load("""workload:
-  kind: day
-  duration_s: 20
-  seed: 0
-  chunk_s: 10
-  tenants:
-    - name: chat
-      rate: {base: {kind: constant, rate_rps: 2}}
-      lengths: {prompt: {kind: fixed, value: 100}, output: {kind: fixed, value: 10}}
-engine: {model: llama-3.1-8b, hardware: h100-sxm, engine: vllm}
-fleet:
-  router: round_robin
-  autoscaler: {policy: {kind: target, metric: queue_length, target: 4}, interval_s: 10, cooldown_up_s: 60,
-               min_replicas: 1, max_replicas: 2}
-  failures: {repair_s: 600}
-slo: {ttft_s: 2.0, tpot_s: 0.1}
-""")
+DAY_DOC = yaml.safe_load(DAY)  # the hostile corpus's day, with the cooldown and repair fields its cases scale
+DAY_DOC["fleet"]["autoscaler"]["cooldown_up_s"] = 60
+DAY_DOC["fleet"]["failures"] = {"repair_s": 600}
 
 FACTS_DOC = {"hardware": {"h100-sxm": {"storage_read_gb_s": 0.43, "gpu_mtbf_h": 50676, "repair_s": 3600,
                                        "price_per_gpu_h": {"on_demand": 12.29, "reserved": 6.5, "spot": 4.92},

@@ -19,6 +19,7 @@ from tests.malformed_corpus import (
     CASES as MALFORMED_CASES,
 )
 from tests.malformed_corpus import (
+    DAY,
     GOOD_SYNTH,
     OK,
     TRACE,
@@ -31,25 +32,6 @@ from tests.malformed_corpus import (
 
 TRACE_30 = "arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i * 0.5},100,10\n" for i in range(30))
 LENGTHS = "num_prefill_tokens,num_decode_tokens\n10,5\n"
-DAY = """workload:
-  kind: day
-  duration_s: 20
-  seed: 0
-  chunk_s: 10
-  tenants:
-    - name: chat
-      rate: {base: {kind: constant, rate_rps: 2}}
-      lengths: {prompt: {kind: fixed, value: 100}, output: {kind: fixed, value: 10}}
-engine: {model: llama-3.1-8b, hardware: h100-sxm, engine: vllm}
-fleet:
-  router: round_robin
-  autoscaler:
-    policy: {kind: target, metric: queue_length, target: 4}
-    interval_s: 10
-    min_replicas: 1
-    max_replicas: 2
-slo: {ttft_s: 2.0, tpot_s: 0.1}
-"""
 # command -> (argv that runs correctly on the case folder's files, those files)
 BASES = {
     "memory": ("memory", {}),

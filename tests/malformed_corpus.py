@@ -572,3 +572,25 @@ CASES = [
     case("name-with-bidi-override", ["memory", "-m", "{d}/m\u202eyaml.txt"], "\\u202e"),
     case("name-with-escape-in-csv", ["simulate", "-t", "{d}/t.csv", "--csv", "{d}/\x1b]0;x\x07/r.csv"], "\\x1b]0;x\\x07 does not exist", t__csv=TRACE),
 ]
+
+
+# a short autoscaled day (two chunks of 10 s, up to two replicas): the base of the day-spec cases
+DAY = """workload:
+  kind: day
+  duration_s: 20
+  seed: 0
+  chunk_s: 10
+  tenants:
+    - name: chat
+      rate: {base: {kind: constant, rate_rps: 2}}
+      lengths: {prompt: {kind: fixed, value: 100}, output: {kind: fixed, value: 10}}
+engine: {model: llama-3.1-8b, hardware: h100-sxm, engine: vllm}
+fleet:
+  router: round_robin
+  autoscaler:
+    policy: {kind: target, metric: queue_length, target: 4}
+    interval_s: 10
+    min_replicas: 1
+    max_replicas: 2
+slo: {ttft_s: 2.0, tpot_s: 0.1}
+"""

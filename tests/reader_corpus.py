@@ -24,6 +24,7 @@ from sim.validate.measured.vllm_bench import PER_REQUEST_KEYS
 from tests.destination_corpus import Fifo, Symlink
 from tests.malformed_corpus import (
     BENCH,
+    DAY,
     GEMM_ROW,
     GOOD_SYNTH,
     HF,
@@ -76,8 +77,6 @@ T = {"t.csv": TRACE}
 
 def readers() -> dict[str, Reader]:
     """Every file reader of the CLI, by name: the command line that reads it and a valid file."""
-    from tests.hostile_corpus import DAY  # (hostile_corpus imports this module at its end)
-
     return {**_READERS, "day-spec": Reader("day run {f} --out {d}/out --no-plot", "day.yaml", yaml.safe_load(DAY)),
             "day-plan-spec": Reader("day plan {f}", "day.yaml", yaml.safe_load(DAY))}
 

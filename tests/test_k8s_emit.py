@@ -148,15 +148,21 @@ def test_a_gb200_tp8_replica_is_a_leader_worker_set():
     assert manifests_yaml(plan).startswith("# infersim simulated: vLLM 0.15")
 
 
-def test_sglang_multi_node_pods_take_their_rank_and_the_leader_address():
+def _dp8_over_nodes(engine: str):
+    """DeepSeek-R1 fp8 on H200, tp2 x dp8 with EP (16 GPUs, two nodes): its config and the validated
+    LeaderWorkerSet's leaderWorkerTemplate."""
     from sim.inputs.config import EngineConfig
     from sim.planner.k8s import manifests
 
     cfg = EngineConfig(model="deepseek-r1", weight_dtype="fp8", hardware="h200", tp=2, dp=8,
-                       enable_expert_parallel=True, engine="sglang", policy="chunked")
+                       enable_expert_parallel=True, engine=engine, policy="chunked")
     docs = manifests(_plan_of(cfg))
     _validate_all(docs)
-    template = docs[0]["spec"]["leaderWorkerTemplate"]
+    return cfg, docs[0]["spec"]["leaderWorkerTemplate"]
+
+
+def test_sglang_multi_node_pods_take_their_rank_and_the_leader_address():
+    cfg, template = _dp8_over_nodes("sglang")
     for role in ("leaderTemplate", "workerTemplate"):
         container = template[role]["spec"]["containers"][0]
         assert container["image"].startswith("lmsysorg/sglang") and container["command"][:2] == ["python3", "-m"]
@@ -170,14 +176,7 @@ def test_sglang_multi_node_pods_take_their_rank_and_the_leader_address():
 
 
 def test_vllm_data_parallel_ranks_over_nodes_run_headless_workers():
-    from sim.inputs.config import EngineConfig
-    from sim.planner.k8s import manifests
-
-    cfg = EngineConfig(model="deepseek-r1", weight_dtype="fp8", hardware="h200", tp=2, dp=8,
-                       enable_expert_parallel=True, engine="vllm", policy="chunked")
-    docs = manifests(_plan_of(cfg))
-    _validate_all(docs)
-    template = docs[0]["spec"]["leaderWorkerTemplate"]
+    _, template = _dp8_over_nodes("vllm")
     leader = template["leaderTemplate"]["spec"]["containers"][0]
     worker = template["workerTemplate"]["spec"]["containers"][0]
     assert leader["command"] == ["vllm", "serve"]
