@@ -1,0 +1,129 @@
+"""The engine (sim/engine/sched: decode runs, runs past finishes, residue counting, scalar fast paths)
+gives what the reference stepper (sim/engine/reference: one step, one batch, no fast path) gives, on
+bundled traces: the same requests table (every column: arrival, scheduled, first token, finish, token
+counts, preemptions, status, reject reasons), the same steps table (batch size, prefill and decode
+tokens, KV blocks used: exact; start and duration: to rounding) and the same summary.
+
+Integers and text must be identical. Times may differ by rounding only, because the two sum floats
+in different orders: the engine moves its clock by a decode run's summed step times (`np.add.reduce`,
+then SimPy's `now + duration`) and records a run's later inter-token gaps as its step times, where the
+reference adds one step at a time and takes gaps as differences of clock readings; the engine prices a
+decode run's steps through `HotPath.decode_run` / `decode_steps_until` (Python's `**` may differ from
+numpy's in the last bit); its KV integrals over a run are dot products; SimPy lands an arrival at
+`now + (arrival - now)`. So a time (seconds, or milliseconds in the summary) may differ by 1e-12 of
+the run's clock (its makespan), and every other float (throughputs, KV utilisation and fragmentation)
+by 1e-12 relative.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sim.inputs.config import EngineConfig
+from sim.run.invoke import load_run_workload
+from sim.run.reference import simulate_reference
+from sim.run.simulate import simulate
+from sim.run.summary import requests_columns, summarize
+
+TOLERANCE = 1e-12
+
+# (name, workload (bundled trace or spec, rate scale, requests, seed), engine knobs, what the case must exercise)
+CASES = [
+    ("conv", ("splitwise_conv", 4, 300, 0), {}, {}),
+    ("conv-preempts", ("splitwise_conv", 4, 300, 0), {"num_gpu_blocks_override": 600}, {"preemptions"}),
+    ("conv-swaps", ("splitwise_conv", 4, 300, 0), {"num_gpu_blocks_override": 600, "preemption_mode": "swap"},
+     {"preemptions"}),
+    ("conv-reserve-full", ("splitwise_conv", 4, 300, 0), {"num_gpu_blocks_override": 600,
+                                                           "kv_admission": "reserve_full"}, {}),
+    ("conv-few-seats", ("splitwise_conv", 8, 300, 0), {"max_num_seqs": 8, "max_num_batched_tokens": 1024}, {}),
+    ("code", ("splitwise_code", 2, 300, 0), {}, {}),
+    ("azure-conv", ("AzureLLMInferenceTrace_conv", 1, 300, 0), {}, {}),
+    ("azure-code-tight", ("AzureLLMInferenceTrace_code", 1, 300, 0), {"num_gpu_blocks_override": 300},
+     {"preemptions", "rejections"}),
+    ("mooncake-rejects", ("mooncake_conversation", 0.25, 80, 0), {"max_model_len": 16384}, {"rejections"}),
+    ("sharegpt-seed-1", ("workloads/poisson_sharegpt.yaml", None, 300, 1), {}, {}),
+    ("sharegpt-seed-2", ("workloads/poisson_sharegpt.yaml", 3, 300, 2), {"num_gpu_blocks_override": 800},
+     {"preemptions"}),
+    ("vllm-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.6"}, {}),
+    ("70b-tp4", ("splitwise_conv", 4, 300, 0), {"model": "llama-2-70b", "tp": 4, "max_num_seqs": 32}, {}),
+]
+
+
+def run_both(workload_args, knobs):
+    name, rate_scale, n_requests, seed = workload_args
+    workload = load_run_workload(name, rate_scale=rate_scale, max_requests=n_requests, seed=seed)
+    cfg = EngineConfig(latency_attribution=False, record_steps=True, **knobs)
+    return simulate(cfg, workload), simulate_reference(cfg, workload)
+
+
+def assert_close(path: str, engine, reference, clock_s: float) -> None:
+    """`engine` and `reference` (summary values, nested) equal: floats to rounding (module docstring)."""
+    if isinstance(engine, dict):
+        assert engine.keys() == reference.keys(), path
+        for key in engine:
+            assert_close(f"{path}.{key}", engine[key], reference[key], clock_s)
+    elif isinstance(engine, float) and isinstance(reference, float):
+        if path.endswith("_ms") or "_ms." in path:
+            bound = TOLERANCE * clock_s * 1e3
+        elif path.endswith("_s") or "_s." in path:
+            bound = TOLERANCE * clock_s
+        else:
+            bound = TOLERANCE * max(abs(engine), abs(reference))
+        assert math.isnan(engine) and math.isnan(reference) or abs(engine - reference) <= bound, \
+            (path, engine, reference)
+    else:
+        assert engine == reference, (path, engine, reference)
+
+
+def assert_same_columns(what: str, engine: dict, reference: dict, clock_s: float) -> None:
+    assert list(engine) == list(reference), what
+    for column in engine:
+        x, y = np.asarray(engine[column]), np.asarray(reference[column])
+        assert x.shape == y.shape, (what, column)
+        if x.dtype.kind == "f" and column != "kv_blocks_used":
+            far = ~np.isclose(x, y, rtol=0, atol=TOLERANCE * clock_s, equal_nan=True)
+            assert not far.any(), (what, column, np.flatnonzero(far)[:5], x[far][:5], y[far][:5])
+        else:
+            assert np.array_equal(x, y), (what, column, np.flatnonzero(x != y)[:5])
+
+
+@pytest.mark.parametrize(("workload_args", "knobs", "exercises"), [case[1:] for case in CASES],
+                         ids=[case[0] for case in CASES])
+def test_engine_equals_reference_stepper(workload_args, knobs, exercises):
+    engine, reference = run_both(workload_args, knobs)
+    clock_s = engine.sim_duration_s
+    assert_same_columns("requests", requests_columns(engine), requests_columns(reference), clock_s)
+    steps = engine.recorder.steps_frame()
+    assert_same_columns("steps", {column: steps[column].to_numpy() for column in steps.columns},
+                        reference.recorder.steps_columns(), clock_s)
+    summary, reference_summary = summarize(engine), summarize(reference)
+    summary.pop("wall_time_s"), reference_summary.pop("wall_time_s")
+    assert_close("summary", summary, reference_summary, clock_s)
+    assert summary["n_finished"] > 0
+    if "preemptions" in exercises:
+        assert summary["preemptions"] > 0
+    if "rejections" in exercises:
+        assert summary["n_rejected"] > 0
+
+
+def test_latency_attribution_leaves_the_schedule_alone():
+    """With attribution on (the default) the engine costs single steps through its attribution parts;
+    its requests (attribution columns aside) still equal the reference's."""
+    workload = load_run_workload("splitwise_conv", rate_scale=4, max_requests=300)
+    cfg = EngineConfig(num_gpu_blocks_override=600)
+    engine = requests_columns(simulate(cfg, workload))
+    reference_run = simulate_reference(cfg.model_copy(update={"latency_attribution": False}), workload)
+    reference = requests_columns(reference_run)
+    assert_same_columns("requests", {column: engine[column] for column in reference}, reference,
+                        reference_run.sim_duration_s)
+
+
+def test_reference_refuses_what_it_does_not_model():
+    workload = load_run_workload("splitwise_conv", max_requests=10)
+    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True},
+                  {"engine": "vllm@0.15", "policy": "continuous"}):
+        with pytest.raises(ValueError, match="does not cover"):
+            simulate_reference(EngineConfig(**{"latency_attribution": False, **knobs}), workload)
