@@ -213,13 +213,13 @@ def simulate(
         return
     print_summary(output.summary)
     print_intervals(output.summary)
-    print_load_warnings(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""
         console.print(f"wrote {out}/summary.json, requests.parquet{steps} and bench_serve.json (vllm bench serve's "
                       f"result shape)")
     if csv is not None:
         console.print(f"wrote {csv}")
+    print_load_warnings(output.summary)  # last: a run that exits 0 having rejected requests ends saying so
 
 
 def _workload(trace, trace_format, rate_scale, max_requests, seed, qps, trace_qps):

@@ -53,10 +53,24 @@ class PrefillRole:
                 self.coordinator.handoff(self, rid, end_s)
         return n_done
 
+    def output_tokens_held(self, rid: int) -> int:
+        """The first token at most: a request's output is decoded elsewhere, so a prompt that fits this
+        cache is never refused here for an output that only the decode replica will hold."""
+        return min(1, super().output_tokens_held(rid))
+
+    def reservation_tokens(self, rid: int) -> int:
+        """Under `reserve_full`, the prompt and first token, never the whole output: TensorRT-LLM's
+        disaggregated server sends a context server the request with max_tokens=1 (context_only), so
+        GUARANTEED_NO_EVICT reserves prompt + 1 tokens there."""
+        return int(self.table.prompt_tokens[rid]) + self.output_tokens_held(rid)
+
     def release_handed_off(self, rid: int) -> None:
-        """The request's KV has landed elsewhere (or it was rejected there): free its blocks here."""
+        """The request's KV has landed elsewhere (or it was rejected there): give back everything it
+        held here, its blocks and (under `reserve_full`) its reservation, which otherwise stays
+        counted until no new prompt fits and the waiting ones are rejected."""
         self.handing_off.discard(rid)
         self.on_release(rid)
+        self.unreserve([rid])
         self.blocks.free_request(rid)
 
     def blocked_on_transfers(self) -> bool:

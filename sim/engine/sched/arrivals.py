@@ -30,13 +30,18 @@ class Arrivals:
         prompt = int(t.prompt_tokens[rid])
         if prompt >= self.max_model_len:
             return f"prompt of {prompt} tokens leaves no room under max_model_len={self.max_model_len}"
-        total = prompt + int(t.output_tokens[rid])
+        total = prompt + self.output_tokens_held(rid)
         n_samples = len(t.rows_of(rid))
         shared = prompt // b.block_size  # full prompt blocks all samples share
         need = shared + n_samples * (-(-total // b.block_size) - shared)
         if need > b.n_blocks - b.watermark_blocks:
             return f"prompt+output need {need} KV blocks; the cache holds {b.n_blocks}"
         return None
+
+    def output_tokens_held(self, rid: int) -> int:
+        """Output tokens whose KV `rid` keeps in this replica's cache: all of them (a disaggregated
+        prefill replica keeps none: sim/engine/disagg/roles.py)."""
+        return int(self.table.output_tokens[rid])
 
     def _reject(self, rid: int, reason: str, now_s: float) -> None:
         t = self.table

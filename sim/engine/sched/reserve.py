@@ -21,12 +21,17 @@ class Reservations:
         if rid in self._reserved_blocks:
             return True
         b = self.blocks
-        final = -(-int(self.table.final_tokens[rid]) // b.block_size)
+        final = -(-self.reservation_tokens(rid) // b.block_size)
         if self._n_reserved + final > b.n_blocks - b.watermark_blocks:
             return False
         self._reserved_blocks[rid] = final
         self._n_reserved += final
         return True
+
+    def reservation_tokens(self, rid: int) -> int:
+        """Tokens `rid` will have in this replica's cache at its end: its whole prompt and output here
+        (a prefill replica of a disaggregated cluster holds less: sim/engine/disagg/roles.py)."""
+        return int(self.table.final_tokens[rid])
 
     def unreserve(self, rids) -> None:
         """Requests that leave (finished, preempted, or not admitted after all) give their reservation back."""
