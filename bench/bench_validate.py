@@ -7,7 +7,10 @@ and every case the simulator cannot express with its reason. Targets, on the sco
 per source and <= 10 % overall; on the real vLLM V1 serving runs, mean E2E and per-token time
 <= 6 % and mean TTFT <= 15 % (P99 TTFT is reported, not targeted), and no false saturation.
 
-    python bench/bench_validate.py [--max-sim-requests 3000] [--cases FILE ...]
+    python bench/bench_validate.py [--max-sim-requests 3000] [--cases FILE ...] [--split score]
+
+`--split` keeps the cases of one half only; the per-engine table at the end gives, per case engine
+and metric, the median |error| and the median signed error (predicted - measured) / measured.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from pathlib import Path
 
 from sim.validate.cases import load_cases
-from sim.validate.report import kept_up_rows, summary_rows
+from sim.validate.report import engine_metric_rows, kept_up_rows, summary_rows
 from sim.validate.run import DEFAULT_MAX_SIM_REQUESTS, predict
 
 # per-metric targets on the score half (issue 29: real serving runs); other rows: 8 % per source, 10 % overall
@@ -33,9 +36,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-sim-requests", type=int, default=DEFAULT_MAX_SIM_REQUESTS)
     parser.add_argument("--cases", nargs="*", type=Path, default=None)
+    parser.add_argument("--split", choices=("fit", "score"), default=None, help="only this half's cases")
     args = parser.parse_args()
     wall_start_s = time.perf_counter()
-    preds = [predict(c, None, args.max_sim_requests) for c in load_cases(args.cases)]
+    cases = [c for c in load_cases(args.cases) if args.split is None or c.split == args.split]
+    preds = [predict(c, None, args.max_sim_requests) for c in cases]
     wall_s = time.perf_counter() - wall_start_s
     print(f"{'source':<72} {'cases':>5} {'n/a':>4} {'fit':>7} {'score':>7} {'all':>7}  target (score half)")
     for row in summary_rows(preds):
@@ -63,6 +68,10 @@ def main() -> None:
             print(f"cannot express {p.case.case_id}: {p.reason}")
     worst = sorted((p for p in preds if p.error is not None), key=lambda p: -abs(p.error))[:8]
     print("largest errors:", ", ".join(f"{p.case.case_id} {p.error:+.1%}" for p in worst))
+    print(f"{'engine':<8} {'metric':<32} {'cases':>5} {'n/a':>4} {'median |err|':>12} {'median signed':>13}")
+    for row in engine_metric_rows(preds):
+        print(f"{row['engine']:<8} {row['metric']:<32} {row['n_cases']:>5} {row['n_cannot_express']:>4} "
+              f"{_pct(row['median_abs_error']):>12} {_pct(row['median_signed_error']):>13}")
     print(f"{len(preds)} cases in {wall_s:.0f} s wall (2 shared CPU cores: noisy)")
 
 

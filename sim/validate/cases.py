@@ -11,12 +11,18 @@ Workloads: `fixed_batch` (num_requests identical requests of input_len/output_le
 the vLLM latency test), `infinite_rate` (num_requests fixed-length requests all queued at t=0:
 trtllm-bench, offline throughput), `sharegpt` (num_requests (prompt, output) pairs sampled with
 seed 0 from the bundled ShareGPT length statistics, all at t=0), `closed_loop` (concurrency
-clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency`),
+clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency`; with
+`workload_args` `range_ratio=0.8` each request's input and output length is drawn uniformly from the
+integers [int(0.8 L), L], as the benchmark's random dataset does, seed 0),
 `shared_prefix_stages` (constant-rate load stages over shared-prefix prompts, inference-perf's
 `constant` load with `shared_prefix` data; its parameters and the stage a row reads are in
 `workload_args`, see sim/validate/staged.py), `steady_decode` (a decode server measured alone:
 every attention rank decoding `concurrency` sequences of input_len + output_len tokens, the
 running batch's output tok/s; sim/validate/steady_decode.py).
+
+Metrics: mean / median / p99 of TTFT, TPOT (per request, (E2E - TTFT) / (output - 1)) and E2E in ms;
+request/s; output tok/s of the whole run, or per GPU (`output_throughput_per_gpu_tok_s`: the run's
+output tok/s over its tp x pp GPUs).
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ OPTIONAL = ("case_id", "engine_version", "kv_dtype", "input_len", "output_len", 
             "note", "workload_args", "pp")
 WORKLOADS = ("fixed_batch", "infinite_rate", "sharegpt", "closed_loop", "shared_prefix_stages", "steady_decode")
 METRICS = ("mean_e2e_latency_ms", "mean_ttft_ms", "mean_tpot_ms", "request_throughput_req_s",
-           "output_throughput_tok_s", "p99_ttft_ms")
+           "output_throughput_tok_s", "p99_ttft_ms", "median_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
+           "median_e2e_latency_ms", "p99_e2e_latency_ms", "output_throughput_per_gpu_tok_s")
 SPLITS = ("fit", "score", "")
 
 
@@ -159,10 +166,30 @@ def _row_case(path: Path, line: int, row: dict) -> Case:
         output_len=_int(path, line, row, "output_len", required=fixed_lengths),
         concurrency=_int(path, line, row, "concurrency", required=workload in ("closed_loop", "steady_decode")),
         engine_args=_engine_args(path, line, str(row.get("engine_args", ""))),
-        workload_args=_engine_args(path, line, str(row.get("workload_args", "")), "workload_args"),
+        workload_args=_workload_args(path, line, row, workload),
         split=_choice(path, line, row, "split", SPLITS), note=str(row.get("note", "")).strip(), file=str(path),
         pp=_pp(path, line, row),
     ))
+
+
+RANDOM_LENGTH_WORKLOADS = ("fixed_batch", "infinite_rate", "closed_loop")  # take workload_args range_ratio
+
+
+def _workload_args(path: Path, line: int, row: dict, workload: str) -> dict:
+    """The row's workload_args; outside shared_prefix_stages (which checks its own) only `range_ratio`,
+    and only for the fixed-length workloads: a key nothing reads is refused, not ignored."""
+    args = _engine_args(path, line, str(row.get("workload_args", "")), "workload_args")
+    if workload in ("shared_prefix_stages", "steady_decode"):
+        return args
+    allowed = ("range_ratio",) if workload in RANDOM_LENGTH_WORKLOADS else ()
+    unknown = sorted(set(args) - set(allowed))
+    if unknown:
+        raise InputError(f"{path}:{line}", f"workload_args.{unknown[0]}",
+                         f"not read by workload {workload}; allowed: {', '.join(allowed) or 'none'}")
+    if "range_ratio" in args:
+        strict_number(str(args["range_ratio"]), f"{path}:{line}", "workload_args.range_ratio", low=0.0, low_open=True,
+                      high=1.0)
+    return args
 
 
 def _pp(path: Path, line: int, row: dict) -> int:

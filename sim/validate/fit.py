@@ -88,7 +88,8 @@ def tap_case(case: Case, engine: str, max_sim_requests: int = DEFAULT_MAX_SIM_RE
     prefill = steps["prefill_tokens"].to_numpy(dtype=float)
     gpu_s = steps["step_time_s"].to_numpy(dtype=float)
     return TappedCase(case, steps["batch_size"].to_numpy(dtype=float), prefill + steps["decode_tokens"].to_numpy(),
-                      prefill == 0, gpu_s, _metric(summary, case.metric), float(result.sim_duration_s))
+                      prefill == 0, gpu_s, _metric(summary, case.metric, case.tp * case.pp),
+                      float(result.sim_duration_s))
 
 
 OBJECTIVES = ("mean", "median")

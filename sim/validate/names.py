@@ -19,7 +19,8 @@ ENGINE_ALIASES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", 
                   "trtllm": "trtllm", "lmdeploy": "lmdeploy", "turbomind": "lmdeploy"}
 DTYPE_ALIASES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "fp8": "fp8",
                  "int8": "int8", "w8a8": "int8", "int4": "int4", "awq": "int4", "gptq": "int4", "w4a16": "int4",
-                 "fp4": "fp4", "nvfp4": "nvfp4"}
+                 "fp4": "fp4", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
+                 "auto": "auto"}  # auto: as the checkpoint stores its weights (per-group dtypes of the model spec)
 
 
 def gpu_name(where: str, text: str) -> str:

@@ -34,7 +34,23 @@ def summary_rows(preds: list[Prediction]) -> list[dict]:
     return rows
 
 
-TAIL_METRICS = ("p99_ttft_ms",)  # reported per metric, left out of a source's and the overall median
+TAIL_METRICS = ("p99_ttft_ms", "p99_tpot_ms", "p99_e2e_latency_ms")  # reported per metric, left out of a source's
+# and the overall median
+
+
+def engine_metric_rows(preds: list[Prediction]) -> list[dict]:
+    """One row per (case engine, metric): cases, expressed, median |error| and median signed error
+    (predicted - measured) / measured: the signed one says whether the presets run fast or slow."""
+    rows = []
+    for engine in sorted({p.case.engine for p in preds}):
+        for metric in sorted({p.case.metric for p in preds if p.case.engine == engine}):
+            group = [p for p in preds if p.case.engine == engine and p.case.metric == metric]
+            signed = [p.error for p in group if p.error is not None]
+            rows.append({"engine": engine, "metric": metric, "n_cases": len(group),
+                         "n_cannot_express": sum(p.predicted is None for p in group),
+                         "median_abs_error": _median_abs(group),
+                         "median_signed_error": float(np.median(signed)) if signed else None})
+    return rows
 
 
 def kept_up_rows(preds: list[Prediction]) -> list[dict]:

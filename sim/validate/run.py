@@ -98,33 +98,61 @@ def _trtllm_attention_dp(case: Case, value: str) -> dict:
 ENGINE_LAYOUT_ARGS = {"enable_attention_dp": _trtllm_attention_dp}
 
 
+RANDOM_LENGTHS_SEED = 0  # the benchmark's random dataset (vLLM's benchmark_serving) draws with --seed 0
+
+
 def case_workload(case: Case, n_requests: int) -> Trace | ClosedLoop:
-    """Fixed-length requests, or for `sharegpt` the first `n_requests` ShareGPT pairs vLLM's
-    benchmark would draw (seed 0) from the table tokenized for the case's model; all at t = 0
-    unless a closed loop sends them."""
+    """Fixed-length requests (or lengths drawn uniformly from [int(r x L), L] when the case's
+    workload_args give `range_ratio=r`, the benchmark's random dataset), or for `sharegpt` the first
+    `n_requests` ShareGPT pairs vLLM's benchmark would draw (seed 0) from the table tokenized for the
+    case's model; all at t = 0 unless a closed loop sends them."""
     if case.workload == "sharegpt":
         table = table_for_model(model_name(case.case_id, case.model))
         prompt, output = sample_like_vllm(*load_table(table), n_requests, SHAREGPT_SEED, where=case.case_id)
     else:
-        prompt = np.full(n_requests, case.input_len, dtype=np.int64)
-        output = np.full(n_requests, case.output_len, dtype=np.int64)
+        prompt, output = _fixed_or_random_lengths(case, n_requests)
     trace = Trace(np.zeros(n_requests), prompt, output, source=f"validation case {case.case_id}")
     if case.workload == "closed_loop":
         return ClosedLoop(trace, concurrency=int(case.concurrency))
     return trace
 
 
-def _metric(summary: dict, metric: str) -> float:
-    if metric == "mean_e2e_latency_ms":
-        return summary["e2e_s"]["mean"] * 1e3
-    if metric == "mean_ttft_ms":
-        return summary["ttft_s"]["mean"] * 1e3
-    if metric == "mean_tpot_ms":
-        return summary["tpot_s"]["mean"] * 1e3
-    if metric == "p99_ttft_ms":
-        return summary["ttft_s"]["p99"] * 1e3
+def range_ratio(case: Case) -> float | None:
+    """The case's `range_ratio` workload argument (None: fixed lengths; sim.validate.cases checked it)."""
+    text = case.workload_args.get("range_ratio")
+    return None if text is None else float(text)
+
+
+def _fixed_or_random_lengths(case: Case, n_requests: int) -> tuple[np.ndarray, np.ndarray]:
+    """Input and output lengths: the case's, or uniform integers in [int(ratio x L), L] (the random
+    dataset of vLLM's benchmark_serving: `randint(int(L * range_ratio), L + 1)`, inputs drawn first)."""
+    ratio = range_ratio(case)
+    if ratio is None:
+        fixed = (case.input_len, case.output_len)
+        return tuple(np.full(n_requests, length, dtype=np.int64) for length in fixed)  # type: ignore[return-value]
+    rng = np.random.default_rng(RANDOM_LENGTHS_SEED)
+    lengths = []
+    for length in (int(case.input_len), int(case.output_len)):
+        lengths.append(rng.integers(max(int(length * ratio), 1), length + 1, size=n_requests, dtype=np.int64))
+    return lengths[0], lengths[1]
+
+
+_LATENCY_METRICS = {  # metric -> (summary key, statistic)
+    "mean_e2e_latency_ms": ("e2e_s", "mean"), "median_e2e_latency_ms": ("e2e_s", "p50"),
+    "p99_e2e_latency_ms": ("e2e_s", "p99"), "mean_ttft_ms": ("ttft_s", "mean"), "median_ttft_ms": ("ttft_s", "p50"),
+    "p99_ttft_ms": ("ttft_s", "p99"), "mean_tpot_ms": ("tpot_s", "mean"), "median_tpot_ms": ("tpot_s", "p50"),
+    "p99_tpot_ms": ("tpot_s", "p99"),
+}
+
+
+def _metric(summary: dict, metric: str, n_gpus: int) -> float:
+    if metric in _LATENCY_METRICS:
+        key, statistic = _LATENCY_METRICS[metric]
+        return summary[key][statistic] * 1e3
     if metric == "request_throughput_req_s":
         return summary["request_throughput"]
+    if metric == "output_throughput_per_gpu_tok_s":
+        return summary["output_throughput_tok_s"] / n_gpus
     return summary["output_throughput_tok_s"]
 
 
@@ -144,14 +172,30 @@ def predict(case: Case, engine: str | None = None, max_sim_requests: int = DEFAU
         return Prediction(case, value, why, 0, cfg.engine or "")
     n = min(case.num_requests, max_sim_requests) if case.workload != "fixed_batch" else case.num_requests
     try:
-        result = simulate(cfg, case_workload(case, n))
+        summary, reject_reason = _simulated_summary(cfg, case, n)
     except InputError as exc:
         return Prediction(case, None, exc.line(), 0, cfg.engine or "")
-    summary = summarize(result)
     if summary["n_finished"] < n:
-        return Prediction(case, None, f"{summary['n_rejected']} of {n} requests rejected "
-                                      f"({next(iter(result.table.reject_reason.values()), '')})", n, cfg.engine or "")
-    return Prediction(case, _metric(summary, case.metric), "", n, cfg.engine or "")
+        return Prediction(case, None, f"{summary['n_rejected']} of {n} requests rejected ({reject_reason})", n,
+                          cfg.engine or "")
+    return Prediction(case, _metric(summary, case.metric, case.tp * case.pp), "", n, cfg.engine or "")
+
+
+_SUMMARIES: dict[tuple, tuple[dict, str]] = {}  # the last few simulations (one measured run has several metric rows)
+_SUMMARIES_KEPT = 32
+
+
+def _simulated_summary(cfg: EngineConfig, case: Case, n_requests: int) -> tuple[dict, str]:
+    """(the run's summary, the first reject reason) of simulating `case`'s workload under `cfg`; rows
+    of one measured run (same config, model and workload, other metric) share one simulation."""
+    key = (cfg.model_dump_json(), case.model, case.workload, case.input_len, case.output_len, case.concurrency,
+           tuple(sorted(case.workload_args.items())), n_requests)
+    if key not in _SUMMARIES:
+        result = simulate(cfg, case_workload(case, n_requests))
+        if len(_SUMMARIES) >= _SUMMARIES_KEPT:
+            _SUMMARIES.pop(next(iter(_SUMMARIES)))
+        _SUMMARIES[key] = (summarize(result), str(next(iter(result.table.reject_reason.values()), "")))
+    return _SUMMARIES[key]
 
 
 def _predict_staged(case: Case, cfg: EngineConfig) -> Prediction:
