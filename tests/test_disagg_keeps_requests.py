@@ -86,3 +86,20 @@ def test_an_exit_0_run_that_rejected_for_lack_of_kv_ends_saying_so(tmp_path):
     assert last.startswith("rejected: 20 requests; first: prompt+output need 18 KV blocks; the cache holds 8"), last
     rejections = json.loads((out / "summary.json").read_text())["rejections"]
     assert rejections["n"] == 20 and rejections["first_reason"].startswith("prompt+output need 18 KV blocks")
+
+
+@pytest.mark.parametrize("admission", ["reserve_full", "on_demand"])
+def test_a_reserve_full_decode_replica_takes_a_transfer_only_when_it_fits_to_completion(admission):
+    """12 requests of 32 in / 224 out end holding 16 blocks each; the decode cache has 40: under
+    reserve_full (TensorRT-LLM admits a generation-only request by its blocks to completion) at most two
+    decode at once and none is ever preempted; on demand, more start and some are preempted."""
+    cfg = _reserve_full_disagg(num_gpu_blocks_override=40, kv_admission=admission, record_steps=True)
+    result = simulate(cfg, make_trace([(0.0, 32, 224)] * 12), cost=ConstantCost())
+    assert (requests_frame(result)["status"] == "FINISHED").all()
+    steps = result.recorder.steps_frame()
+    decode_batch_max = steps.loc[steps["replica"] == 1, "batch_size"].max()
+    if admission == "reserve_full":
+        assert decode_batch_max == 40 // 16 and result.recorder.preemptions == 0
+        assert result.disagg.decode[0].sched._n_reserved == 0
+    else:
+        assert decode_batch_max > 2 and result.recorder.preemptions > 0

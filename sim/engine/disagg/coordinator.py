@@ -2,9 +2,10 @@
 reserve blocks there, move the KV over the link, then free it on the prefill side.
 
 Timeline of a request: its prefill step ends (first token) -> queued for blocks on the chosen
-decode replica -> blocks reserved there, transfer starts when the prefill replica's link is free
--> lands after latency + bytes / bandwidth -> prefill blocks freed, the request joins the decode
-batch. `kv_transfer_s` in the requests table spans the whole of it (handoff to landing).
+decode replica (under `reserve_full`, until its whole prompt + output fits there) -> blocks taken
+there, transfer starts when the prefill replica's link is free -> lands after latency + bytes /
+bandwidth -> prefill blocks (and reservation) freed, the request joins the decode batch.
+`kv_transfer_s` in the requests table spans the whole of it (handoff to landing).
 """
 
 from __future__ import annotations
@@ -70,11 +71,9 @@ class Coordinator:
         t, now_s = self.table, self.env.now
         while queue:
             rid, prefill_sched, since_s = queue[0]
-            n_tokens = int(t.n_computed[rid])
-            if not decode_sched.make_room(decode_sched.blocks.blocks_needed(rid, n_tokens)):
+            if not decode_sched.take_transfer_blocks(rid, int(t.n_computed[rid])):
                 break
             queue.popleft()
-            decode_sched.blocks.grow(rid, n_tokens)
             n_bytes = len(prefill_sched.blocks.table(rid)) * prefill_sched.blocks.block_size * _kv_bytes_per_token(
                 prefill_sched.cost)
             start_s = max(now_s, self._link_free_s[prefill_sched.replica])

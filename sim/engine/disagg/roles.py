@@ -84,6 +84,20 @@ class DecodeRole:
     coordinator: Coordinator | None = None
     can_run_past_finishes = False  # freed blocks let waiting transfers start (sim/engine/sched/past_finishes.py)
 
+    def take_transfer_blocks(self, rid: int, n_tokens: int) -> bool:
+        """Take blocks for the first `n_tokens` of `rid`'s KV if they fit now (its transfer may then
+        start); False leaves it queued. Under `reserve_full` only once its whole prompt + output fits
+        beside the running requests' reservations: TensorRT-LLM's capacity scheduler admits a
+        generation-only request (DISAGG_GENERATION_INIT) by its blocks to completion, as it does a new
+        context, so a decode replica never preempts."""
+        if self._reserve_full and not self._reserve(rid):
+            return False
+        if not self.make_room(self.blocks.blocks_needed(rid, n_tokens)):
+            self.unreserve([rid])
+            return False
+        self.blocks.grow(rid, n_tokens)
+        return True
+
     def accept_transfer(self, rid: int) -> None:
         t = self.table
         t.replica[rid] = self.replica
