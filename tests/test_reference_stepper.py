@@ -48,6 +48,13 @@ CASES = [
     ("sharegpt-seed-2", ("workloads/poisson_sharegpt.yaml", 3, 300, 2), {"num_gpu_blocks_override": 800},
      {"preemptions"}),
     ("vllm-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.6"}, {}),
+    # asynchronous scheduling: an arrival during step n joins step n+2
+    ("async-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.15", "policy": "continuous"}, {}),
+    ("async-preemption", ("splitwise_conv", 4, 300, 0),
+     {"engine": "sglang@0.4", "policy": "continuous", "num_gpu_blocks_override": 600}, {"preemptions"}),
+    # held-back arrivals that never fit are rejected when handed over, even while the queue is stuck
+    ("async-rejects", ("AzureLLMInferenceTrace_code", 1, 300, 0),
+     {"engine": "vllm@0.15", "policy": "continuous", "num_gpu_blocks_override": 300}, {"rejections"}),
     ("70b-tp4", ("splitwise_conv", 4, 300, 0), {"model": "llama-2-70b", "tp": 4, "max_num_seqs": 32}, {}),
 ]
 
@@ -123,7 +130,6 @@ def test_latency_attribution_leaves_the_schedule_alone():
 
 def test_reference_refuses_what_it_does_not_model():
     workload = load_run_workload("splitwise_conv", max_requests=10)
-    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True},
-                  {"engine": "vllm@0.15", "policy": "continuous"}):
+    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True}, {"spec_tokens": 2}):
         with pytest.raises(ValueError, match="does not cover"):
             simulate_reference(EngineConfig(**{"latency_attribution": False, **knobs}), workload)

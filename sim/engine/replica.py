@@ -33,7 +33,7 @@ class Replica:
                  async_scheduling: bool = False):
         self.env, self.sched, self.source = env, sched, source
         self._idle: simpy.Event | None = None
-        self.async_scheduling = async_scheduling
+        self.async_scheduling = sched.holds_arrivals_back = async_scheduling
         self._pending: list[tuple[int, float]] = []  # (rid, arrival) held back one step (async scheduling)
         self._in_flight = False  # a plan is running
         self._last_step_start_s = -math.inf  # when the last step of the plan in flight (or just ended) began

@@ -2,7 +2,7 @@
 as `sim.run.simulate.simulate`, so its requests table and summary come from the same code
 (`sim.run.summary`). Only what the reference stepper covers is accepted: one replica, the
 continuous policy, an open-loop trace of single-sample requests, no speculative decoding, no
-engine preset that schedules asynchronously, no latency attribution."""
+latency attribution."""
 
 from __future__ import annotations
 
@@ -20,30 +20,30 @@ def simulate_reference(cfg: EngineConfig, trace: Trace) -> SimResult:
     """Replay `trace` (rows in arrival order) through the reference stepper."""
     model = load_model(cfg.model)
     memory, cost = _replica_parts(cfg, model, cfg.hardware, None)
-    _check_covered(cfg, model, trace, getattr(cost, "engine", None))
+    _check_covered(cfg, model, trace)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     table = RequestTable(trace, max_model_len)
     n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
     n_cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
     swap_bytes_per_block = cfg.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
     swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
-    stepper = ContinuousStepper(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len)
+    engine = getattr(cost, "engine", None)  # an engine preset's terms
+    stepper = ContinuousStepper(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
+                                async_scheduling=bool(engine is not None and engine.async_scheduling))
     end_s = stepper.run()
     shift_to_client(table, _frontend_s(cfg, None))
     return SimResult(cfg, table, stepper.record, memory, [n_blocks], max_model_len, end_s, 0.0, [],
                      facts=[ReplicaFacts(hardware=cfg.hardware)])
 
 
-def _check_covered(cfg: EngineConfig, model, trace, engine) -> None:
-    """Refuse (ValueError: the reference stepper is a test and documentation tool) what it does not model;
-    `engine`: the preset's overhead terms, if any."""
+def _check_covered(cfg: EngineConfig, model, trace) -> None:
+    """Refuse (ValueError: the reference stepper is a test and documentation tool) what it does not model."""
     refusals = {
         "a policy other than continuous": cfg.policy != "continuous",
         "more than one replica or attention rank": len(_schedulers_of(cfg, model)) != 1 or cfg.is_disaggregated,
         "a closed loop or parallel samples": not isinstance(trace, Trace) or int(trace.samples().max(initial=1)) > 1,
         "speculative decoding": bool(cfg.spec_tokens),
         "latency attribution": cfg.latency_attribution,
-        "asynchronous scheduling": bool(engine is not None and engine.async_scheduling),
     }
     named = [what for what, refused in refusals.items() if refused]
     if named:

@@ -16,6 +16,10 @@ Each step, in order:
 With nothing to run, nothing running and work left, the head of the queue can never start and is
 rejected; with no work at all the replica idles until the next arrival.
 
+Asynchronous scheduling (vLLM V1's async scheduler, SGLang's overlap scheduler): step n+1 is formed
+when step n starts, so a request arriving while step n runs is held back and joins step n+2 (the
+queue after step n+1); one that arrives at an idle replica, or when nothing else can run, joins at once.
+
 KV blocks: a request's table covers exactly its cached tokens plus the tokens of the step it is in
 (`ceil(tokens / block_size)` blocks); this module counts blocks, it does not name them.
 """
@@ -36,7 +40,7 @@ class ContinuousStepper:
     """One replica replaying `table` (its rows in arrival order) under the continuous policy."""
 
     def __init__(self, cfg: EngineConfig, table: RequestTable, cost, n_blocks: int, n_cpu_blocks: int,
-                 swap_s_per_block: float, max_model_len: int):
+                 swap_s_per_block: float, max_model_len: int, async_scheduling: bool = False):
         self.cfg, self.table, self.cost, self.max_model_len = cfg, table, cost, max_model_len
         self.block_size = cfg.block_size
         self.n_blocks, self.watermark_blocks = n_blocks, int(cfg.watermark * n_blocks)
@@ -50,6 +54,10 @@ class ContinuousStepper:
         self.swapped: deque[int] = deque()
         self.preempted_at_s: dict[int, float] = {}
         self.now_s = 0.0
+        self.async_scheduling = async_scheduling
+        self.pending: list[tuple[int, float]] = []  # (request, arrival) held back a step (async scheduling)
+        self.step_start_s = self.step_end_s = -math.inf  # the last step's
+        self.step_compute_start_s = -math.inf  # when its computing began, after its swap traffic
         self.record = StepRecord(n_blocks, cfg.block_size)
 
     def blocks_for(self, n_tokens: int) -> int:
@@ -62,15 +70,38 @@ class ContinuousStepper:
         next_row = 0
         while True:
             while next_row < n and t.arrival_s[next_row] <= self.now_s:
-                self.arrive(next_row)
+                arrival_s = float(t.arrival_s[next_row])
+                if self.async_scheduling and self.step_start_s < arrival_s <= self.step_end_s:
+                    self.pending.append((next_row, arrival_s))  # it arrived while the last step ran
+                else:
+                    self.arrive(next_row, arrival_s)
                 next_row += 1
+            self.hand_over(everyone=False)
             if not (self.waiting or self.running or self.swapped):
+                if self.pending:
+                    self.hand_over(everyone=True)
+                    continue
                 if next_row == n:
                     return max(self.now_s, float(t.arrival_s[n - 1])) if n else 0.0
                 self.now_s = max(self.now_s, float(t.arrival_s[next_row]))  # idle until it arrives
                 continue
-            if not self.step() and not self.running:
+            if self.step():
+                continue
+            if self.pending:  # nothing else can run: the held-back arrivals join now
+                self.hand_over(everyone=True)
+            elif not self.running:
                 self.reject_head()
+
+    def hand_over(self, everyone: bool) -> None:
+        """Held-back arrivals join the queue: those that arrived before the last step began computing
+        (the step after it is being formed now), or all of them."""
+        kept = []
+        for rid, arrival_s in self.pending:
+            if everyone or arrival_s < self.step_compute_start_s:
+                self.arrive(rid, self.now_s)
+            else:
+                kept.append((rid, arrival_s))
+        self.pending = kept
 
     def step(self) -> bool:
         """Plan, run and commit one step; False when there was nothing to run."""
@@ -99,6 +130,8 @@ class ContinuousStepper:
         start_s = self.now_s
         duration_s = float(step_s) + transfer_s
         self.now_s = end_s = start_s + duration_s
+        self.step_start_s, self.step_end_s = start_s, end_s
+        self.step_compute_start_s = start_s + duration_s - float(step_s)
         sampled = []
         for rid, n_new in zip(ids, new_tokens):
             t.n_computed[rid] += n_new
@@ -118,17 +151,18 @@ class ContinuousStepper:
                 self.finish(rid, end_s)
 
     # ------------------------------------------------------------------ arrivals and rejections
-    def arrive(self, rid: int) -> None:
+    def arrive(self, rid: int, now_s: float) -> None:
+        """`rid` reaches the scheduler at `now_s` (its arrival, unless held back): it waits, or is rejected
+        then if it can never fit."""
         t = self.table
         t.replica[rid] = 0
         prompt = int(t.prompt_tokens[rid])
         need = self.blocks_for(prompt + int(t.output_tokens[rid]))
-        arrival_s = float(t.arrival_s[rid])  # a rejection at arrival is stamped then, not at this step
         if prompt >= self.max_model_len:
             t.reject(rid, f"prompt of {prompt} tokens leaves no room under max_model_len={self.max_model_len}",
-                     arrival_s)
+                     now_s)
         elif need > self.n_blocks - self.watermark_blocks:
-            t.reject(rid, f"prompt+output need {need} KV blocks; the cache holds {self.n_blocks}", arrival_s)
+            t.reject(rid, f"prompt+output need {need} KV blocks; the cache holds {self.n_blocks}", now_s)
         else:
             t.status[rid] = Status.WAITING
             self.waiting.append(rid)

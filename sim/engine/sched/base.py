@@ -29,6 +29,7 @@ class Scheduler(Arrivals, DecodeRuns, PastFinishes, Commits, Reservations):
     """One replica's scheduler. Mutates the shared RequestTable rows of its requests."""
 
     uses_waiting_order = False  # True when a new arrival may overtake the head of the queue
+    holds_arrivals_back = False  # set by the Replica under async scheduling (arrivals join two steps on)
     finished_listener = None  # engine callback(rid) when a request ends (closed-loop clients)
     spec = None  # a sim.engine.spec_decode.SpecDecoder when speculative decoding is on (hook)
 

@@ -22,7 +22,11 @@ class ContinuousScheduler(Scheduler):
         decodes, more_s = self.prepare_decodes(list(self.running), now_s, grow=False)
         if not decodes:
             return None
-        horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf
+        # a queue that cannot move until something finishes lets the run pass arrivals (they queue behind
+        # its head), unless arrivals are held back a step (async scheduling): their hand-over two steps on,
+        # where one that never fits is rejected, must not slip (tests/test_reference_stepper.py)
+        passes_arrivals = self.waiting and not self.uses_waiting_order and not self.holds_arrivals_back
+        horizon = math.inf if passes_arrivals else horizon_s
         return self.decode_run(decodes, now_s, horizon, transfer_s + more_s, past_finishes=not self.waiting)
 
     def _admit_prefills(self, now_s: float) -> tuple[list[int], list[int]]:
