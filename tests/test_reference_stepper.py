@@ -12,7 +12,8 @@ decode run's steps through `HotPath.decode_run` / `decode_steps_until` (Python's
 numpy's in the last bit); its KV integrals over a run are dot products; SimPy lands an arrival at
 `now + (arrival - now)`. So a time (seconds, or milliseconds in the summary) may differ by 1e-12 of
 the run's clock (its makespan), and every other float (throughputs, KV utilisation and fragmentation)
-by 1e-12 relative.
+by 1e-12 relative. With a constant power-of-two step time and arrivals on its grid every sum is exact,
+and there the two must agree bit for bit (ties between an arrival and a step's end included).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import STEP_S, ConstantCost, make_trace
 
 from sim.inputs.config import EngineConfig
 from sim.run.invoke import load_run_workload
@@ -114,6 +116,26 @@ def test_engine_equals_reference_stepper(workload_args, knobs, exercises):
         assert summary["preemptions"] > 0
     if "rejections" in exercises:
         assert summary["n_rejected"] > 0
+
+
+def test_arrivals_at_step_ends_give_identical_bits():
+    """Constant 1/64 s steps and arrivals on that grid: every float sum is exact, so the two must agree
+    bit for bit, and an arrival landing exactly when a step ends joins the next step in both."""
+    rng = np.random.default_rng(11)
+    n_preempting = 0
+    for _ in range(30):
+        arrivals = np.sort(rng.integers(0, 200, 40)) * STEP_S
+        rows = [(float(a), int(rng.integers(1, 300)), int(rng.integers(1, 60))) for a in arrivals]
+        cfg = EngineConfig(latency_attribution=False, record_steps=True,
+                           num_gpu_blocks_override=int(rng.choice([40, 80, 400])),
+                           max_num_seqs=int(rng.choice([2, 4, 64])),
+                           max_num_batched_tokens=int(rng.choice([300, 1024])),
+                           preemption_mode=str(rng.choice(["recompute", "swap"])))
+        engine = simulate(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4))
+        reference = simulate_reference(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4))
+        assert_same_columns("requests", requests_columns(engine), requests_columns(reference), clock_s=0.0)
+        n_preempting += engine.recorder.preemptions > 0
+    assert n_preempting > 0
 
 
 def test_latency_attribution_leaves_the_schedule_alone():

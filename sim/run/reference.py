@@ -16,10 +16,11 @@ from sim.inputs.workload.trace import Trace
 from sim.run.simulate import ReplicaFacts, SimResult, _frontend_s, _replica_parts, _schedulers_of
 
 
-def simulate_reference(cfg: EngineConfig, trace: Trace) -> SimResult:
-    """Replay `trace` (rows in arrival order) through the reference stepper."""
+def simulate_reference(cfg: EngineConfig, trace: Trace, cost=None) -> SimResult:
+    """Replay `trace` (rows in arrival order) through the reference stepper; `cost` replaces the
+    roofline cost model as in `simulate` (tests: a constant step time)."""
     model = load_model(cfg.model)
-    memory, cost = _replica_parts(cfg, model, cfg.hardware, None)
+    memory, cost = _replica_parts(cfg, model, cfg.hardware, cost)
     _check_covered(cfg, model, trace)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     table = RequestTable(trace, max_model_len)
