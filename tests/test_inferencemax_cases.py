@@ -14,7 +14,7 @@ import pytest
 from calibrate.inferencemax_cases import assign_splits
 from sim.errors import InputError
 from sim.validate.cases import CASES_DIR, load_cases
-from sim.validate.run import case_config, case_workload, predict
+from sim.validate.run import cannot_express, case_config, case_workload, predict
 
 PATH = CASES_DIR / "inferencemax_h200_b200.csv"
 METRICS_PER_EXPERIMENT = 8  # TTFT and TPOT mean / median / p99, mean E2E, output tok/s per GPU
@@ -97,3 +97,25 @@ def test_a_workload_argument_nothing_reads_is_refused(tmp_path):
         path.write_text(text[0] + "\n" + row + "\n", encoding="utf-8")
         with pytest.raises(InputError, match=re.escape(field)):
             load_cases([path])
+
+
+def test_runs_with_a_start_up_stall_compare_only_their_medians_and_per_token_times(cases):
+    stalled = [c for c in cases if c.workload_args.get("measured") == "startup_stall"]
+    experiments = {c.case_id.rsplit(":", 1)[0] for c in stalled}
+    assert len(experiments) == 14 and {(c.engine, c.gpu) for c in stalled} == {("sglang", "b200")}
+    assert all(c.num_requests == 10 * c.concurrency for c in stalled)
+    assert all(c.metric != "median_ttft_ms" or c.value < 0.2 * 30_000 for c in stalled)
+    smallest = min(experiments, key=lambda e: int(e.rsplit(":c", 1)[1]))
+    rows = {c.metric: c for c in stalled if c.case_id.startswith(smallest + ":")}
+    assert cannot_express(rows["mean_ttft_ms"]) is not None and cannot_express(rows["p99_ttft_ms"]) is not None
+    assert cannot_express(rows["output_throughput_per_gpu_tok_s"]) is not None
+    assert cannot_express(rows["median_ttft_ms"]) is None and cannot_express(rows["mean_tpot_ms"]) is None
+
+
+def test_an_unknown_measured_flag_is_refused(tmp_path):
+    text = PATH.read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "bad.csv"
+    path.write_text(text[0] + "\n" + text[1].replace("range_ratio=0.8", "range_ratio=0.8 measured=stalled") + "\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match="workload_args.measured"):
+        load_cases([path])

@@ -13,7 +13,9 @@ trtllm-bench, offline throughput), `sharegpt` (num_requests (prompt, output) pai
 seed 0 from the bundled ShareGPT length statistics, all at t=0), `closed_loop` (concurrency
 clients, num_requests fixed-length requests: `vllm bench serve --max-concurrency`; with
 `workload_args` `range_ratio=0.8` each request's input and output length is drawn uniformly from the
-integers [int(0.8 L), L], as the benchmark's random dataset does, seed 0),
+integers [int(0.8 L), L], as the benchmark's random dataset does, seed 0; `measured=startup_stall`: the
+measured run's first wave sat through a one-off start-up stall, so its whole-run metrics (mean / p99 TTFT,
+mean E2E, throughput) are reported as cannot express, its median TTFT and TPOT compared),
 `shared_prefix_stages` (constant-rate load stages over shared-prefix prompts, inference-perf's
 `constant` load with `shared_prefix` data; its parameters and the stage a row reads are in
 `workload_args`, see sim/validate/staged.py), `steady_decode` (a decode server measured alone:
@@ -181,11 +183,13 @@ def _workload_args(path: Path, line: int, row: dict, workload: str) -> dict:
     args = _engine_args(path, line, str(row.get("workload_args", "")), "workload_args")
     if workload in ("shared_prefix_stages", "steady_decode"):
         return args
-    allowed = ("range_ratio",) if workload in RANDOM_LENGTH_WORKLOADS else ()
+    allowed = ("range_ratio", "measured") if workload in RANDOM_LENGTH_WORKLOADS else ()
     unknown = sorted(set(args) - set(allowed))
     if unknown:
         raise InputError(f"{path}:{line}", f"workload_args.{unknown[0]}",
                          f"not read by workload {workload}; allowed: {', '.join(allowed) or 'none'}")
+    if args.get("measured", "ok") not in ("ok", "startup_stall"):
+        raise InputError(f"{path}:{line}", "workload_args.measured", "ok or startup_stall")
     if "range_ratio" in args:
         strict_number(str(args["range_ratio"]), f"{path}:{line}", "workload_args.range_ratio", low=0.0, low_open=True,
                       high=1.0)

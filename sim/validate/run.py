@@ -75,7 +75,17 @@ def cannot_express(case: Case) -> str | None:
     for key, reason in UNMODELLED_ARGS.items():
         if key in case.engine_args:
             return reason
+    if case.workload_args.get("measured") == "startup_stall" and case.metric in STALL_METRICS:
+        return STALL_REASON
     return None
+
+
+# a measured run whose first wave sat through a one-off start-up stall (warm-up before serving):
+# the metrics that average over every request or the run's length carry it; medians and TPOT do not
+STALL_METRICS = ("mean_ttft_ms", "p99_ttft_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
+                 "output_throughput_tok_s", "output_throughput_per_gpu_tok_s", "request_throughput_req_s")
+STALL_REASON = ("the measured run includes a one-off start-up stall of its first wave of requests (workload_args "
+                "measured=startup_stall): not serving behaviour")
 
 
 # engine settings of a measured run the simulator cannot reproduce yet: the row is kept, and
