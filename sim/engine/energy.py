@@ -6,17 +6,13 @@ tokens: `energy_decode_j`). Idle gaps between steps are added per replica at the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from sim.cost.energy import StepWork
 from sim.inputs.power import PowerModel
 
-if TYPE_CHECKING:
-    from sim.engine.sched.base import Scheduler
-    from sim.engine.sched.plan import StepPlan
-
+# plans and schedulers are sim.engine.sched's StepPlan and Scheduler; not imported here (the
+# scheduler's recorder imports this module)
 
 class EnergyTally:
     """One replica's energy (or a cluster's, merged): joules of its steps, its idle watts, its GPUs."""
@@ -47,6 +43,16 @@ class EnergyTally:
         return out
 
 
+def merged_energy(recorders: list) -> tuple[EnergyTally | None, str | None]:
+    """A cluster's tally from its replicas' recorders (each tally given its replica's busy time,
+    whose complement is its idle gaps), and the first reason one was not metered."""
+    for recorder in recorders:
+        if recorder.energy is not None:
+            recorder.energy.busy_s = recorder.busy_s
+    missing = next((recorder.energy_missing for recorder in recorders if recorder.energy_missing), None)
+    return EnergyTally.merged([recorder.energy for recorder in recorders]), missing
+
+
 class EnergyMeter:
     """Prices each committed plan of one scheduler (called before the commit moves its tokens)."""
 
@@ -67,7 +73,7 @@ class EnergyMeter:
                                                                         + p.memory_weight * u_memory))
         return watts * times_s * self.n_gpus
 
-    def on_plan(self, plan: StepPlan, sched: Scheduler) -> None:
+    def on_plan(self, plan, sched) -> None:
         if plan.req_ids.size == 0:
             return  # an idle wait: the gap is idle power, added at the end
         self.tally.step_j += plan.transfer_s * self.power.idle_w * self.n_gpus
@@ -76,7 +82,7 @@ class EnergyMeter:
         else:
             self._step(plan, sched)
 
-    def _step(self, plan: StepPlan, sched: Scheduler) -> None:
+    def _step(self, plan, sched) -> None:
         t = sched.table
         rows, q = plan.req_ids, plan.new_tokens.astype(np.int64)
         c = t.n_computed[rows]
@@ -96,7 +102,7 @@ class EnergyMeter:
             np.add.at(t.energy_prefill_j, rows[prefill], share[prefill])
             np.add.at(t.energy_decode_j, rows[decode], share[decode])
 
-    def _run(self, plan: StepPlan, sched: Scheduler) -> None:
+    def _run(self, plan, sched) -> None:
         """A decode run: every active sequence brings one token a step over a context one longer."""
         t = sched.table
         rows, k = plan.req_ids, plan.n_steps
