@@ -121,3 +121,18 @@ def test_electricity_options_price_the_energy_and_bad_ones_are_refused():
     assert priced["electricity_usd_per_day"] == pytest.approx(priced["kwh_per_day"] * 0.2)
     bad = runner.invoke(app, ["simulate", "--max-requests", "5", "--pue", "0.9"])
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--pue" in bad.stderr
+
+
+def test_the_scalar_paths_give_the_array_paths_energy(monkeypatch):
+    """Steps of a few sequences and one-step decode runs are metered in plain Python; the array
+    paths give the same joules, run total and per request."""
+    from sim.engine import energy
+    from sim.run.invoke import load_run_workload
+
+    workload = load_run_workload("splitwise_conv", rate_scale=4, max_requests=300)
+    fast, fast_columns, _ = _run(workload, policy="chunked")
+    monkeypatch.setattr(energy, "SCALAR_MAX_SEQS", -1)
+    monkeypatch.setattr(energy.EnergyMeter, "_one_step_run", lambda self, plan, sched: self._run(plan, sched))
+    slow, slow_columns, _ = _run(workload, policy="chunked")
+    assert fast.recorder.energy.step_j == pytest.approx(slow.recorder.energy.step_j, rel=1e-12)
+    np.testing.assert_allclose(fast_columns["energy_j"], slow_columns["energy_j"], rtol=1e-12)

@@ -11,6 +11,9 @@ import numpy as np
 from sim.cost.energy import StepWork
 from sim.inputs.power import PowerModel
 
+SCALAR_MAX_SEQS = 64  # steps of at most this many sequences are metered in one Python pass
+TINY_S = 1e-300
+
 # plans and schedulers are sim.engine.sched's StepPlan and Scheduler; not imported here (the
 # scheduler's recorder imports this module)
 
@@ -61,26 +64,89 @@ class EnergyMeter:
 
     def _energy_j(self, times_s: np.ndarray, compute_s: np.ndarray, memory_s: np.ndarray) -> np.ndarray:
         """The replica's joules per step: per GPU power from its utilisations, times the step time."""
-        tally = self.tally
-        tally.step_s += float(times_s.sum())
-        tally.compute_s += float(compute_s.sum())
-        tally.memory_s += float(memory_s.sum())
-        safe = np.where(times_s > 0, times_s, 1.0)
-        u_compute = np.minimum(compute_s / safe, 1.0)
-        u_memory = np.minimum(memory_s / safe, 1.0)
-        p = self.power
-        watts = np.minimum(p.tdp_w, p.idle_w + (p.tdp_w - p.idle_w) * (p.compute_weight * u_compute
-                                                                        + p.memory_weight * u_memory))
-        return watts * times_s * self.n_gpus
+        tally, p = self.tally, self.power
+        tally.step_s += float(np.add.reduce(times_s))
+        tally.compute_s += float(np.add.reduce(compute_s))
+        tally.memory_s += float(np.add.reduce(memory_s))
+        safe = np.maximum(times_s, TINY_S)  # a step of no time has no work either: 0 / TINY_S = 0
+        rise = np.minimum(compute_s / safe, 1.0)
+        rise *= p.compute_weight
+        rise += p.memory_weight * np.minimum(memory_s / safe, 1.0)
+        rise *= p.tdp_w - p.idle_w
+        rise += p.idle_w
+        np.minimum(rise, p.tdp_w, out=rise)
+        rise *= times_s
+        rise *= self.n_gpus
+        return rise
+
+    def _energy_scalar_j(self, time_s: float, compute_s: float, memory_s: float) -> float:
+        """`_energy_j` of one step in plain Python floats (the same formula)."""
+        tally, p = self.tally, self.power
+        tally.step_s += time_s
+        tally.compute_s += compute_s
+        tally.memory_s += memory_s
+        safe = time_s if time_s > 0 else 1.0
+        u_compute, u_memory = min(compute_s / safe, 1.0), min(memory_s / safe, 1.0)
+        watts = min(p.tdp_w, p.idle_w + (p.tdp_w - p.idle_w) * (p.compute_weight * u_compute
+                                                                 + p.memory_weight * u_memory))
+        return watts * time_s * self.n_gpus
 
     def on_plan(self, plan, sched) -> None:
         if plan.req_ids.size == 0:
             return  # an idle wait: the gap is idle power, added at the end
         self.tally.step_j += plan.transfer_s * self.power.idle_w * self.n_gpus
-        if plan.is_decode_run:
+        if plan.is_decode_run and plan.n_steps == 1 and plan.seq_steps is None:
+            self._one_step_run(plan, sched)
+        elif plan.is_decode_run:
             self._run(plan, sched)
+        elif plan.req_ids.shape[0] <= SCALAR_MAX_SEQS:
+            self._step_scalar(plan, sched)
         else:
             self._step(plan, sched)
+
+    def _step_scalar(self, plan, sched) -> None:
+        """`_step` in one Python pass over a few sequences."""
+        t = sched.table
+        rows = plan.req_ids.tolist()
+        new = plan.new_tokens.tolist()
+        cached = t.n_computed[plan.req_ids].tolist()
+        totals = t.n_tokens[plan.req_ids].tolist()
+        n_tokens = n_sampled = n_decode = kv = 0
+        prefill_pairs = decode_context = 0.0
+        for q, c, total in zip(new, cached, totals):
+            if q <= 0:
+                continue
+            n_tokens += q
+            kv += c + q
+            n_sampled += c + q >= total
+            if q == 1:
+                n_decode += 1
+                decode_context += c
+            else:
+                prefill_pairs += q * (c + 0.5 * q)
+        compute_s, memory_s = self.work.step(n_tokens, n_sampled, prefill_pairs, decode_context + 0.5 * n_decode,
+                                             float(kv))
+        energy = self._energy_scalar_j(float(plan.step_times_s[0]), compute_s, memory_s)
+        self.tally.step_j += energy
+        if n_tokens:
+            per_token = energy / n_tokens
+            prefill_j, decode_j = t.energy_prefill_j, t.energy_decode_j
+            for r, q in zip(rows, new):
+                if q == 1:
+                    decode_j[r] += per_token
+                elif q > 1:
+                    prefill_j[r] += per_token * q
+
+    def _one_step_run(self, plan, sched) -> None:
+        """A decode run of one step (many are: runs cut at arrivals) without `_run`'s arrays."""
+        t = sched.table
+        rows = plan.req_ids
+        n = rows.shape[0]
+        context = float(np.add.reduce(t.n_computed[rows]))
+        compute_s, memory_s = self.work.step(n, n, 0.0, context + 0.5 * n, context + n)
+        energy = self._energy_scalar_j(float(plan.step_times_s[0]), compute_s, memory_s)
+        self.tally.step_j += energy
+        t.energy_decode_j[rows] += energy / n
 
     def _step(self, plan, sched) -> None:
         t = sched.table
@@ -106,22 +172,26 @@ class EnergyMeter:
         """A decode run: every active sequence brings one token a step over a context one longer."""
         t = sched.table
         rows, k = plan.req_ids, plan.n_steps
-        c = t.n_computed[rows].astype(np.float64)
-        j = np.arange(k, dtype=np.float64)
+        cached = t.n_computed[rows]
+        context_sum = float(np.add.reduce(cached))
+        step_numbers = np.arange(k, dtype=np.float64)
         if plan.seq_steps is None:
-            n_active = np.full(k, rows.shape[0], dtype=np.int64)
-            context_sum = c.sum() + j * rows.shape[0]
-        else:  # sequences leave the run after their own steps
-            n_active = plan.n_active.astype(np.int64)
-            gone = np.cumsum(np.bincount(plan.seq_steps, weights=c, minlength=k + 1))[:k]
-            context_sum = c.sum() - gone + j * n_active
-        compute_s, memory_s = self.work.steps(n_active, n_active, np.zeros(k), context_sum + 0.5 * n_active,
-                                              context_sum + n_active)
+            n = rows.shape[0]
+            compute_s, memory_s = self.work.decode_steps(n, context_sum + n * step_numbers)
+            energy = self._energy_j(plan.step_times_s, compute_s, memory_s)
+            total_j = float(np.add.reduce(energy))
+            self.tally.step_j += total_j
+            t.energy_decode_j[rows] += total_j / n  # a run's sequences are distinct rows
+            return
+        n_active = plan.n_active  # sequences leave the run after their own steps
+        gone = np.add.accumulate(np.bincount(plan.seq_steps, weights=cached, minlength=k + 1))[:k]
+        context = context_sum - gone + step_numbers * n_active
+        compute_s, memory_s = self.work.steps(n_active, n_active, np.zeros(k), context + 0.5 * n_active,
+                                              context + n_active)
         energy = self._energy_j(plan.step_times_s, compute_s, memory_s)
-        self.tally.step_j += float(energy.sum())
-        per_seq = np.cumsum(energy / np.maximum(n_active, 1))
-        steps = np.full(rows.shape[0], k, dtype=np.int64) if plan.seq_steps is None else plan.seq_steps
-        np.add.at(t.energy_decode_j, rows, per_seq[steps - 1])
+        self.tally.step_j += float(np.add.reduce(energy))
+        per_seq = np.add.accumulate(energy / np.maximum(n_active, 1))
+        t.energy_decode_j[rows] += per_seq[plan.seq_steps - 1]
 
 
 def attach_energy(sched, cost, hw) -> str | None:
