@@ -39,7 +39,7 @@ def check_electricity(usd_per_kwh: float, pue: float) -> tuple[float, float]:
 def energy_summary(result: SimResult, table, usd_per_kwh: float = DEFAULT_USD_PER_KWH,
                    pue: float = DEFAULT_PUE) -> dict | None:
     """The `energy` fields, or None when the run was not metered (`recorder.energy_missing` says why)."""
-    tally = result.recorder.energy
+    tally = getattr(result.recorder, "energy", None)  # a reference stepper's recorder has none
     duration_s = result.sim_duration_s
     if tally is None or not duration_s:
         return None

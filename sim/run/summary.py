@@ -78,7 +78,7 @@ def requests_columns(result: SimResult) -> dict[str, np.ndarray | list]:
     attribution = result.recorder.attribution
     if attribution is not None:
         columns.update(attribution.columns(status == Status.FINISHED, finish_s))
-    if result.recorder.energy is not None:  # joules of the steps each request (all its samples) was in
+    if getattr(result.recorder, "energy", None) is not None:  # joules of the steps each request (its samples) was in
         prefill = np.bincount(owner, weights=t.energy_prefill_j, minlength=n)
         decode = np.bincount(owner, weights=t.energy_decode_j, minlength=n)
         columns.update(energy_prefill_j=prefill, energy_decode_j=decode, energy_j=prefill + decode)
