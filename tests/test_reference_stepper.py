@@ -31,6 +31,7 @@ from sim.run.simulate import simulate
 from sim.run.summary import requests_columns, summarize
 
 TOLERANCE = 1e-12
+MAX_FLEET_W = 1e4  # the watts a reference run's replica may draw (one replica, up to 8 GPUs)
 
 # (name, workload (bundled trace or spec, rate scale, requests, seed), engine knobs, what the case must exercise)
 CASES = [
@@ -79,6 +80,8 @@ def assert_close(path: str, engine, reference, clock_s: float) -> None:
             bound = TOLERANCE * clock_s * 1e3
         elif path.endswith("_s") or "_s." in path:
             bound = TOLERANCE * clock_s
+        elif path.endswith("_j"):  # joules: idle energy is watts x (run time - busy time), a time's rounding
+            bound = TOLERANCE * max(abs(engine), abs(reference), clock_s * MAX_FLEET_W)
         else:
             bound = TOLERANCE * max(abs(engine), abs(reference))
         assert math.isnan(engine) and math.isnan(reference) or abs(engine - reference) <= bound, \

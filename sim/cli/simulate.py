@@ -12,13 +12,14 @@ from sim.cli.common import console, print_json
 from sim.cli.group_flags import with_group_flags
 from sim.cli.outputs import claim
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
-from sim.cli.summary_print import print_intervals, print_load_warnings, print_summary
+from sim.cli.summary_print import print_energy_notice, print_intervals, print_load_warnings, print_summary
 from sim.errors import InputError
 from sim.inputs.config import load_config
 from sim.inputs.vllm_names import policy_from_vllm_flags
 from sim.inputs.workload.bench import bench_workload
 from sim.inputs.workload.trace import ClosedLoop
 from sim.run.destination import FileOut, FolderOut
+from sim.run.energy_summary import DEFAULT_PUE, DEFAULT_USD_PER_KWH, check_electricity
 from sim.run.invoke import (
     DEFAULT_TRACE,
     RUN_FILES,
@@ -34,7 +35,7 @@ PROGRESS_AFTER_WALL_S = 2.0
 NOT_CONFIG = ("trace", "trace_format", "bench", "config", "rate_scale", "qps", "max_requests", "out", "as_json",
               "record_steps", "slo", "goodput_min", "percentiles", "csv", "uncertainty", "workers", "backend",
               "address", "goodput_pairs", "ctx", "trace_qps", "enable_prefix_caching", "enable_chunked_prefill",
-              "group_knobs", "save_detailed")
+              "group_knobs", "save_detailed", "usd_per_kwh", "pue")
 
 
 def _opt(help_text: str, *names: str):
@@ -155,6 +156,9 @@ def simulate(
     save_detailed: bool = typer.Option(False, "--save-detailed",
                                        help="bench_serve.json also holds `itls`, one list per request (as vLLM's "
                                             "--save-detailed; its size grows with the run's output tokens)"),
+    usd_per_kwh: float = typer.Option(DEFAULT_USD_PER_KWH, "--usd-per-kwh",
+                                      help="electricity price for summary.json's energy (docs/power.md)"),
+    pue: float = typer.Option(DEFAULT_PUE, "--pue", help="facility power / IT power for the energy's kWh and $"),
     out: Path = typer.Option(None, "--out", "-o", help="write summary.json and requests.parquet here"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
@@ -170,6 +174,7 @@ def simulate(
 
     Files hold seconds (`*_s`) and the latency statistics again in milliseconds (`*_ms`); tables show ms."""
     overrides = {k: v for k, v in locals().items() if k not in NOT_CONFIG}
+    electricity = check_electricity(usd_per_kwh, pue)
     claim([FolderOut("--out", out, RUN_FILES)], [FileOut("--csv", csv)])  # refused before any work, locked
     overrides["record_steps"] = record_steps or None
     if replica_hardware is not None:
@@ -205,13 +210,14 @@ def simulate(
         if save_detailed and out is None:
             raise InputError("--save-detailed", None, "adds itls to DIR/bench_serve.json: give --out DIR")
         output = run(cfg, workload, out, progress, uncertainty, resample, wanted, slo_spec, csv, workers, backend,
-                     address, detailed_bench=save_detailed)
+                     address, detailed_bench=save_detailed, electricity=electricity)
     finally:
         progress.close()
     if as_json:
         print_json(output.summary)
         return
     print_summary(output.summary)
+    print_energy_notice(output.summary, output.result)
     print_intervals(output.summary)
     if out is not None:
         steps = " and steps.parquet" if cfg.record_steps else ""

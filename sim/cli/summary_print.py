@@ -44,8 +44,26 @@ def print_summary(summary: dict) -> None:
         if report.get("not_met_because"):
             met = f"no: {report['not_met_because']}" + (" (met on this run only)" if report["met_on_this_run"] else "")
         facts.append(["SLOs met", met])
+    energy = summary.get("energy")
+    if energy:
+        facts.append(["energy", f"{energy['mean_power_w_per_gpu']:.0f} W per GPU, {_num(energy['j_per_output_token'])} "
+                                f"J per output token, {_num(energy['energy_per_request_j'])} J per request, "
+                                f"{energy['kwh_per_day']:.1f} kWh/day (PUE {energy['pue']:g}) = "
+                                f"${energy['electricity_usd_per_day']:.2f}/day at ${energy['usd_per_kwh']:g}/kWh"])
     facts += feature_facts(summary)  # hook: sim/cli/feature_facts.py
     print_table("", ["", ""], facts)
+
+
+def print_energy_notice(summary: dict, result) -> None:
+    """Once per run: why summary.json has no `energy` (a profile without a power section, a layout
+    whose energy is not modelled yet); never a made-up figure instead."""
+    if "energy" not in summary:
+        reason = result.recorder.energy_missing or "energy of disaggregated runs is not modelled yet"
+        console.print(f"energy: not reported ({reason}; docs/power.md)", soft_wrap=True)
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3g}"
 
 
 def print_load_warnings(summary: dict) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.engine.energy import merged_energy
 from sim.engine.growable import Growable
 from sim.engine.request_gaps import RequestGaps
 from sim.engine.scheduler_view import Scheduler
@@ -44,6 +45,7 @@ class Recorder:
     def __init__(self, record_steps: bool, gap_compact_at: int | None = None):
         self.record_steps = record_steps
         self.attribution = None  # a sim.run.attribution.Attribution when latency attribution is on
+        self.energy, self.energy_missing = None, None  # sim.engine.energy.EnergyTally, or why none (said once)
         self.request_gaps: RequestGaps | None = None  # each request's own gaps, when asked for (--save-detailed)
         self.gap_values = Growable()
         self.gap_weights = Growable(np.int64)
@@ -75,6 +77,7 @@ class Recorder:
             part.compact_as_part()
         out = Recorder(parts[0].record_steps)
         out.attribution = parts[0].attribution
+        out.energy, out.energy_missing = merged_energy(parts)
         if parts[0].request_gaps is not None:
             out.request_gaps = RequestGaps.merged([part.request_gaps for part in parts])
         out.gap_values = Growable.holding(np.concatenate([part.gap_values.array() for part in parts]))

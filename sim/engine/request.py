@@ -27,7 +27,7 @@ class Status(enum.IntEnum):
 # parallel samples' forks write arrival_s)
 RUN_STATE_COLUMNS = ("arrival_s", "status", "n_computed", "n_tokens", "cached_tokens", "host_cached_tokens",
                      "first_token_s", "last_token_s", "finish_s", "scheduled_s", "preemptions", "preempted_s",
-                     "kv_transfer_s", "replica")
+                     "kv_transfer_s", "replica", "energy_prefill_j", "energy_decode_j")
 
 
 class RequestTable:
@@ -67,6 +67,9 @@ class RequestTable:
         self.preempted_s = np.zeros(n)  # time spent preempted (waiting again or swapped)
         self.kv_transfer_s = np.zeros(n)  # disaggregated: prefill end -> KV on a decode replica
         self.replica = np.zeros(n, dtype=np.int64)  # set when the router places the request
+        # joules of the steps that computed its prompt / its output tokens (sim/engine/energy.py; 0 without)
+        self.energy_prefill_j = np.zeros(n)
+        self.energy_decode_j = np.zeros(n)
         self.reject_reason: dict[int, str] = {}
 
     def __len__(self) -> int:

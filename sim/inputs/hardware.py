@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, field_valida
 
 from sim.errors import InputError
 from sim.inputs.efficiency import Efficiency
+from sim.inputs.power import PowerModel
 from sim.paths import bundled_dir
 from sim.schema import Plausible, StrictModel
 from sim.yamlio import read_mapping, validate
@@ -117,6 +118,9 @@ class HardwareProfile(StrictModel):
     # being the bytes one EP rank sends (sim/cost/all_to_all.py); a key of its own so that
     # `calibrate.defaults --write`, which rewrites `collectives`, leaves it alone.
     all_to_all: dict[str, dict[str, dict[PositiveInt, LinkFit]]] | None = None
+    # idle / board-limit watts and how draw rises with a step's utilisation (sim/inputs/power.py);
+    # None: runs on this profile report no energy (docs/power.md)
+    power: PowerModel | None = None
 
     @field_validator("all_to_all")
     @classmethod

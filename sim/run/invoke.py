@@ -21,6 +21,7 @@ from sim.inputs.workload.synthetic.arrivals import arrival_times_s
 from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.inputs.workload.transforms import scale_rate
 from sim.output import check_file_target, staged_files, write_columns_parquet, write_json, write_parquet
+from sim.run.energy_summary import DEFAULT_PUE, DEFAULT_USD_PER_KWH
 from sim.run.folder import atomic_run_dir
 from sim.run.provenance import provenance, trace_sha256
 from sim.run.replica_split import simulate_cluster
@@ -118,7 +119,8 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
         progress: Callable[[int, int], None] | None = None, uncertainty: int | None = None,
         resample: Callable[[int], Trace | ClosedLoop] | None = None, percentiles=DEFAULT_PERCENTILES,
         slo: PlanSLO | None = None, csv_path: Path | None = None, workers: int = 1, backend: str = "local",
-        address: str | None = None, detailed_bench: bool = False) -> RunOutput:
+        address: str | None = None, detailed_bench: bool = False,
+        electricity: tuple[float, float] = (DEFAULT_USD_PER_KWH, DEFAULT_PUE)) -> RunOutput:
     """Simulate and, with `out_dir`, write summary.json, requests.parquet (and steps.parquet);
     with `csv_path`, the requests table as CSV too. The summary carries the tool version, the
     effective config, the workload's path, hash and size, the seed and, with `slo`, `slo_attainment`
@@ -130,7 +132,8 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     carries `intervals` from N perturbed replays (`resample(seed)` re-draws synthetic arrivals).
     `workers` > 1 spreads the replicas (sim.run.replica_split) and the perturbed replays over that many
     processes of `backend` (local | ray, at `address`); the output is the same. `detailed_bench`:
-    bench_serve.json also holds the per-request `itls` (vLLM's --save-detailed)."""
+    bench_serve.json also holds the per-request `itls` (vLLM's --save-detailed). `electricity`:
+    ($ per kWh, PUE) that price summary.json's `energy` (sim/run/energy_summary.py)."""
     from sim.run.backends import make_backend  # here: sim.sweep imports this module
     from sim.run.bench_result import vllm_bench_result  # bench_serve.json: shaped like vllm bench serve's result
     from sim.run.intervals import check_replays
@@ -149,12 +152,12 @@ def run(cfg: EngineConfig, workload: Trace | ClosedLoop, out_dir: Path | None = 
     with staged_files() as stage:  # the CSV is written before the folder is published, renamed after
         if out_dir is None:
             output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner,
-                               detailed_bench)
+                               detailed_bench, electricity)
             _stage_csv(stage, csv_path, output)
         else:
             with atomic_run_dir(out_dir, RUN_FILES) as tmp_dir:
                 output = _simulate(cfg, workload, progress, uncertainty, resample, percentiles, slo, runner,
-                                   detailed_bench)
+                                   detailed_bench, electricity)
                 write_columns_parquet(tmp_dir / "requests.parquet", output.columns)
                 if cfg.record_steps:
                     write_parquet(tmp_dir / "steps.parquet", output.result.recorder.steps_frame())
@@ -176,7 +179,8 @@ def _stage_csv(stage, csv_path: Path | None, output: RunOutput) -> None:
 
 def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callable[[int, int], None] | None,
               uncertainty: int | None, resample: Callable[[int], Trace | ClosedLoop] | None,
-              percentiles, slo: PlanSLO | None, backend, request_gaps: bool = False) -> RunOutput:
+              percentiles, slo: PlanSLO | None, backend, request_gaps: bool = False,
+              electricity: tuple[float, float] = (DEFAULT_USD_PER_KWH, DEFAULT_PUE)) -> RunOutput:
     from sim.run.intervals import prediction_intervals, run_extrapolating
     from sim.run.load_check import queue_growth, rejections
 
@@ -187,7 +191,7 @@ def _simulate(cfg: EngineConfig, workload: Trace | ClosedLoop, progress: Callabl
                                               f"{MAX_TIME_S:g} s: a rate, bandwidth or time among the inputs is out "
                                               "of scale (e.g. --kv-transfer-gb-s, --rate-scale, --qps)")
         columns = requests_columns(result)
-        summary = summarize(result, columns, percentiles)
+        summary = summarize(result, columns, percentiles, electricity)
         summary["slo_attainment"] = None if slo is None else slo_report(columns, slo, result.sim_duration_s)
         summary.update(provenance(cfg, workload))
         summary["extrapolating"] = run_extrapolating(cfg)

@@ -13,6 +13,7 @@ import simpy
 from sim.cost import CostModel
 from sim.cost.expert_parallel import expert_parallelism_of
 from sim.cost.replica import replica_cost_model
+from sim.engine.energy import attach_energy
 from sim.engine.frontend import shift_to_client
 from sim.engine.kv.blocks import BlockManager
 from sim.engine.lockstep import LockstepRank, group_ranks
@@ -204,6 +205,7 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
         sched = make_scheduler(cfg, table, blocks, replica_cost, recorder.sibling() if replicas else recorder, index,
                                max_model_len)
         sched.spec = make_spec_decoder(cfg, replica_cost, index)
+        sched.recorder.energy_missing = attach_energy(sched, replica_cost, load_hardware(hw_name))
         engine = getattr(replica_cost, "engine", None)
         replicas.append(replica_kind(env, sched, source, async_scheduling=bool(engine and engine.async_scheduling)))
         blocks_per_replica.append(n_blocks)

@@ -17,6 +17,7 @@ from sim.errors import InputError
 from sim.inputs.engines.apply import effective_settings
 from sim.inputs.layout.placement import cluster_placement
 from sim.inputs.slo import good_requests
+from sim.run.energy_summary import DEFAULT_PUE, DEFAULT_USD_PER_KWH, energy_summary
 from sim.run.feature_summary import feature_summary
 from sim.run.simulate import SimResult
 from sim.run.weighted_percentiles import weighted_percentiles
@@ -77,6 +78,10 @@ def requests_columns(result: SimResult) -> dict[str, np.ndarray | list]:
     attribution = result.recorder.attribution
     if attribution is not None:
         columns.update(attribution.columns(status == Status.FINISHED, finish_s))
+    if getattr(result.recorder, "energy", None) is not None:  # joules of the steps each request (its samples) was in
+        prefill = np.bincount(owner, weights=t.energy_prefill_j, minlength=n)
+        decode = np.bincount(owner, weights=t.energy_decode_j, minlength=n)
+        columns.update(energy_prefill_j=prefill, energy_decode_j=decode, energy_j=prefill + decode)
     return columns
 
 
@@ -140,7 +145,8 @@ def _goodput(table: RequestsTable, result: SimResult) -> dict | None:
             "request_throughput": n_ok / result.sim_duration_s if result.sim_duration_s else 0.0}
 
 
-def summarize(result: SimResult, table: RequestsTable | None = None, percentiles=DEFAULT_PERCENTILES) -> dict:
+def summarize(result: SimResult, table: RequestsTable | None = None, percentiles=DEFAULT_PERCENTILES,
+              electricity: tuple[float, float] = (DEFAULT_USD_PER_KWH, DEFAULT_PUE)) -> dict:
     """The summary.json contract (DESIGN.md, Outputs): seconds in `*_s` fields, and the latency
     statistics again in milliseconds in `*_ms` fields (ttft_ms, tpot_ms, itl_ms, e2e_ms, queue_delay_ms).
     `table`: the run's requests table (`requests_columns` or `requests_frame`), built when not given."""
@@ -187,5 +193,8 @@ def summarize(result: SimResult, table: RequestsTable | None = None, percentiles
         "placement": cluster_placement(cfg),  # hook: nodes and GPUs of each replica (sim/inputs/layout/placement.py)
         **feature_summary(result, table),  # hook: sim/run/feature_summary.py
     }
+    energy = energy_summary(result, table, *electricity)
+    if energy is not None:  # hook: sim/run/energy_summary.py (no key at all when a profile has no power section)
+        summary["energy"] = energy
     summary.update({key[:-2] + "_ms": in_ms(summary[key]) for key in LATENCY_KEYS})
     return summary

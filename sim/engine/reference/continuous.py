@@ -31,6 +31,7 @@ from collections import deque
 
 import numpy as np
 
+from sim.engine.reference.energy import reference_energy
 from sim.engine.reference.record import StepRecord
 from sim.engine.request import RequestTable, Status
 from sim.inputs.config import EngineConfig
@@ -59,6 +60,8 @@ class ContinuousStepper:
         self.step_start_s = self.step_end_s = -math.inf  # the last step's
         self.step_compute_start_s = -math.inf  # when its computing began, after its swap traffic
         self.record = StepRecord(n_blocks, cfg.block_size)
+        self.energy = reference_energy(cost, table)  # None where the engine meters none
+        self.record.energy = None if self.energy is None else self.energy.tally
 
     def blocks_for(self, n_tokens: int) -> int:
         return -(-n_tokens // self.block_size)
@@ -127,6 +130,8 @@ class ContinuousStepper:
         n_sampled = sum(1 for rid, n_new, c in zip(ids, new_tokens, cached) if c + n_new == t.n_tokens[rid])
         step_s = self.cost.step_time_s(np.array(new_tokens, dtype=np.int64), np.array(cached, dtype=np.int64),
                                        n_sampled)
+        if self.energy is not None:
+            self.energy.step(ids, new_tokens, cached, n_sampled, float(step_s), transfer_s)
         start_s = self.now_s
         duration_s = float(step_s) + transfer_s
         self.now_s = end_s = start_s + duration_s

@@ -14,6 +14,8 @@ class StepRecord:
 
     attribution = None  # the reference stepper does no latency attribution
     request_gaps = None
+    energy = None  # a sim.engine.energy.EnergyTally where the engine meters energy (set by the stepper)
+    energy_missing = None
 
     def __init__(self, n_blocks: int, block_size: int):
         self.n_blocks, self.block_size = n_blocks, block_size

@@ -32,6 +32,7 @@ class Scheduler(Arrivals, DecodeRuns, PastFinishes, Commits, Reservations):
     holds_arrivals_back = False  # set by the Replica under async scheduling (arrivals join two steps on)
     finished_listener = None  # engine callback(rid) when a request ends (closed-loop clients)
     spec = None  # a sim.engine.spec_decode.SpecDecoder when speculative decoding is on (hook)
+    energy = None  # a sim.engine.energy.EnergyMeter when the hardware profile has a power section (hook)
 
     def __init__(self, cfg: EngineConfig, table: RequestTable, blocks: BlockManager, cost: CostModel,
                  recorder: Recorder, replica: int, max_model_len: int):

@@ -23,6 +23,8 @@ class Commits:
         record inter-token gaps, free the blocks of finished requests. Returns how many finished."""
         if self.recorder.attribution is not None:  # hook: latency attribution (sim/run/attribution.py)
             self.recorder.attribution.on_plan(plan, end_s, self)
+        if self.energy is not None:  # hook: energy per step and per request (sim/engine/energy.py)
+            self.energy.on_plan(plan, self)
         if plan.is_decode_run:
             return self._commit_decode_run(plan, end_s)
         if plan.req_ids.size == 0:
