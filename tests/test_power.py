@@ -40,6 +40,8 @@ def test_decode_heavy_run_draws_less_power_than_prefill_heavy_run():
     assert H100.idle_w < p_decode < p_prefill <= H100.tdp_w * (1 + 1e-12)
     assert p_prefill > 0.9 * H100.tdp_w and p_decode < 0.6 * H100.tdp_w
     assert prefill["energy"]["compute_utilization_mean"] > decode["energy"]["compute_utilization_mean"]
+    assert prefill["energy"]["p99_power_w_per_gpu"] == H100.tdp_w  # compute-bound steps are capped
+    assert decode["energy"]["p99_power_w_per_gpu"] < 0.6 * H100.tdp_w  # its prompts are short, its steps decode
 
 
 def test_energy_is_the_sum_over_steps_and_idle_gaps():
@@ -74,6 +76,7 @@ def test_a_sparse_workload_averages_close_to_idle_power():
     workload = Trace(arrival_s=[0.0, 600.0], prompt_tokens=[100, 100], output_tokens=[10, 10])
     _, _, summary = _run(workload)
     assert H100.idle_w < summary["energy"]["mean_power_w_per_gpu"] < H100.idle_w * 1.01
+    assert summary["energy"]["p99_power_w_per_gpu"] == H100.idle_w  # idle for more than 99 % of the run
 
 
 def _profile_with_power(tmp_path, power):

@@ -25,6 +25,9 @@ class EnergyTally:
         self.step_s = 0.0  # the steps' time (transfers excluded)
         self.compute_s = 0.0  # of it, seconds of peak FLOP/s the steps' FLOPs take (per GPU)
         self.memory_s = 0.0  # and seconds of peak HBM bandwidth their bytes take
+        # seconds one GPU spent at each whole watt (bin w: [w, w + 1) W) over the steps and transfers;
+        # the idle gaps are added at the end (sim/run/energy_summary.py)
+        self.watts_s = np.zeros(int(tdp_w) + 1)
         self.idle_w = idle_w * n_gpus  # the whole replica idle
         self.n_gpus = n_gpus
         self.tdp_w = tdp_w
@@ -75,6 +78,8 @@ class EnergyMeter:
         rise *= p.tdp_w - p.idle_w
         rise += p.idle_w
         np.minimum(rise, p.tdp_w, out=rise)
+        bins = rise.astype(np.int64)
+        tally.watts_s += np.bincount(bins, weights=times_s, minlength=tally.watts_s.shape[0])
         rise *= times_s
         rise *= self.n_gpus
         return rise
@@ -89,12 +94,15 @@ class EnergyMeter:
         u_compute, u_memory = min(compute_s / safe, 1.0), min(memory_s / safe, 1.0)
         watts = min(p.tdp_w, p.idle_w + (p.tdp_w - p.idle_w) * (p.compute_weight * u_compute
                                                                  + p.memory_weight * u_memory))
+        tally.watts_s[int(watts)] += time_s
         return watts * time_s * self.n_gpus
 
     def on_plan(self, plan, sched) -> None:
         if plan.req_ids.size == 0:
             return  # an idle wait: the gap is idle power, added at the end
-        self.tally.step_j += plan.transfer_s * self.power.idle_w * self.n_gpus
+        if plan.transfer_s:
+            self.tally.step_j += plan.transfer_s * self.power.idle_w * self.n_gpus
+            self.tally.watts_s[int(self.power.idle_w)] += plan.transfer_s
         if plan.is_decode_run and plan.n_steps == 1 and plan.seq_steps is None:
             self._one_step_run(plan, sched)
         elif plan.is_decode_run:

@@ -35,6 +35,9 @@ from sim.run.weighted_percentiles import weighted_percentiles
 PERCENTILES = (90, 95, 99)
 
 
+ENERGY_EXTRAS = ("mean_power_w_per_gpu", "p99_power_w_per_gpu", "energy_per_request_j", "j_per_output_token",
+                 "j_per_total_token", "kwh_per_day", "electricity_usd_per_day")
+
 def vllm_bench_result(result, table: Mapping[str, np.ndarray], summary: dict, detailed: bool = False) -> dict:
     """The bench_serve.json content of a finished run (`result`: the SimResult; `table`: its
     requests columns, sim.run.summary.requests_columns; `summary`: its summary.json); `detailed`:
@@ -59,6 +62,9 @@ def vllm_bench_result(result, table: Mapping[str, np.ndarray], summary: dict, de
     out.update(_per_request(table, done, status, _itls(result, done) if detailed else None))
     out.update({"infersim_simulated": True, "infersim_summary": "summary.json",
                 "infersim_version": summary.get("infersim_version")})
+    energy = summary.get("energy")  # flat extras too (summary.json's `energy`, docs/power.md)
+    if energy:
+        out.update({f"infersim_{key}": energy[key] for key in ENERGY_EXTRAS})
     return out
 
 

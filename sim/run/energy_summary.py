@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sim.run.weighted_percentiles import weighted_percentiles
+
 if TYPE_CHECKING:
     from sim.run.simulate import SimResult
 
@@ -43,7 +45,8 @@ def energy_summary(result: SimResult, table, usd_per_kwh: float = DEFAULT_USD_PE
     duration_s = result.sim_duration_s
     if tally is None or not duration_s:
         return None
-    idle_j = sum(part.idle_w * max(duration_s - busy_s, 0.0) for part, busy_s in _busy_s(result, tally))
+    parts = _busy_s(result, tally)
+    idle_j = sum(part.idle_w * max(duration_s - busy_s, 0.0) for part, busy_s in parts)
     total_j = tally.step_j + idle_j
     status = np.asarray(table["status"])
     finished = status == "FINISHED"
@@ -56,6 +59,7 @@ def energy_summary(result: SimResult, table, usd_per_kwh: float = DEFAULT_USD_PE
         "gpus": tally.n_gpus,
         "mean_power_w_per_gpu": fleet_w / tally.n_gpus,
         "mean_power_w": fleet_w,
+        "p99_power_w_per_gpu": _p99_watts(parts, duration_s),
         "energy_j": total_j,
         "step_energy_j": tally.step_j,
         "idle_energy_j": idle_j,
@@ -78,3 +82,16 @@ def _busy_s(result: SimResult, tally) -> list[tuple]:
     if len(tally.parts) == 1:
         return [(tally, result.recorder.busy_s)]
     return [(part, part.busy_s) for part in tally.parts]
+
+
+def _p99_watts(parts: list[tuple], duration_s: float) -> float:
+    """The watts one GPU draws or less for 99 % of the run's GPU-seconds (steps at their own watts,
+    idle gaps at idle watts), to the whole watt below (the tallies keep 1 W bins)."""
+    size = max(part.watts_s.shape[0] for part, _ in parts)
+    seconds = np.zeros(size)
+    for part, busy_s in parts:
+        gpus = part.n_gpus
+        seconds[: part.watts_s.shape[0]] += gpus * part.watts_s
+        seconds[int(part.idle_w / gpus)] += gpus * max(duration_s - busy_s, 0.0)
+    held = np.flatnonzero(seconds)
+    return weighted_percentiles(held.astype(np.float64), seconds[held], (0.99,))[0]

@@ -33,6 +33,8 @@ class ReferenceEnergy:
         joules = watts * step_s * self.n_gpus
         tally = self.tally
         tally.step_j += joules + transfer_s * self.power.idle_w * self.n_gpus
+        tally.watts_s[int(watts)] += step_s
+        tally.watts_s[int(self.power.idle_w)] += transfer_s
         tally.step_s += step_s
         tally.compute_s += compute_s
         tally.memory_s += memory_s
