@@ -29,6 +29,7 @@ from sim.inputs.config import EngineConfig
 ROLES = ("prefill", "decode")
 MODELS = {"ServiceAccount": "V1ServiceAccount", "Role": "V1Role", "RoleBinding": "V1RoleBinding"}
 SERVED = {"vllm": vllm_served, "sglang": sglang_served}
+MODEL_ID = "meta-llama/Meta-Llama-3-8B-Instruct"  # --model-id: the checkpoint every group's line serves
 
 
 def _validate(doc: dict) -> None:
@@ -56,7 +57,8 @@ def _plan_cli(trace_csv, out, engine: str, tpot: str = "15ms"):
     return CliRunner().invoke(app, [
         "plan", "--workload", str(trace_csv), "--model", "llama-3-8b", "--max-requests", "100", "-H", "h100-sxm",
         "--tp", "1", "-p", "chunked", "--engine", engine, "--target-qps", str(TARGET_QPS), "--slo", "ttft_p99=0.5s",
-        "--slo", f"tpot_p99={tpot}", "--disagg", "2:1", "--workers", "1", "--emit", "k8s", "--out", str(out)])
+        "--slo", f"tpot_p99={tpot}", "--disagg", "2:1", "--workers", "1", "--model-id", MODEL_ID, "--emit", "k8s",
+        "--out", str(out)])
 
 
 @pytest.fixture(scope="module", params=["vllm", "sglang"])
@@ -95,6 +97,7 @@ def test_each_role_carries_the_split_replicas_gpus_and_role_label(emitted):
         assert deployment["spec"]["replicas"] == split[f"{role}_replicas"]
         pod = deployment["spec"]["template"]
         assert pod["metadata"]["labels"]["llm-d.ai/role"] == role
+        assert MODEL_ID in pod["spec"]["containers"][0]["args"]
         assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"  # TP1 groups
         selector = deployment["spec"]["selector"]["matchLabels"]
         assert selector.items() <= pod["metadata"]["labels"].items() and selector["llm-d.ai/role"] == role
