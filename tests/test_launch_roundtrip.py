@@ -55,7 +55,7 @@ def vllm_served(line: str) -> Served:
     p.add_argument("model")
     for flag in ("--tensor-parallel-size", "--data-parallel-size", "--pipeline-parallel-size", "--max-num-seqs",
                  "--max-num-batched-tokens", "--long-prefill-token-threshold", "--block-size", "--max-model-len",
-                 "--seed", "--num-gpu-blocks-override"):
+                 "--seed", "--num-gpu-blocks-override", "--port"):
         p.add_argument(flag, type=int)
     for flag in ("--gpu-memory-utilization", "--kv-offloading-size"):
         p.add_argument(flag, type=float)
@@ -88,12 +88,13 @@ def sglang_served(line: str) -> Served:
     for flag in ("--tp-size", "--dp-size", "--ep-size", "--pp-size", "--nnodes", "--max-running-requests",
                  "--chunked-prefill-size", "--max-prefill-tokens", "--page-size", "--context-length",
                  "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
-                 "--ep-num-redundant-experts"):
+                 "--ep-num-redundant-experts", "--port"):
         p.add_argument(flag, type=int)
     p.add_argument("--mem-fraction-static", type=float)
     p.add_argument("--moe-a2a-backend", choices=["none", "deepep", "mooncake", "mori", "ascend_fuseep", "flashinfer"])
     p.add_argument("--deepep-mode", choices=["normal", "low_latency", "auto"])
-    for flag in ("--kv-cache-dtype", "--speculative-algorithm", "--disaggregation-mode"):
+    for flag in ("--kv-cache-dtype", "--speculative-algorithm", "--disaggregation-mode",
+                 "--disaggregation-transfer-backend", "--host", "--dist-init-addr", "--node-rank"):
         p.add_argument(flag)
     for flag in ("--enable-dp-attention", "--disable-radix-cache", "--enable-two-batch-overlap"):
         p.add_argument(flag, action="store_true")

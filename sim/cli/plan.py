@@ -114,8 +114,10 @@ def plan(
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
     emit: str = typer.Option(None, "--emit", show_default=False,
-                             help="k8s: also write OUT/k8s.yaml, the recommendation as a vLLM Deployment, Service "
-                                  "and HorizontalPodAutoscaler (sim/planner/k8s.py)"),
+                             help="k8s: also write OUT/k8s.yaml, the recommendation as Kubernetes manifests for "
+                                  "its engine: Deployment or LeaderWorkerSet, Service, HorizontalPodAutoscaler "
+                                  "(sim/planner/k8s.py); with --disagg, when a P:D split is cheapest, its prefill "
+                                  "and decode workloads instead (sim/planner/k8s_disagg.py)"),
     uncertainty: int = typer.Option(None, "--uncertainty", show_default=False,
                                     help="N >= 2: rerun the recommended cluster under N perturbed cost models and "
                                          "report p10/p50/p90 of its capacity (plan.json recommended.uncertainty)"),

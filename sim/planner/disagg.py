@@ -124,7 +124,7 @@ def aggregated_row(recommended: dict) -> dict:
 
 def compare_layouts(recommended: dict, cfg: EngineConfig, ratios: list[tuple[int, int]], trace: Trace,
                     target_qps: float, slo: PlanSLO, max_runs: int, run_tasks,
-                    prices: dict[str, float] | None = None) -> dict:
+                    prices: dict[str, float] | None = None, model_id: str | None = None) -> dict:
     """plan.json's `disaggregated` section. `recommended`: the verified aggregated recommendation
     (with `verified_run`); `cfg`: its replica config; `run_tasks(fn, arg_tuples)` -> results in
     input order (the plan's backend)."""
@@ -145,7 +145,7 @@ def compare_layouts(recommended: dict, cfg: EngineConfig, ratios: list[tuple[int
             "decode_layout": layout_label(groups["decode"]), "policy": cfg.policy,
             "decode_router": cfg.decode_router, "max_runs_per_ratio": max_runs, "aggregated": aggregated,
             "splits": splits, "cheapest": cheapest["ratio"], "verdict": _verdict(aggregated, splits, cheapest),
-            "launch": group_launch_lines(groups)}
+            "launch": group_launch_lines(groups, model_id)}
 
 
 def _cost_key(row: dict) -> float:

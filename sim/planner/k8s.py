@@ -15,6 +15,8 @@ Three objects:
   plan's operating point (target rate / replicas), between the planned replicas and twice as many.
   Kubernetes has no such metric by itself: for vLLM the annotation gives the Prometheus adapter rule that
   derives it from `vllm:request_success_total`; for the others, derive it from the engine's request counter.
+Where plan.json `disaggregated` names a P:D layout cheapest, the manifests are its prefill and decode
+workloads instead (sim/planner/k8s_disagg.py).
 Derived from the simulation, not deployed anywhere: the labels and annotations say so. What cannot be
 written (an LMDeploy plan, TensorRT-LLM over several nodes) is an InputError raised after plan.json and
 the plots are written (sim/cli/plan.py).
@@ -36,6 +38,7 @@ def manifests(plan: dict, name: str = "infersim-plan") -> list[dict]:
     """[Deployment or LeaderWorkerSet, Service, HorizontalPodAutoscaler] for plan.json's recommendation
     and launch; InputError where the engine's manifests are not written."""
     from sim.errors import InputError
+    from sim.planner.k8s_disagg import chosen_split, disaggregated_manifests
     from sim.planner.k8s_engines import engine_container, pod_container, split_line
     from sim.planner.k8s_lws import leader_worker_set
 
@@ -44,6 +47,8 @@ def manifests(plan: dict, name: str = "infersim-plan") -> list[dict]:
         raise ValueError("the plan has no recommendation to deploy")
     engine = line_engine(launch)
     check_k8s_engine(engine)
+    if chosen_split(plan) is not None:  # a P:D layout verified cheapest: llm-d-style prefill / decode workloads
+        return disaggregated_manifests(plan, engine, name)
     spec = engine_container(engine)
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "infersim"}
     notes = {"infersim/derived-from": launch["label"], "infersim/hardware": best["hardware"],
@@ -131,7 +136,12 @@ class _NoAliases(yaml.SafeDumper):
 
 
 def manifests_yaml(plan: dict) -> str:
-    """The manifests as one YAML stream, headed by the launch's `# infersim simulated: <engine> <version>` line."""
+    """The manifests as one YAML stream, headed by the launch's `# infersim simulated: <engine> <version>` line
+    (and, for a disaggregated plan, the line saying which P:D layout they deploy)."""
+    from sim.planner.k8s_disagg import chosen_split
+
     header = plan["launch"].get("simulated")
     body = yaml.dump_all(manifests(plan), Dumper=_NoAliases, sort_keys=False)
+    if chosen_split(plan) is not None:
+        header = f"{header}\n# infersim disaggregated: {plan['disaggregated']['verdict']}"
     return f"{header}\n{body}" if header else body

@@ -16,17 +16,20 @@ import json
 import shlex
 
 from sim.planner.launch import layout_lines
+from sim.planner.launch_nodes import per_node_commands
 
 VLLM_KV_TRANSFER_CONFIG = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
 
 
-def group_launch_lines(groups: dict) -> dict:
+def group_launch_lines(groups: dict, model_id: str | None = None) -> dict:
     """plan.json `disaggregated.launch`: per role ("prefill", "decode": the group's config,
     sim.engine.disagg.build.group_config), the vLLM and SGLang commands of one of its replicas, each with
-    what it cannot express; and the router each engine puts in front."""
+    what it cannot express, its GPUs and its per-node commands when a replica spans nodes
+    (sim.planner.launch_nodes); and the router each engine puts in front. `model_id`: the checkpoint
+    served (plan --model-id; default the model spec's)."""
     out = {}
     for role, cfg in groups.items():
-        lines = layout_lines(cfg, 1)
+        lines = layout_lines(cfg, 1, model_id)
         sglang, vllm = lines["sglang"], lines["vllm"]
         sglang["command"] += " " + shlex.join(["--disaggregation-mode", role])
         sglang["not_expressible"] = [*sglang["not_expressible"], "the KV transfer engine (SGLang's default "
@@ -36,6 +39,9 @@ def group_launch_lines(groups: dict) -> dict:
                                                                                separators=(",", ":"))])
         vllm["not_expressible"] = [*vllm["not_expressible"], f"the {role} role: vLLM has no flag for it; the proxy "
                                    "in front sends each request to a prefill server, then to a decode server"]
+        for engine, line in lines.items():  # what `plan --emit k8s` runs (sim/planner/k8s_disagg.py)
+            line["gpus_per_replica"] = cfg.layout().n_gpus
+            line["per_node"] = per_node_commands(cfg, engine, shlex.split(line["command"]))
         out[role] = lines
     out["router"] = {
         "sglang": "python -m sglang_router.launch_router --pd-disaggregation --prefill http://PREFILL:PORT "

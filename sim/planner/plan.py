@@ -211,16 +211,17 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         "disaggregated": None if not pd_ratios else _disaggregated(recommended, feasible, pd_ratios, trace, target_qps,
                                                                     slo, settings, backend, progress,
                                                                     estimates if layouts is not None else None,
-                                                                    prices),
+                                                                    prices, model_id),
     }
 
 
 def _disaggregated(recommended: dict | None, searches: list[CandidateSearch], pd_ratios: list[tuple[int, int]],
                    trace: Trace, target_qps: float, slo: PlanSLO, settings: SearchSettings, backend,
                    progress: Progress | None, estimates: list | None = None,
-                   prices: dict[str, float] | None = None) -> dict:
+                   prices: dict[str, float] | None = None, model_id: str | None = None) -> dict:
     """plan.json's `disaggregated` section: the recommendation vs its P:D layouts; with `estimates`
-    (a layout search) the prefill and decode groups take their own layouts (sim.planner.disagg_layouts)."""
+    (a layout search) the prefill and decode groups take their own layouts (sim.planner.disagg_layouts);
+    `model_id`: the checkpoint the groups' launch lines serve."""
     if recommended is None:
         return {"compared": False, "reason": "no verified aggregated recommendation to compare against"}
     cfg, groups = _config_of(recommended, searches), None
@@ -231,7 +232,8 @@ def _disaggregated(recommended: dict | None, searches: list[CandidateSearch], pd
                                                  "needs one without PP whose estimate is finite)"}
         cfg = split_base(groups)
     section = compare_layouts(recommended, cfg, pd_ratios, trace, target_qps, slo, settings.max_verify_runs,
-                              lambda fn, tasks: run_on(backend, fn, tasks, progress, "verifying P:D layouts"), prices)
+                              lambda fn, tasks: run_on(backend, fn, tasks, progress, "verifying P:D layouts"), prices,
+                              model_id)
     return section if groups is None else {**section, "groups": groups_section(groups)}
 
 
