@@ -109,3 +109,16 @@ def test_a_burst_waits_for_the_serialised_tokenizer_and_the_breakdown_says_so(tm
     np.testing.assert_allclose(frame[[f"attr_{p}_s" for p in PARTS]].sum(axis=1), frame["e2e_s"], atol=1e-9)
     assert (out[0.0][1]["attr_tokenize_s"] == 0).all()
     np.testing.assert_array_equal(out[1.1][1]["arrival_s"], out[0.0][1]["arrival_s"])  # the client's times
+
+
+def test_validation_rows_take_the_preset_of_their_version():
+    """Measured rows keep the engine version they were measured on: the perf-overview tables (trtllm-bench,
+    0.19 - 1.0) stay on trtllm@1.0; rows of SGLang 0.5.6 / TensorRT-LLM 1.2.0rc2 take the new presets."""
+    from sim.validate.names import engine_for_version
+
+    assert engine_for_version("trtllm", "0.19.0") == engine_for_version("trtllm", "1.0") == "trtllm@1.0"
+    assert engine_for_version("trtllm", "") == "trtllm@1.0" and engine_for_version("sglang", "") == "sglang@0.4"
+    assert engine_for_version("trtllm", "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc2") == "trtllm@1.2"
+    assert engine_for_version("sglang", "lmsysorg/sglang:v0.5.6-cu129-amd64") == "sglang@0.5"
+    assert engine_for_version("vllm", "vllm/vllm-openai:v0.13.0") == "vllm@0.15"
+    assert engine_for_version("vllm@0.6", "0.6.x") == "vllm@0.6"
