@@ -214,7 +214,7 @@ def test_summary_records_the_effective_engine_settings():
                                       "requests=20,isl=64,osl=8", "--json"])
     assert result.exit_code == 0, result.output
     engine = json.loads(result.stdout)["engine"]
-    assert engine["engine"] == "trtllm@1.0" and engine["kv_dtype"] == "fp8" and engine["max_num_seqs"] == 64
+    assert engine["engine"] == "trtllm@1.2" and engine["kv_dtype"] == "fp8" and engine["max_num_seqs"] == 64
     assert engine["engine_version_range"] == load_engine("trtllm").version_range
     assert engine["block_size"] == load_engine("trtllm").scheduling.block_size
     assert engine["overhead"]["num_scheduler_steps"] == 4 and engine["cuda_graph_capture_sizes"] == []

@@ -212,8 +212,9 @@ def test_vllm_line_states_the_all_to_all_it_runs():
     assert "--all2all-backend" not in vllm_args(EngineConfig(**MOE, engine="vllm", tp=4))[0]  # no EP, no backend
 
 
-@pytest.mark.parametrize("engine, names", [("vllm", "vLLM 0.15"), ("sglang", "SGLang 0.4"),
-                                           ("trtllm", "TensorRT-LLM 1.0"), ("lmdeploy", "LMDeploy 0.6"),
+@pytest.mark.parametrize("engine, names", [("vllm", "vLLM 0.15"), ("sglang", "SGLang 0.5.6"),
+                                           ("sglang@0.4", "SGLang 0.4"), ("trtllm", "TensorRT-LLM 1.2"),
+                                           ("trtllm@1.0", "TensorRT-LLM 1.0"), ("lmdeploy", "LMDeploy 0.6"),
                                            ("vllm@0.10", "vLLM 0.10")])
 def test_every_line_names_its_engine_and_version(engine, names):
     cfg = EngineConfig(model="llama-3-8b", hardware="h100-sxm", engine=engine, tp=2)

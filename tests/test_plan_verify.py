@@ -205,10 +205,10 @@ def test_sglang_launch_takes_the_chunk_size_and_the_step_budget():
 
 def test_plan_with_a_radix_preset_also_sizes_its_other_policies():
     """QA: plan --engine sglang --policy chunked,radix failed: the preset's lpm ordering (radix only)
-    went into the chunked candidate."""
+    went into the chunked candidate (sglang@0.4: lpm; 0.5 orders fcfs)."""
     from sim.planner.candidates import build_candidates
 
-    base = EngineConfig(model="llama-3-8b", engine="sglang")
+    base = EngineConfig(model="llama-3-8b", engine="sglang@0.4")
     runnable, _ = build_candidates(base, ["h100-sxm"], [1], ["continuous", "chunked", "radix"],
                                    [{"max_num_batched_tokens": 4096}])
     by_policy = {c.cfg.policy: c.cfg for c in runnable}

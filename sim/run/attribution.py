@@ -13,6 +13,8 @@ Every moment between a request's arrival and its end falls in exactly one part:
 | swap | host-link transfers at the start of its steps (swap in/out, host-tier prefix loads) |
 | kv_transfer | disaggregated: from the end of its prefill to its KV landing on a decode replica |
 | samples | parallel sampling: from this row's end to its request's last sample's end |
+| frontend | the API server's constant request path (sim.engine.frontend) |
+| tokenize | waiting for and tokenising its prompt in the engine's tokenizer process (sim.engine.frontend) |
 
 How a single step of duration T (transfer excluded) is split among its sequences: a decode-only
 step is decode for all. Otherwise T_dec = the time of a decode-only step of the step's decode
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     from sim.engine.sched.plan import StepPlan
 
 PARTS = ("queue", "prefill", "interference", "decode", "preempted", "recompute", "swap", "kv_transfer",
-         "samples", "frontend")
+         "samples", "frontend", "tokenize")
 _INDEX = {name: i for i, name in enumerate(PARTS)}
 SCALAR_MAX_ROWS = 32  # plans of at most this many own rows are accounted in one Python pass
 SAME_INSTANT_S = 1e-9  # a mark this close to a step's start is that start (float rounding of end - duration)
@@ -228,6 +230,10 @@ class Attribution(StepSplit):
         parts[_INDEX["samples"]] = np.where(finished, request_finish_s - own_finish_s, 0.0)
         parts[:, ~finished] = np.nan
         return {f"attr_{name}_s": parts[i] for i, name in enumerate(PARTS)}
+
+    def book_tokenize(self, rows: np.ndarray, tokenize_s: np.ndarray) -> None:
+        """Each of `rows`' time in the tokenizer (queueing there included) before the engine core saw it."""
+        self.parts_s[_INDEX["tokenize"], rows] += tokenize_s
 
     def book_frontend(self, rows: np.ndarray, frontend_s: float) -> None:
         """The engine's request path outside the engine core (sim.engine.frontend) of `rows`."""

@@ -14,7 +14,7 @@ from sim.cost import CostModel
 from sim.cost.expert_parallel import expert_parallelism_of
 from sim.cost.replica import replica_cost_model
 from sim.engine.energy import attach_energy
-from sim.engine.frontend import shift_to_client
+from sim.engine.frontend import Tokenizer, shift_by_tokenize, shift_to_client
 from sim.engine.kv.blocks import BlockManager
 from sim.engine.lockstep import LockstepRank, group_ranks
 from sim.engine.metrics import Recorder, replica_gap_compact_at
@@ -116,6 +116,8 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     env = simpy.Environment()
     router = make_router(cfg.router, np.random.default_rng(cfg.seed))
     frontend_s = _frontend_s(cfg, overhead)
+    tokenize_s = _tokenize_s_per_token(cfg, overhead)
+    tokenizer = Tokenizer(table, tokenize_s) if tokenize_s > 0 and not isinstance(workload, ClosedLoop) else None
     if isinstance(workload, ClosedLoop):
         source = ClosedLoopSource(env, workload, table, router, progress, client_delay_s=frontend_s)
     else:
@@ -139,6 +141,10 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     env.run()
     if stopped is None or not stopped.triggered:
         _check_every_request_ended(table)
+    if tokenizer is not None:
+        tokenizer.restore(recorder.attribution)
+    elif isinstance(workload, ClosedLoop):
+        shift_by_tokenize(table, tokenize_s, recorder.attribution)
     shift_to_client(table, frontend_s, recorder.attribution)
     if disagg is None:  # each aggregated replica kept its own recorder (merged in replica order)
         recorder = Recorder.merged([replica.sched.recorder for replica in replicas])
@@ -152,6 +158,13 @@ def _frontend_s(cfg: EngineConfig, overhead: EngineOverhead | None) -> float:
     if overhead is not None:
         return overhead.frontend_s
     return 0.0 if cfg.engine is None else load_engine(cfg.engine).overhead.frontend_ms * 1e-3
+
+
+def _tokenize_s_per_token(cfg: EngineConfig, overhead: EngineOverhead | None) -> float:
+    """The engine's tokenizer cost per prompt token (sim.engine.frontend): the given terms', else the preset's."""
+    if overhead is not None:
+        return overhead.tokenize_s_per_token
+    return 0.0 if cfg.engine is None else load_engine(cfg.engine).overhead.tokenize_us_per_token * 1e-6
 
 
 def _check_every_request_ended(table: RequestTable) -> None:

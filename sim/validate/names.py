@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sim.errors import InputError
-from sim.inputs.engines.preset import engine_names
+from sim.inputs.engines.preset import engine_families, engine_names, engine_versions
 from sim.inputs.hardware import bundled_profiles
 from sim.inputs.model import bundled_models
 
@@ -50,6 +51,27 @@ def engine_name(where: str, text: str) -> str:
         return name if name in engine_names() else text
     raise InputError(where, "engine", f"unknown engine {text!r}; bundled: {', '.join(engine_names())}, or a "
                                       f"preset YAML path")
+
+
+# Rows that name a family but no version were measured before the newest presets: the LMSYS large-scale EP
+# blog (May 2025, SGLang 0.4.x) and the TensorRT-LLM perf-overview tables (trtllm-bench, which trtllm@1.0 describes).
+UNVERSIONED = {"sglang": "sglang@0.4", "trtllm": "trtllm@1.0"}
+
+
+def engine_for_version(name: str, version_text: str) -> str:
+    """A case's preset: a bare family name takes the family's oldest bundled version at or above the
+    row's major.minor (`1.2.0rc2` -> trtllm@1.2, `0.19.0` -> trtllm@1.0, `v0.13.0` -> vllm@0.15), its newest
+    if none is; without a version, the one the family's older rows were measured on (UNVERSIONED)."""
+    if name not in engine_families():
+        return name
+    found = re.search(r"(\d+)\.(\d+)", version_text)
+    if found is None:
+        return UNVERSIONED.get(name, engine_families()[name])
+    wanted = (int(found.group(1)), int(found.group(2)))
+    for version in (v for v in engine_versions() if v.partition("@")[0] == name):  # ascending
+        if tuple(int(part) for part in version.partition("@")[2].split(".")[:2]) >= wanted:
+            return version
+    return engine_families()[name]
 
 
 def dtype_name(where: str, field: str, text: str) -> str:

@@ -14,7 +14,7 @@ from sim.run.simulate import simulate
 from sim.run.summary import summarize
 from sim.validate.cases import Case
 from sim.validate.limits import DEFAULT_MAX_SIM_REQUESTS
-from sim.validate.names import dtype_name, engine_name, gpu_name, model_name
+from sim.validate.names import dtype_name, engine_for_version, engine_name, gpu_name, model_name
 from sim.validate.staged import parse_staged, simulate_stages
 from sim.validate.steady_decode import predict_steady_decode
 from sim.yamlio import validate
@@ -45,7 +45,7 @@ def case_config(case: Case, engine: str | None = None, hardware: str | None = No
     Unknown names raise InputError (bad input, exit 2)."""
     where = case.case_id
     data: dict = {
-        "engine": engine or engine_name(where, case.engine),
+        "engine": engine or engine_for_version(engine_name(where, case.engine), case.engine_version),
         "model": model_name(where, case.model),
         "hardware": hardware or gpu_name(where, case.gpu),
         "tp": case.tp,

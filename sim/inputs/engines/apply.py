@@ -23,6 +23,7 @@ def fill_from_preset(data: dict) -> dict:
     filled = dict(data)
     defaults = preset.scheduling.model_dump()
     defaults.update(_large_gpu_defaults(preset, data))
+    defaults.update(_memory_tier_defaults(preset, data))
     policy = filled.get("policy", defaults["policy"])
     for key in PRESET_KEYS:
         if key in filled or defaults.get(key) is None:
@@ -39,6 +40,35 @@ def fill_from_preset(data: dict) -> dict:
     return filled
 
 
+def _first_hardware(data: dict):
+    """The run's (first) hardware profile, or None when it cannot be read (the config's own validation
+    then names it)."""
+    from sim.errors import InputError
+    from sim.inputs.hardware import load_hardware
+
+    hardware = (data.get("replica_hardware") or [data.get("hardware") or "h100-sxm"])[0]
+    try:
+        return load_hardware(str(hardware))
+    except (InputError, OSError):
+        return None
+
+
+def _memory_tier_defaults(preset, data: dict) -> dict:
+    """The prompt chunk SGLang 0.5 picks by GPU memory (`gpu_memory_tiers`), divided over the attention-DP
+    ranks where the engine does (`dp_attention_divides_chunk`: each rank's scheduler takes chunk // dp)."""
+    from sim.inputs.engines.preset import gpu_memory_tier
+
+    hw = _first_hardware(data) if preset.gpu_memory_tiers else None
+    tier = None if hw is None else gpu_memory_tier(preset.gpu_memory_tiers, hw.memory.hbm_capacity_gib)
+    if tier is None:
+        return {}
+    chunk = tier.chunk_size
+    dp = int(data.get("dp") or 1)
+    if preset.dp_attention_divides_chunk and data.get("enable_dp_attention") and dp > 1:
+        chunk = max(chunk // dp, 1)
+    return {"chunk_size": chunk}
+
+
 def _large_gpu_defaults(preset, data: dict) -> dict:
     """The preset's big-GPU budgets when the run's (first) profile qualifies (vLLM >= 0.9.1 picks
     1024 seqs / 8192 tokens on >= 70 GiB GPUs except A100); {} otherwise or when the profile cannot
@@ -46,15 +76,8 @@ def _large_gpu_defaults(preset, data: dict) -> dict:
     rule = preset.large_gpu_scheduling
     if rule is None:
         return {}
-    from sim.errors import InputError
-    from sim.inputs.hardware import load_hardware
-
-    hardware = (data.get("replica_hardware") or [data.get("hardware") or "h100-sxm"])[0]
-    try:
-        hw = load_hardware(str(hardware))
-    except (InputError, OSError):
-        return {}
-    if not rule.applies(hw):
+    hw = _first_hardware(data)
+    if hw is None or not rule.applies(hw):
         return {}
     return {"max_num_seqs": rule.max_num_seqs, "max_num_batched_tokens": rule.max_num_batched_tokens}
 
@@ -96,5 +119,6 @@ def effective_settings(cfg) -> dict | None:
         "overhead": {"per_step_us": over.per_step_s * 1e6, "per_seq_us": over.per_seq_s * 1e6,
                      "per_token_us": over.per_token_s * 1e6, "overlap": over.overlap,
                      "residue_us": over.residue_s * 1e6, "num_scheduler_steps": over.num_scheduler_steps,
-                     "frontend_ms": over.frontend_s * 1e3},
+                     "frontend_ms": over.frontend_s * 1e3,
+                     "tokenize_us_per_token": over.tokenize_s_per_token * 1e6},
     }

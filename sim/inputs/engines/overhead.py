@@ -27,7 +27,7 @@ from sim.inputs.engines.preset import CudaGraph, EnginePreset
 
 
 def captured_sizes(graph: CudaGraph, max_num_seqs: int | None = None,
-                   max_num_batched_tokens: int | None = None) -> tuple[int, ...]:
+                   max_num_batched_tokens: int | None = None, max_size: int | None = None) -> tuple[int, ...]:
     """The batch sizes a run captures graphs for: the preset's listed sizes up to the run's cap.
 
     The cap is max_per_seq x max_num_seqs (vLLM V1, TensorRT-LLM), and also max_num_batched_tokens
@@ -36,6 +36,8 @@ def captured_sizes(graph: CudaGraph, max_num_seqs: int | None = None,
     size above it was dropped (TensorRT-LLM 1.0 with padding), so a batch between the largest listed
     size under the cap and the cap pads to the cap instead of running eager."""
     sizes = tuple(graph.capture_sizes)
+    if max_size is not None:
+        sizes = tuple(size for size in sizes if size <= max_size)
     caps = []
     if graph.max_per_seq is not None and max_num_seqs is not None:
         caps.append(graph.max_per_seq * max_num_seqs)
@@ -45,7 +47,7 @@ def captured_sizes(graph: CudaGraph, max_num_seqs: int | None = None,
         return sizes
     cap = min(caps)
     kept = tuple(size for size in sizes if size <= cap)
-    if graph.capture_cap and len(kept) < len(sizes) and (not kept or kept[-1] != cap):
+    if graph.capture_cap and graph.padding and len(kept) < len(sizes) and (not kept or kept[-1] != cap):
         kept += (cap,)
     return kept
 
@@ -64,33 +66,38 @@ class EngineOverhead:
     graph_scope: str  # "decode" | "all"
     async_scheduling: bool = False  # arrivals join one step late (sim.engine.replica.Replica)
     frontend_s: float = 0.0  # the API server's request path (sim.engine.frontend)
+    tokenize_s_per_token: float = 0.0  # one tokenizer process, per prompt token (sim.engine.frontend)
+    graph_padding: bool = True  # false: only a batch of exactly a captured size replays a graph
 
     @classmethod
     def from_preset(cls, preset: EnginePreset, num_scheduler_steps: int | None = None,
                     enforce_eager: bool | None = None, max_num_seqs: int | None = None,
-                    max_num_batched_tokens: int | None = None) -> EngineOverhead:
+                    max_num_batched_tokens: int | None = None, graph_max_size: int | None = None) -> EngineOverhead:
         o = preset.overhead
-        sizes = () if enforce_eager else captured_sizes(preset.cuda_graph, max_num_seqs, max_num_batched_tokens)
+        sizes = () if enforce_eager else captured_sizes(preset.cuda_graph, max_num_seqs, max_num_batched_tokens,
+                                                         graph_max_size)
         return cls(o.per_step_us * 1e-6, o.per_seq_us * 1e-6, o.per_token_us * 1e-6, o.overlap, o.residue_us * 1e-6,
                    num_scheduler_steps or o.num_scheduler_steps, sizes, preset.cuda_graph.scope, o.async_scheduling,
-                   o.frontend_ms * 1e-3)
+                   o.frontend_ms * 1e-3, o.tokenize_us_per_token * 1e-6, preset.cuda_graph.padding)
 
     @classmethod
     def for_run(cls, preset: EnginePreset, cfg) -> EngineOverhead:
         """The terms of one run of `cfg` (an EngineConfig): its multi-step, eager and batch limits
         applied to the preset, as the simulation, the reported settings and the fits all take them."""
         return cls.from_preset(preset, cfg.num_scheduler_steps, cfg.enforce_eager, cfg.max_num_seqs,
-                               cfg.max_num_batched_tokens)
+                               cfg.max_num_batched_tokens, _graph_max_size(preset, cfg))
 
     def padded_size(self, size: int) -> int:
-        """The captured graph size a step of `size` runs at (itself when beyond the largest)."""
-        if not self.capture_sizes or size > self.capture_sizes[-1] or size <= 0:
+        """The captured graph size a step of `size` runs at (itself when beyond the largest, or unpadded)."""
+        if not self.capture_sizes or size > self.capture_sizes[-1] or size <= 0 or not self.graph_padding:
             return size
         return self.capture_sizes[bisect.bisect_left(self.capture_sizes, size)]
 
     def graphed(self, size: int, decode_only: bool) -> bool:
         """Whether a step of `size` tokens replays a captured CUDA graph (else it runs eagerly)."""
         if not self.capture_sizes or size > self.capture_sizes[-1] or size <= 0:
+            return False
+        if not self.graph_padding and size not in self.capture_sizes:
             return False
         return decode_only or self.graph_scope == "all"
 
@@ -105,6 +112,18 @@ class EngineOverhead:
         if self.overlap:
             return np.maximum(gpu_s, cpu_s) + self.residue_s
         return gpu_s + cpu_s
+
+
+def _graph_max_size(preset: EnginePreset, cfg) -> int | None:
+    """SGLang 0.5's cuda_graph_max_bs for the run's (first) GPU and tensor parallelism (None without tiers)."""
+    if not preset.gpu_memory_tiers:
+        return None
+    from sim.inputs.engines.preset import gpu_memory_tier
+    from sim.inputs.hardware import load_hardware
+
+    hbm_gib = load_hardware(cfg.hardware_of_replicas()[0]).memory.hbm_capacity_gib
+    tier = gpu_memory_tier(preset.gpu_memory_tiers, hbm_gib)
+    return None if tier is None else tier.graph_max_bs(cfg.tp)
 
 
 class EngineCost:

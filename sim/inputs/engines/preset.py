@@ -68,6 +68,9 @@ class CudaGraph(StrictModel):
     within_token_budget: bool = False
     # the cap itself is captured when a listed size above it was dropped (TensorRT-LLM 1.0 with enable_padding)
     capture_cap: bool = False
+    # a batch between captured sizes is padded to the next one up (vLLM, SGLang, TensorRT-LLM with
+    # enable_padding); false: only a batch of exactly a captured size replays its graph, others run eager
+    padding: bool = True
 
     @model_validator(mode="after")
     def _sorted_unique(self) -> CudaGraph:
@@ -97,6 +100,41 @@ class Overhead(StrictModel):
     async_scheduling: bool = False
     # the API server's request path, per request (sim/engine/frontend.py): added to TTFT and E2E
     frontend_ms: Plausible("frontend_ms") = 0.0
+    # tokenising the prompt before the engine core sees it, per prompt token, in ONE process that takes
+    # requests in arrival order (SGLang's tokenizer manager, TensorRT-LLM's server): a burst queues there
+    tokenize_us_per_token: float = Field(0.0, ge=0, le=100)
+
+
+class GpuMemoryTier(StrictModel):
+    """Defaults the engine picks by the GPU's memory (SGLang 0.5 `_handle_gpu_memory_settings`): the
+    first tier whose `below_gib` exceeds the GPU's memory (None: any size) gives the prompt chunk and the
+    largest CUDA-graph batch (`cuda_graph_max_bs_tp4` from tensor parallel 4 up, where it differs)."""
+
+    below_gib: Plausible("hbm_gib") | None = None
+    chunk_size: Plausible("batch_tokens", int)
+    cuda_graph_max_bs: CaptureSize
+    cuda_graph_max_bs_tp4: CaptureSize | None = None
+
+    def graph_max_bs(self, tp: int) -> int:
+        return self.cuda_graph_max_bs_tp4 if tp >= 4 and self.cuda_graph_max_bs_tp4 else self.cuda_graph_max_bs
+
+
+class AttentionDpBalance(StrictModel):
+    """TensorRT-LLM's `attention_dp_config` (llm_args.py AttentionDpConfig): with `enable_balance`, a
+    context request waits up to `timeout_iters` / `batching_wait_iters` iterations until every attention-DP
+    rank has one. Recorded with its defaults; a run with it on is refused (not modelled)."""
+
+    enable_balance: bool = False
+    timeout_iters: int = Field(50, ge=0)
+    batching_wait_iters: int = Field(10, ge=0)
+
+
+def gpu_memory_tier(tiers: list[GpuMemoryTier] | None, hbm_gib: float) -> GpuMemoryTier | None:
+    """The tier a GPU of `hbm_gib` falls in (None without tiers)."""
+    for tier in tiers or []:
+        if tier.below_gib is None or hbm_gib < tier.below_gib:
+            return tier
+    return None
 
 
 class LargeGpuScheduling(StrictModel):
@@ -165,6 +203,9 @@ class EnginePreset(StrictModel):
     scheduling: Scheduling
     block_sizes: BlockSizeRule | None = None  # None: the engine takes any positive block size
     large_gpu_scheduling: LargeGpuScheduling | None = None
+    gpu_memory_tiers: list[GpuMemoryTier] | None = None  # chunk and CUDA-graph limit by GPU memory (SGLang 0.5)
+    dp_attention_divides_chunk: bool = False  # SGLang: each attention-DP rank takes chunk_size // dp
+    attention_dp_balance: AttentionDpBalance | None = None  # TensorRT-LLM; enable_balance true is refused
     custom_allreduce: CustomAllreduce | None = None
     kv: KVDefaults = KVDefaults()
     cuda_graph: CudaGraph = CudaGraph()
@@ -178,6 +219,9 @@ class EnginePreset(StrictModel):
     def _rule_for_engine_allreduce(self) -> EnginePreset:
         if self.allreduce_kind == "engine" and self.custom_allreduce is None:
             raise ValueError("allreduce_kind engine needs a custom_allreduce rule")
+        if self.attention_dp_balance is not None and self.attention_dp_balance.enable_balance:
+            raise ValueError("attention_dp_balance.enable_balance: TensorRT-LLM's attention-DP balancing (a context "
+                             "request waiting for every rank to have one) is not modelled; allowed: false")
         if self.block_sizes is not None and not self.block_sizes.allows(self.scheduling.block_size):
             raise ValueError(f"scheduling.block_size {self.scheduling.block_size} is not one block_sizes allows")
         return self
