@@ -68,6 +68,7 @@ def emitted(request, trace_csv, tmp_path_factory):
     assert result.exit_code == 0, result.output
     plan = json.loads((out / "plan.json").read_text())
     assert plan["disaggregated"]["cheapest"] == "2P:1D"  # the split won: its manifests are written
+    assert "k8s.yaml (the 2P:1D x1 disaggregated layout)" in " ".join(result.output.split())
     text = (out / "k8s.yaml").read_text()
     return request.param, text, list(yaml.safe_load_all(text)), plan
 

@@ -249,13 +249,22 @@ def plan(
         print_plan(result, top)
         console.print(f"planned in {time.monotonic() - wall_time_start_s:.1f} s")
         if out is not None:
-            k8s = ", k8s.yaml" if emit == "k8s" and result["recommended"] is not None and refusal is None else ""
+            written = emit == "k8s" and result["recommended"] is not None and refusal is None
+            k8s = _k8s_written(result) if written else ""
             console.print(f"wrote {out}/plan.json, latency_vs_rate.png, cost.png, pareto.png{k8s}")
     if refusal is not None:
         raise InputError(refusal.where, refusal.field,
                          f"{refusal.allowed}; plan.json and the plots are written to {out}")
     if result["recommended"] is None:
         raise typer.Exit(code=1)
+
+
+def _k8s_written(result: dict) -> str:
+    """The `wrote ...` line's k8s.yaml entry, naming the P:D split when the manifests deploy one."""
+    from sim.planner.k8s_disagg import chosen_split
+
+    split = chosen_split(result)
+    return ", k8s.yaml" if split is None else f", k8s.yaml (the {split['ratio']} x{split['k']} disaggregated layout)"
 
 
 def _write_manifests(result: dict, path: Path) -> InputError | None:
