@@ -122,3 +122,31 @@ def test_validation_rows_take_the_preset_of_their_version():
     assert engine_for_version("sglang", "lmsysorg/sglang:v0.5.6-cu129-amd64") == "sglang@0.5"
     assert engine_for_version("vllm", "vllm/vllm-openai:v0.13.0") == "vllm@0.15"
     assert engine_for_version("vllm@0.6", "0.6.x") == "vllm@0.6"
+
+
+def test_sglang_mem_fraction_static_follows_its_formula():
+    """(GPU MiB - reserved) / GPU MiB: H100 TP1 reserves 8192 x 1.5 + 256 x 2 + 128 = 12928 MiB of 81559;
+    H200 TP8 DP-attention 8 reserves 12288 + 1024 + 1024 + 512 x 8 x 3 + 512 x 8 x 1.5 = 32768 MiB of 143770."""
+    h100 = EngineConfig(engine="sglang", model="llama-3-8b", hardware="h100-sxm")
+    assert h100.gpu_memory_utilization == round((79.65 * 1024 - 12928) / (79.65 * 1024), 3) == 0.841
+    dpa = EngineConfig(engine="sglang", model="deepseek-v3", hardware="h200", tp=8, dp=8, ep=8,
+                       enable_dp_attention=True, weight_dtype="fp8")
+    assert dpa.gpu_memory_utilization == round((140.4 * 1024 - 32768) / (140.4 * 1024), 3)
+    assert EngineConfig(engine="sglang", model="llama-3-8b", gpu_memory_utilization=0.8).gpu_memory_utilization == 0.8
+
+
+def test_sglang_pool_holds_weights_and_kv_only():
+    """kv_pool static_share: the KV budget is HBM x fraction - runtime - weights; the activations are
+    already outside the fraction (model_runner.py profile_max_num_token), so not taken again."""
+    from sim.inputs.hardware import load_hardware
+    from sim.inputs.layout.memory import plan_memory
+    from sim.inputs.model import load_model
+
+    model, hw = load_model("llama-3-8b"), load_hardware("h100-sxm")
+    inside = plan_memory(model, hw, 1, 16, 0.841, max_num_batched_tokens=16384, max_num_seqs=2048)
+    outside = plan_memory(model, hw, 1, 16, 0.841, max_num_batched_tokens=16384, max_num_seqs=2048,
+                          activations_outside=True)
+    per_block = 16 * 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 KV heads x 128, bf16
+    gained = outside.num_gpu_blocks - inside.num_gpu_blocks
+    assert inside.activation_reserve_bytes_per_gpu > 0
+    assert abs(gained - inside.activation_reserve_bytes_per_gpu / per_block) <= 1

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sim.errors import InputError
 from sim.inputs.config import POLICIES, EngineConfig
 from sim.inputs.engines.apply import fit_inherited_to_policy
-from sim.inputs.engines.preset import kv_pool_share_of_free
+from sim.inputs.engines.preset import kv_pool_args
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
@@ -195,7 +195,7 @@ def _why_not(model, hw, tp: int, base: EngineConfig, price: float | None) -> str
     try:
         plan_memory(model, hw, tp, base.block_size, base.gpu_memory_utilization, base.weight_dtype,
                     base.kv_dtype, base.max_num_batched_tokens, base.max_num_seqs,
-                    share_of_free=kv_pool_share_of_free(base.engine))
+                    **kv_pool_args(base.engine))
     except InputError as exc:
         return _node_hint(f"tp {tp} {exc.allowed}" if exc.where == "--tp" else exc.allowed, tp, hw)
     return None
@@ -225,7 +225,7 @@ def _why_not_layout(model, hw, cfg: EngineConfig, price: float | None) -> str | 
         layout = simulated_layout(cfg, model)
         plan_layout_memory(model, hw, layout, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                            cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
-                           share_of_free=kv_pool_share_of_free(cfg.engine))
+                           **kv_pool_args(cfg.engine))
     except InputError as exc:
         return _node_hint(exc.line(), cfg.tp, hw)
     return None

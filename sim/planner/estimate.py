@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.cost import CostModel
 from sim.inputs.config import EngineConfig
-from sim.inputs.engines.preset import kv_pool_share_of_free
+from sim.inputs.engines.preset import kv_pool_args
 from sim.inputs.hardware import load_hardware
 from sim.inputs.layout.memory import plan_memory
 from sim.inputs.model import load_model
@@ -29,7 +29,7 @@ def saturation_qps(cfg: EngineConfig, trace: Trace) -> float:
     model, hw = load_model(cfg.model), load_hardware(cfg.hardware)
     memory = plan_memory(model, hw, cfg.tp, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                          cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs,
-                         share_of_free=kv_pool_share_of_free(cfg.engine))
+                         **kv_pool_args(cfg.engine))
     cost = CostModel(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size)
     prompt, output = float(trace.prompt_tokens.mean()), float(trace.output_tokens.mean())
     batch = int(max(1, min(cfg.max_num_seqs, memory.max_cached_tokens // (prompt + output))))

@@ -26,7 +26,7 @@ from sim.engine.sched.registry import make_scheduler
 from sim.engine.spec_decode import draft_model_of, make_spec_decoder
 from sim.inputs.config import EngineConfig
 from sim.inputs.engines import EngineCost, EngineOverhead, load_engine
-from sim.inputs.engines.preset import kv_pool_share_of_free
+from sim.inputs.engines.preset import kv_pool_args
 from sim.inputs.hardware import GIB, load_hardware
 from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
@@ -249,7 +249,7 @@ def _replica_parts(cfg: EngineConfig, model, hw_name: str, cost: CostModel | Non
     mtp = bool(cfg.spec_tokens) and cfg.spec_method == "mtp"
     memory = plan_layout_memory(model, hw, layout, cfg.block_size, cfg.gpu_memory_utilization, cfg.weight_dtype,
                                 cfg.kv_dtype, cfg.max_num_batched_tokens, cfg.max_num_seqs, draft_model_of(cfg),
-                                mtp=mtp, share_of_free=kv_pool_share_of_free(cfg.engine))
+                                mtp=mtp, **kv_pool_args(cfg.engine))
     preset = None if cfg.engine is None else load_engine(cfg.engine)
     if cost is None:
         cost = replica_cost_model(model, hw, cfg.tp, cfg.weight_dtype, cfg.kv_dtype, cfg.block_size, pp=layout.pp,

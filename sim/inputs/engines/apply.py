@@ -56,17 +56,23 @@ def _first_hardware(data: dict):
 def _memory_tier_defaults(preset, data: dict) -> dict:
     """The prompt chunk SGLang 0.5 picks by GPU memory (`gpu_memory_tiers`), divided over the attention-DP
     ranks where the engine does (`dp_attention_divides_chunk`: each rank's scheduler takes chunk // dp)."""
-    from sim.inputs.engines.preset import gpu_memory_tier
+    from sim.inputs.engines.preset_rules import gpu_memory_tier
 
     hw = _first_hardware(data) if preset.gpu_memory_tiers else None
     tier = None if hw is None else gpu_memory_tier(preset.gpu_memory_tiers, hw.memory.hbm_capacity_gib)
     if tier is None:
         return {}
-    chunk = tier.chunk_size
+    chunk = int(data.get("chunk_size") or tier.chunk_size)
     dp = int(data.get("dp") or 1)
-    if preset.dp_attention_divides_chunk and data.get("enable_dp_attention") and dp > 1:
-        chunk = max(chunk // dp, 1)
-    return {"chunk_size": chunk}
+    ranks = dp if data.get("enable_dp_attention") and dp > 1 else 1
+    out = {"chunk_size": max(chunk // ranks, 1) if preset.dp_attention_divides_chunk else chunk}
+    rule = preset.mem_fraction_rule
+    if rule is not None:
+        tp = int(data.get("tp") or 1)
+        speculative = str(data.get("spec_method") or "heads") if data.get("spec_tokens") else None
+        out["gpu_memory_utilization"] = rule.fraction(hw.memory.hbm_capacity_gib, chunk, tier.graph_max_bs(tp), tp,
+                                                      int(data.get("pp") or 1), ranks, speculative)
+    return out
 
 
 def _large_gpu_defaults(preset, data: dict) -> dict:

@@ -118,7 +118,7 @@ def _graph_max_size(preset: EnginePreset, cfg) -> int | None:
     """SGLang 0.5's cuda_graph_max_bs for the run's (first) GPU and tensor parallelism (None without tiers)."""
     if not preset.gpu_memory_tiers:
         return None
-    from sim.inputs.engines.preset import gpu_memory_tier
+    from sim.inputs.engines.preset_rules import gpu_memory_tier
     from sim.inputs.hardware import load_hardware
 
     hbm_gib = load_hardware(cfg.hardware_of_replicas()[0]).memory.hbm_capacity_gib

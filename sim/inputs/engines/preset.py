@@ -19,6 +19,7 @@ from pydantic import Field, PositiveInt, model_validator
 
 from sim.errors import InputError
 from sim.inputs.budget import MAX_CAPTURE_SIZES
+from sim.inputs.engines.preset_rules import AttentionDpBalance, GpuMemoryTier, MemFractionRule
 from sim.schema import MAX_TOKENS, Plausible, StrictModel
 from sim.yamlio import read_mapping, validate
 
@@ -42,7 +43,8 @@ class Scheduling(StrictModel):
     gpu_memory_utilization: float = Field(gt=0, le=1)
     # what gpu_memory_utilization is a share of: all HBM (vLLM, SGLang's mem_fraction_static, LMDeploy), or the
     # memory left after weights, activations and runtime (TensorRT-LLM's kv_cache_free_gpu_mem_fraction): the KV pool
-    kv_pool: Literal["share_of_hbm", "share_of_free"] = "share_of_hbm"
+    # (static_share: SGLang's mem_fraction_static, weights + KV pool = that share of HBM, activations outside it)
+    kv_pool: Literal["share_of_hbm", "share_of_free", "static_share"] = "share_of_hbm"
 
 
 class KVDefaults(StrictModel):
@@ -103,38 +105,6 @@ class Overhead(StrictModel):
     # tokenising the prompt before the engine core sees it, per prompt token, in ONE process that takes
     # requests in arrival order (SGLang's tokenizer manager, TensorRT-LLM's server): a burst queues there
     tokenize_us_per_token: float = Field(0.0, ge=0, le=100)
-
-
-class GpuMemoryTier(StrictModel):
-    """Defaults the engine picks by the GPU's memory (SGLang 0.5 `_handle_gpu_memory_settings`): the
-    first tier whose `below_gib` exceeds the GPU's memory (None: any size) gives the prompt chunk and the
-    largest CUDA-graph batch (`cuda_graph_max_bs_tp4` from tensor parallel 4 up, where it differs)."""
-
-    below_gib: Plausible("hbm_gib") | None = None
-    chunk_size: Plausible("batch_tokens", int)
-    cuda_graph_max_bs: CaptureSize
-    cuda_graph_max_bs_tp4: CaptureSize | None = None
-
-    def graph_max_bs(self, tp: int) -> int:
-        return self.cuda_graph_max_bs_tp4 if tp >= 4 and self.cuda_graph_max_bs_tp4 else self.cuda_graph_max_bs
-
-
-class AttentionDpBalance(StrictModel):
-    """TensorRT-LLM's `attention_dp_config` (llm_args.py AttentionDpConfig): with `enable_balance`, a
-    context request waits up to `timeout_iters` / `batching_wait_iters` iterations until every attention-DP
-    rank has one. Recorded with its defaults; a run with it on is refused (not modelled)."""
-
-    enable_balance: bool = False
-    timeout_iters: int = Field(50, ge=0)
-    batching_wait_iters: int = Field(10, ge=0)
-
-
-def gpu_memory_tier(tiers: list[GpuMemoryTier] | None, hbm_gib: float) -> GpuMemoryTier | None:
-    """The tier a GPU of `hbm_gib` falls in (None without tiers)."""
-    for tier in tiers or []:
-        if tier.below_gib is None or hbm_gib < tier.below_gib:
-            return tier
-    return None
 
 
 class LargeGpuScheduling(StrictModel):
@@ -205,6 +175,7 @@ class EnginePreset(StrictModel):
     large_gpu_scheduling: LargeGpuScheduling | None = None
     gpu_memory_tiers: list[GpuMemoryTier] | None = None  # chunk and CUDA-graph limit by GPU memory (SGLang 0.5)
     dp_attention_divides_chunk: bool = False  # SGLang: each attention-DP rank takes chunk_size // dp
+    mem_fraction_rule: MemFractionRule | None = None  # SGLang: gpu_memory_utilization from the GPU and limits
     attention_dp_balance: AttentionDpBalance | None = None  # TensorRT-LLM; enable_balance true is refused
     custom_allreduce: CustomAllreduce | None = None
     kv: KVDefaults = KVDefaults()
@@ -284,3 +255,9 @@ def kv_pool_share_of_free(engine: str | None) -> bool:
     """Whether `engine`'s preset sizes the KV pool as gpu_memory_utilization x the memory the model leaves
     (TensorRT-LLM) rather than as a share of all HBM (no preset: all HBM)."""
     return engine is not None and load_engine(engine).scheduling.kv_pool == "share_of_free"
+
+
+def kv_pool_args(engine: str | None) -> dict:
+    """`plan_memory`'s KV-pool keywords for `engine`'s preset (no preset: a share of all HBM)."""
+    pool = "share_of_hbm" if engine is None else load_engine(engine).scheduling.kv_pool
+    return {"share_of_free": pool == "share_of_free", "activations_outside": pool == "static_share"}

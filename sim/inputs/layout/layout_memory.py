@@ -75,12 +75,14 @@ def redundant_expert_elements_per_gpu(model: ModelSpec, layout: ReplicaLayout) -
 def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLayout, block_size: int = 16,
                        gpu_memory_utilization: float = 0.9, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                        max_num_batched_tokens: int = 8192, max_num_seqs: int = 256,
-                       draft: ModelSpec | None = None, mtp: bool = False, share_of_free: bool = False) -> MemoryPlan:
+                       draft: ModelSpec | None = None, mtp: bool = False, share_of_free: bool = False,
+                       activations_outside: bool = False) -> MemoryPlan:
     """`plan_memory` of one GPU of the busiest stage, attention split by the attention TP;
     blocks are one attention rank's (a DP-attention replica has `layout.n_kv_ranks` of them)."""
     if layout.pp == 1 and layout.is_dense_tp_pp:
         return plan_memory(model, hw, layout.tp, block_size, gpu_memory_utilization, weight_dtype, kv_dtype,
-                           max_num_batched_tokens, max_num_seqs, draft, mtp=mtp, share_of_free=share_of_free)
+                           max_num_batched_tokens, max_num_seqs, draft, mtp=mtp, share_of_free=share_of_free,
+                           activations_outside=activations_outside)
     per_group = uniform_dtype(model, weight_dtype) is None  # per-group dtypes (an fp8 checkpoint)
     by_group = _grouped_weight_bytes(model, layout, weight_dtype, mtp) \
         if per_group or model.extra_weight_params else None
@@ -91,7 +93,8 @@ def plan_layout_memory(model: ModelSpec, hw: HardwareProfile, layout: ReplicaLay
                                  * bytes_per_element(weight_dtype, "--weight-dtype"))
     plan = plan_memory(stage_model(model, layout), hw, layout.attention_tp, block_size, gpu_memory_utilization,
                        weight_dtype, kv_dtype, max_num_batched_tokens, max_num_seqs, draft,
-                       mtp=mtp, weight_bytes_override=weight_bytes, share_of_free=share_of_free)
+                       mtp=mtp, weight_bytes_override=weight_bytes, share_of_free=share_of_free,
+                       activations_outside=activations_outside)
     return replace(plan, weight_bytes_per_gpu_by_group=by_group)  # this layout's groups, not plain TP's
 
 

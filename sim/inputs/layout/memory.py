@@ -110,6 +110,7 @@ def plan_memory(
     mtp: bool = False,
     weight_bytes_override: int | None = None,
     share_of_free: bool = False,
+    activations_outside: bool = False,
 ) -> MemoryPlan:
     """Blocks per replica = floor((HBM * util - runtime reserve - weights/GPU - activations) /
     (block_size * KV bytes per token per GPU)). Refuses a config whose weights do not fit.
@@ -120,7 +121,9 @@ def plan_memory(
     `weight_bytes_override` replaces the weights of plain TP (a layout's own, sim/inputs/layout/layout_memory.py).
     `share_of_free` (TensorRT-LLM's kv_cache_free_gpu_mem_fraction): the KV budget is
     gpu_memory_utilization x (HBM - runtime - weights - activations), the share of what the model
-    leaves, as its KvCacheCreator sizes the pool after a profiling forward pass."""
+    leaves, as its KvCacheCreator sizes the pool after a profiling forward pass.
+    `activations_outside` (SGLang's mem_fraction_static): weights + KV pool = HBM x util, the activations
+    and CUDA graphs live in the rest, so they are not taken from the KV budget again."""
     if not 0 < gpu_memory_utilization <= 1:
         raise InputError("--gpu-memory-utilization", None, "must be in (0, 1]")
     if block_size < 1:
@@ -138,7 +141,7 @@ def plan_memory(
     if draft is not None:
         weight_bytes += weight_bytes_per_gpu(draft, tp, weight_dtype)
         kv_token_gpu += kv_bytes_per_token_gpu(draft, tp, kv_el)
-    kv_budget = usable - runtime - weight_bytes - activations
+    kv_budget = usable - runtime - weight_bytes - (0 if activations_outside else activations)
     if share_of_free and kv_budget > 0:
         kv_budget = int(kv_budget * gpu_memory_utilization)
     window_reserve = kv_window_reserve_bytes(model, tp, kv_el, block_size, max_num_seqs, kv_budget, kv_token_gpu)
