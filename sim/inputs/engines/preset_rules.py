@@ -30,7 +30,7 @@ class GpuMemoryTier(StrictModel):
 class AttentionDpBalance(StrictModel):
     """TensorRT-LLM's `attention_dp_config` (llm_args.py AttentionDpConfig): with `enable_balance`, a
     context request waits up to `timeout_iters` / `batching_wait_iters` iterations until every attention-DP
-    rank has one. Recorded with its defaults; a run with it on is refused (not modelled)."""
+    rank has one (sim/engine/adp_balance.py models it on the lockstep attention-DP path)."""
 
     enable_balance: bool = False
     timeout_iters: int = Field(50, ge=0)
