@@ -176,7 +176,7 @@ class EnginePreset(StrictModel):
     gpu_memory_tiers: list[GpuMemoryTier] | None = None  # chunk and CUDA-graph limit by GPU memory (SGLang 0.5)
     dp_attention_divides_chunk: bool = False  # SGLang: each attention-DP rank takes chunk_size // dp
     mem_fraction_rule: MemFractionRule | None = None  # SGLang: gpu_memory_utilization from the GPU and limits
-    attention_dp_balance: AttentionDpBalance | None = None  # TensorRT-LLM; enable_balance true is refused
+    attention_dp_balance: AttentionDpBalance | None = None  # TensorRT-LLM (sim/engine/adp_balance.py)
     custom_allreduce: CustomAllreduce | None = None
     kv: KVDefaults = KVDefaults()
     cuda_graph: CudaGraph = CudaGraph()

@@ -1,5 +1,5 @@
 """Engine-preset rules that depend on the run (SGLang 0.5's defaults by GPU memory, its mem_fraction_static
-formula) and knobs recorded but refused when on (TensorRT-LLM's attention-DP balancing): sim/inputs/engines/preset.py
+formula) and TensorRT-LLM's attention-DP balancing knobs (sim/engine/adp_balance.py): sim/inputs/engines/preset.py
 holds them in an EnginePreset."""
 
 from __future__ import annotations
