@@ -64,13 +64,51 @@ def test_trtllm_defaults_equal_the_llm_api_source():
     assert over.padded_size(33) == 33 and not over.graphed(33, True) and over.graphed(32, True)
 
 
-def test_attention_dp_balancing_on_is_refused_in_one_line(tmp_path):
+def _trtllm_adp(tmp_path, enable_balance: bool, **balance) -> str:
     data = load_engine("trtllm@1.2").model_dump()
-    data["attention_dp_balance"]["enable_balance"] = True
-    path = tmp_path / "adp.yaml"
+    data["attention_dp_balance"].update(enable_balance=enable_balance, **balance)
+    path = tmp_path / f"adp_{enable_balance}_{len(list(tmp_path.iterdir()))}.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(InputError, match="not modelled"):
-        load_engine(str(path))
+    return str(path)
+
+
+def test_the_adp_balancer_follows_the_engine_counters():
+    """py_executor.py _balance_adp_requests: hold while some rank lacks a context request (every rank decoding)
+    until timeout_iters; release at once when some rank has no generation request; batching wait when all have."""
+    from types import SimpleNamespace
+
+    from sim.engine.adp_balance import AdpBalancer
+
+    def rank(ctx: bool, gen: bool):
+        running = [0] if gen else []
+        return SimpleNamespace(running=running, waiting=[1] if ctx else [], cfg=SimpleNamespace(max_num_seqs=8),
+                               split_decoding=lambda rows: (rows, []))
+
+    balancer = AdpBalancer(timeout_iters=3, batching_wait_iters=1)
+    lopsided = [rank(True, True), rank(False, True)]
+    assert [balancer.hold(lopsided) for _ in range(3)] == [True, True, False]  # released at the timeout
+    assert balancer.hold([rank(True, True), rank(False, False)]) is False  # a rank without generation work
+    both = [rank(True, True), rank(True, True)]
+    assert [balancer.hold(both), balancer.hold(both)] == [True, False]  # one batching wait, then go
+
+
+def test_adp_balancing_makes_context_requests_wait_for_every_rank(tmp_path):
+    """Moderate Poisson load on 4 attention-DP ranks that are all decoding: with balancing on, a context
+    request waits until every rank has one (or timeout_iters), so TTFT grows; TPOT barely moves."""
+    rng = np.random.default_rng(0)
+    n = 40
+    trace = Trace(np.cumsum(rng.exponential(0.25, n)), np.full(n, 512), np.full(n, 256))
+    layout = dict(model="qwen3-30b-a3b", hardware="h100-sxm", tp=4, dp=4, ep=4, enable_dp_attention=True,
+                  moe_a2a_backend="allgather_reducescatter")
+    out = {}
+    for on in (False, True):
+        cfg = EngineConfig(engine=_trtllm_adp(tmp_path, on, timeout_iters=50, batching_wait_iters=0), **layout)
+        out[on] = summarize(simulate(cfg, trace))
+    assert out[True]["ttft_s"]["mean"] > 1.5 * out[False]["ttft_s"]["mean"]
+    assert out[True]["tpot_s"]["mean"] == pytest.approx(out[False]["tpot_s"]["mean"], rel=0.1)
+    continuous = EngineConfig(engine=_trtllm_adp(tmp_path, True), policy="continuous", **layout)
+    with pytest.raises(InputError, match="chunked"):
+        simulate(continuous, trace)
 
 
 def test_the_preset_version_is_reported():

@@ -42,6 +42,7 @@ import math
 import numpy as np
 import simpy
 
+from sim.engine.adp_balance import AdpBalancer
 from sim.engine.replica import ArrivalSource, Replica
 
 
@@ -78,8 +79,10 @@ class LockstepRank(Replica):
 class LockstepGroup:
     """The attention ranks of one replica, stepping together (module docstring)."""
 
-    def __init__(self, env: simpy.Environment, ranks: list[LockstepRank], source: ArrivalSource):
+    def __init__(self, env: simpy.Environment, ranks: list[LockstepRank], source: ArrivalSource,
+                 balancer: AdpBalancer | None = None):
         self.env, self.ranks, self.source = env, ranks, source
+        self.balancer = balancer  # TensorRT-LLM attention-DP balancing (sim.engine.adp_balance), or None
         self._idle: simpy.Event | None = None
         self._moe_memo: dict = {}  # (cost, rank tokens, all ranks' tokens) -> MoE re-pricing s (_moe_correction_s)
         for rank in ranks:
@@ -101,6 +104,10 @@ class LockstepGroup:
                 if rank._pending:
                     rank._admit_pending(everyone=False)
             horizon_s = self._horizon_s(now_s)
+            if self.balancer is not None:
+                hold = self.balancer.hold([rank.sched for rank in ranks])
+                for rank in ranks:
+                    rank.sched.holds_context = hold
             plans = [rank.plan_now(now_s, horizon_s) for rank in ranks]
             if all(plan is None for plan in plans):
                 self._idle = env.event()
@@ -108,6 +115,8 @@ class LockstepGroup:
                 self._idle = None
                 continue
             times_s = self._group_times(plans, now_s, horizon_s)
+            if self.balancer is not None:
+                self.balancer.ran(times_s.shape[0])
             for rank, plan in zip(ranks, plans):
                 if plan is not None:
                     if plan.blocks_to_take is not None:
@@ -220,7 +229,9 @@ def _retime(plan, times_s: np.ndarray) -> None:
 
 
 def group_ranks(env: simpy.Environment, ranks: list[LockstepRank], ranks_per_replica: int,
-                source: ArrivalSource) -> list[LockstepGroup]:
-    """One LockstepGroup per replica over its consecutive ranks."""
-    return [LockstepGroup(env, ranks[i:i + ranks_per_replica], source)
+                source: ArrivalSource, balance=None) -> list[LockstepGroup]:
+    """One LockstepGroup per replica over its consecutive ranks; `balance` (a preset's enabled
+    AttentionDpBalance) gives each group its own balancer."""
+    return [LockstepGroup(env, ranks[i:i + ranks_per_replica], source,
+                          None if balance is None else AdpBalancer(balance.timeout_iters, balance.batching_wait_iters))
             for i in range(0, len(ranks), ranks_per_replica)]

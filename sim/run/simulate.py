@@ -24,6 +24,7 @@ from sim.engine.request_gaps import RequestGaps
 from sim.engine.routers.registry import make_router
 from sim.engine.sched.registry import make_scheduler
 from sim.engine.spec_decode import draft_model_of, make_spec_decoder
+from sim.errors import InputError
 from sim.inputs.config import EngineConfig
 from sim.inputs.engines import EngineCost, EngineOverhead, load_engine
 from sim.inputs.engines.preset import kv_pool_args
@@ -160,6 +161,17 @@ def _frontend_s(cfg: EngineConfig, overhead: EngineOverhead | None) -> float:
     return 0.0 if cfg.engine is None else load_engine(cfg.engine).overhead.frontend_ms * 1e-3
 
 
+def _adp_balance(cfg: EngineConfig):
+    """The preset's attention-DP balancing when it is on (TensorRT-LLM `attention_dp_config`), else None."""
+    balance = None if cfg.engine is None else load_engine(cfg.engine).attention_dp_balance
+    if balance is None or not balance.enable_balance:
+        return None
+    if cfg.policy not in ("chunked", "radix"):
+        raise InputError("--policy", None, f"{cfg.policy}: the preset's attention-DP balancing holds context work "
+                                           "in the chunked schedulers only; allowed: chunked, radix")
+    return balance
+
+
 def _tokenize_s_per_token(cfg: EngineConfig, overhead: EngineOverhead | None) -> float:
     """The engine's tokenizer cost per prompt token (sim.engine.frontend): the given terms', else the preset's."""
     if overhead is not None:
@@ -223,7 +235,7 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
         replicas.append(replica_kind(env, sched, source, async_scheduling=bool(engine and engine.async_scheduling)))
         blocks_per_replica.append(n_blocks)
     if n_ranks > 1:
-        group_ranks(env, replicas, n_ranks, source)
+        group_ranks(env, replicas, n_ranks, source, _adp_balance(cfg))
     return replicas, next(iter(memories.values()))[0], blocks_per_replica
 
 

@@ -30,6 +30,7 @@ class Scheduler(Arrivals, DecodeRuns, PastFinishes, Commits, Reservations):
 
     uses_waiting_order = False  # True when a new arrival may overtake the head of the queue
     holds_arrivals_back = False  # set by the Replica under async scheduling (arrivals join two steps on)
+    holds_context = False  # set per step by sim.engine.adp_balance: no prefill work this step (decodes only)
     finished_listener = None  # engine callback(rid) when a request ends (closed-loop clients)
     spec = None  # a sim.engine.spec_decode.SpecDecoder when speculative decoding is on (hook)
     energy = None  # a sim.engine.energy.EnergyMeter when the hardware profile has a power section (hook)

@@ -30,6 +30,8 @@ class ChunkedScheduler(Scheduler):
         (`preempted_s`: swap traffic of preemptions made for this step)."""
         transfer_s = preempted_s + (self.swap_in_ready(now_s) if admit else 0.0)
         decoding, prefilling = self.split_decoding(self.running)
+        if self.holds_context:  # TensorRT-LLM attention-DP balancing held this iteration's context requests
+            return self._held_step(decoding, now_s, transfer_s)
         if not prefilling and not self.waiting:  # nothing to chunk: a decode run takes its own blocks
             decodes, more_s = self.prepare_decodes(decoding, now_s, grow=False)
             if not decodes:
@@ -51,6 +53,14 @@ class ChunkedScheduler(Scheduler):
         if not ids and not decodes:
             return None
         return self.single_step(decodes + ids, [1] * len(decodes) + tokens, transfer_s, n_decoding=len(decodes))
+
+    def _held_step(self, decoding: list[int], now_s: float, transfer_s: float) -> StepPlan | None:
+        """One step of the running decodes only (a decode run cut to this step: the balancer decides again
+        at the next iteration); None when no rank-local decode is running."""
+        decodes, more_s = self.prepare_decodes(decoding, now_s, grow=False)
+        if not decodes:
+            return None
+        return self.decode_run(decodes, now_s, now_s, transfer_s + more_s, past_finishes=False)
 
     def _prefill_chunks(self, prefilling: list[int], budget: int, now_s: float,
                         admit: bool = True) -> tuple[list[int], list[int]]:

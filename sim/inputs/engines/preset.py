@@ -176,7 +176,7 @@ class EnginePreset(StrictModel):
     gpu_memory_tiers: list[GpuMemoryTier] | None = None  # chunk and CUDA-graph limit by GPU memory (SGLang 0.5)
     dp_attention_divides_chunk: bool = False  # SGLang: each attention-DP rank takes chunk_size // dp
     mem_fraction_rule: MemFractionRule | None = None  # SGLang: gpu_memory_utilization from the GPU and limits
-    attention_dp_balance: AttentionDpBalance | None = None  # TensorRT-LLM; enable_balance true is refused
+    attention_dp_balance: AttentionDpBalance | None = None  # TensorRT-LLM (sim/engine/adp_balance.py)
     custom_allreduce: CustomAllreduce | None = None
     kv: KVDefaults = KVDefaults()
     cuda_graph: CudaGraph = CudaGraph()
@@ -190,9 +190,10 @@ class EnginePreset(StrictModel):
     def _rule_for_engine_allreduce(self) -> EnginePreset:
         if self.allreduce_kind == "engine" and self.custom_allreduce is None:
             raise ValueError("allreduce_kind engine needs a custom_allreduce rule")
-        if self.attention_dp_balance is not None and self.attention_dp_balance.enable_balance:
-            raise ValueError("attention_dp_balance.enable_balance: TensorRT-LLM's attention-DP balancing (a context "
-                             "request waiting for every rank to have one) is not modelled; allowed: false")
+        if self.attention_dp_balance is not None and self.attention_dp_balance.enable_balance \
+                and self.scheduling.policy not in ("chunked", "radix"):
+            raise ValueError("attention_dp_balance.enable_balance holds context work in the chunked schedulers "
+                             "only; allowed with scheduling.policy chunked or radix")
         if self.block_sizes is not None and not self.block_sizes.allows(self.scheduling.block_size):
             raise ValueError(f"scheduling.block_size {self.scheduling.block_size} is not one block_sizes allows")
         return self

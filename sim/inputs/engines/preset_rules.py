@@ -1,5 +1,5 @@
 """Engine-preset rules that depend on the run (SGLang 0.5's defaults by GPU memory, its mem_fraction_static
-formula) and knobs recorded but refused when on (TensorRT-LLM's attention-DP balancing): sim/inputs/engines/preset.py
+formula) and TensorRT-LLM's attention-DP balancing knobs (sim/engine/adp_balance.py): sim/inputs/engines/preset.py
 holds them in an EnginePreset."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class GpuMemoryTier(StrictModel):
 class AttentionDpBalance(StrictModel):
     """TensorRT-LLM's `attention_dp_config` (llm_args.py AttentionDpConfig): with `enable_balance`, a
     context request waits up to `timeout_iters` / `batching_wait_iters` iterations until every attention-DP
-    rank has one. Recorded with its defaults; a run with it on is refused (not modelled)."""
+    rank has one (sim/engine/adp_balance.py models it on the lockstep attention-DP path)."""
 
     enable_balance: bool = False
     timeout_iters: int = Field(50, ge=0)
