@@ -86,11 +86,8 @@ def assert_same_run(run, reference) -> None:
     """`run` (engine or fused core) gives the reference's requests, steps and summary (module docstring)."""
     clock_s = reference.sim_duration_s
     assert_same_columns("requests", requests_columns(run), requests_columns(reference), clock_s)
-    if isinstance(run.recorder, Recorder):
-        steps_frame = run.recorder.steps_frame()
-        steps = {column: steps_frame[column].to_numpy() for column in steps_frame.columns}
-    else:
-        steps = run.recorder.steps_columns()
+    steps_frame = run.recorder.steps_frame()  # what a run folder's steps.parquet holds
+    steps = {column: steps_frame[column].to_numpy() for column in steps_frame.columns}
     assert_same_columns("steps", steps, reference.recorder.steps_columns(), clock_s)
     summary, reference_summary = summarize(run), summarize(reference)
     summary.pop("wall_time_s"), reference_summary.pop("wall_time_s")
