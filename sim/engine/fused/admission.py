@@ -1,6 +1,6 @@
 """The continuous policy's queue, as the fused core keeps it: arrivals (and rejections of what can
 never fit), first-come-first-served admission under seats, token budget, free blocks and the
-kv_admission rule, and the rejection of a head that can never start. The rules are the reference
+kv_admission rule, swapped-out requests coming back, and the rejection of a head that can never start. The rules are the reference
 stepper's (sim/engine/reference/continuous.py); `FusedContinuous` holds the state these read."""
 
 from __future__ import annotations
@@ -90,3 +90,16 @@ class ContinuousAdmission:
         if rid in self.preempted_at_s:
             self.preempted_s[rid] += self.now_s - self.preempted_at_s.pop(rid)
         self.running.append(rid)
+
+    def swap_in(self) -> float:
+        """Bring swapped-out requests back, oldest first, while their blocks fit; the transfer seconds."""
+        moved = 0
+        while self.swapped and self.held_cpu[self.swapped[0]] <= self.n_free:
+            rid = self.swapped.popleft()
+            n = self.held_cpu.pop(rid)
+            self.n_cpu_free += n
+            self.n_free -= n
+            moved += n
+            self.start_running(rid)
+            self.join_sums(rid, self.n_computed[rid], self.last_s[rid])
+        return moved * self.swap_s_per_block

@@ -108,46 +108,70 @@ class FusedContinuous(ContinuousAdmission):
             admitted = self.admit() if waiting else None
             if admitted:
                 self.prefill_step(admitted, transfer_s)
-            elif not (running and self.decode_step(transfer_s)):
+            elif not (running and self.decode_steps(transfer_s, arrivals[next_row] if next_row < n else math.inf)):
                 self.reject_head()
         self.write_back()
         return max(self.now_s, arrivals[-1]) if n else 0.0
 
     # ------------------------------------------------------------------ steps
-    def decode_step(self, transfer_s: float) -> bool:
-        """Every running sequence decodes one token (after preempting the newest while blocks are too
-        few); False when preemption emptied the batch."""
-        running, d, size = self.running, self.d, self.block_size
-        need = self.residues[-d % size]  # sequences whose next token opens a block
+    def decode_steps(self, transfer_s: float, next_arrival_s: float) -> bool:
+        """Decode steps, each running sequence one token per step (the first after preempting the newest
+        while blocks are too few), until the next interaction: a finish, an arrival by the clock, or a
+        step short of blocks (the queue cannot change in between: no seat, reservation or block comes
+        free without a finish; after a preemption, one step only: the blocks it freed may let the queue
+        move). False when preemption emptied the batch."""
+        running, size, residues = self.running, self.block_size, self.residues
+        d = self.d
+        need = residues[-d % size]  # sequences whose next token opens a block
+        if need > self.n_free:
+            next_arrival_s = -math.inf
         while need > self.n_free:
             transfer_s += self.preempt(running[-1])
             if not running:
                 return False
-            need = self.residues[-d % size]
-        self.n_free -= need
-        n = len(running)
-        context = self.offset_sum + n * d
-        used = self.n_blocks - self.n_free
-        if self.decode_price is not None:
-            step_s = self.decode_price(n, context, used)
-        else:
-            contexts = np.array([self.offset[rid] + d for rid in running], dtype=np.int64)
-            step_s = self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n)
-        start_s = self.now_s
-        duration_s = float(step_s) + transfer_s
-        self.now_s = end_s = start_s + duration_s
-        self.d = d = d + 1
-        gaps, counts = self.record.gaps_s, self.record.gap_counts
-        for last_s, count in self.cohorts.items():
-            gaps.append(end_s - last_s)
-            counts.append(count)
-        self.cohorts = {end_s: n}
-        self.last_decode_end_s = end_s
-        self.account(start_s, duration_s, used, context + n, n, 0, n)
-        heap = self.finish_heap
+            need = residues[-d % size]
+        price, heap, n_blocks = self.decode_price, self.finish_heap, self.n_blocks
+        record = self.record
+        gaps, counts, steps = record.gaps_s, record.gap_counts, record.steps if self.record_steps else None
+        n_free, now_s, cohorts, n = self.n_free, self.now_s, self.cohorts, len(running)
+        busy_s, util_time, waste_time, n_steps = self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps
+        offset_sum = self.offset_sum  # no one joins or leaves until this returns
+        while True:
+            n_free -= need
+            context = offset_sum + n * d
+            used = n_blocks - n_free
+            if price is not None:
+                step_s = price(n, context, used)
+            else:
+                contexts = np.array([self.offset[rid] + d for rid in running], dtype=np.int64)
+                step_s = float(self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n))
+            start_s = now_s
+            duration_s = step_s + transfer_s
+            now_s = end_s = start_s + duration_s
+            d += 1
+            for last_s, count in cohorts.items():
+                gaps.append(end_s - last_s)
+                counts.append(count)
+            cohorts = {end_s: n}
+            # the recorder's sums (StepRecord.step): KV after the step's tokens, before finishes free theirs
+            n_steps += 1
+            busy_s += duration_s
+            util_time += duration_s * used / n_blocks
+            if used > 0:
+                slots = used * size
+                waste_time += duration_s * max(slots - float(context + n), 0.0) / slots
+            if steps is not None:
+                steps.append((start_s, duration_s, n, 0, n, used))
+            need = residues[-d % size]
+            if heap[0][0] <= d or now_s >= next_arrival_s or need > n_free:
+                break
+            transfer_s = 0.0
+        self.d, self.n_free, self.now_s, self.cohorts, self.last_decode_end_s = d, n_free, now_s, cohorts, end_s
+        self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps = busy_s, util_time, waste_time, n_steps
+        generation = self.generation
         while heap and heap[0][0] <= d:
-            _, generation, rid = heapq.heappop(heap)
-            if generation == self.generation[rid]:
+            _, entry_generation, rid = heapq.heappop(heap)
+            if entry_generation == generation[rid]:
                 self.finish(rid, end_s)
         return True
 
@@ -224,19 +248,6 @@ class FusedContinuous(ContinuousAdmission):
         computed = offset + self.d
         self.n_tokens[rid] = computed + 1  # it sampled one token past its cache
         return computed
-
-    def swap_in(self) -> float:
-        """Bring swapped-out requests back, oldest first, while their blocks fit; the transfer seconds."""
-        moved = 0
-        while self.swapped and self.held_cpu[self.swapped[0]] <= self.n_free:
-            rid = self.swapped.popleft()
-            n = self.held_cpu.pop(rid)
-            self.n_cpu_free += n
-            self.n_free -= n
-            moved += n
-            self.start_running(rid)
-            self.join_sums(rid, self.n_computed[rid], self.last_s[rid])
-        return moved * self.swap_s_per_block
 
     # ------------------------------------------------------------------ preemption, finishing
     def preempt(self, rid: int) -> float:

@@ -26,6 +26,8 @@ def bind_decode_price(cost, block_size: int) -> DecodePrice | None:
     if hot.window is not None:
         return None
     attention_s, kv_bw, ratio = hot._attention_s, hot.kv_bw, hot.decode_ratio
+    kv_token_bytes, io_token_bytes, pair_s, launch_s = hot.kv_token_bytes, hot.io_token_bytes, hot.pair_s, hot.launch_s
+    negligible_ratio = hot.negligible_ratio
     n_layers, overhead_s = hot.n_layers, hot.overhead_s
     layer_time_s, lm_head_time_s = cost.layer_time_s, cost.lm_head_time_s
     fixed_s: dict[int, tuple[float, float]] = {}  # per batch size: (layer ops, LM head)
@@ -35,7 +37,12 @@ def bind_decode_price(cost, block_size: int) -> DecodePrice | None:
         if fixed is None:
             fixed = fixed_s[n] = (layer_time_s(n), lm_head_time_s(n))
         kv_tokens = float(kv_blocks * block_size)
-        decode_s = attention_s(float(context_tokens) + 0.5 * n, kv_tokens, n, kv_bw)
+        pairs = float(context_tokens) + 0.5 * n
+        t_memory = (kv_tokens * kv_token_bytes + n * io_token_bytes) / kv_bw
+        if pairs * pair_s < t_memory * negligible_ratio:  # memory-bound: HotPath._blend gives t_memory itself
+            decode_s = t_memory + launch_s
+        else:
+            decode_s = attention_s(pairs, kv_tokens, n, kv_bw)
         if ratio is not None:
             decode_s *= float(ratio.factor(kv_tokens))
         return n_layers * (fixed[0] + 0.0 + decode_s) + fixed[1] + overhead_s
