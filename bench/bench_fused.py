@@ -72,6 +72,7 @@ def main() -> None:
         for core in cores:
             seconds, result = cpu_s(run_core, core, cfg, workload)
             cells.append(f"{seconds:.2f} ({seconds / loop_s:.1f}x)")
+            print(f"  {label}, {core}: {seconds:.2f} CPU s", file=sys.stderr, flush=True)
             summaries[core] = summarize(result)
             summaries[core].pop("wall_time_s")
         first = summaries[cores[0]]

@@ -1,7 +1,8 @@
 """The continuous policy's queue, as the fused core keeps it: arrivals (and rejections of what can
 never fit), first-come-first-served admission under seats, token budget, free blocks and the
-kv_admission rule, swapped-out requests coming back, and the rejection of a head that can never start. The rules are the reference
-stepper's (sim/engine/reference/continuous.py); `FusedContinuous` holds the state these read."""
+kv_admission rule, swapped-out requests coming back, and the rejection of a head that can never
+start. The rules are the reference stepper's (sim/engine/reference/continuous.py);
+`FusedContinuous` holds the state these read."""
 
 from __future__ import annotations
 
