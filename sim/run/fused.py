@@ -1,7 +1,8 @@
 """The fused core's part of a run (sim/engine/fused): what it covers, and its replay of one replica.
 `sim.run.simulate.simulate` takes this path by itself wherever `fused_refusals` is empty (one
 replica, the continuous policy, an open-loop trace of single-sample requests, synchronous
-single-step scheduling, no speculative decoding, no latency attribution); the engine runs the rest."""
+single-step scheduling, no tokenizer on the request path, no speculative decoding, no latency
+attribution); the engine runs the rest."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload,
         "latency attribution": cfg.latency_attribution,
         "asynchronous scheduling": overhead is not None and overhead.async_scheduling,
         "multi-step scheduling": overhead is not None and overhead.num_scheduler_steps > 1,
+        "a tokenizer on the request path": overhead is not None and overhead.tokenize_s_per_token > 0,
     }
     return [what for what, refused in refusals.items() if refused]
 

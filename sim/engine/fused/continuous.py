@@ -11,7 +11,8 @@ whatever the batch:
 - a heap holds the decode step at which each sequence reaches its last token;
 - running sequences that sampled their last token at the same instant form one cohort, and a step
   records one (gap, count) pair per cohort (after a decode step there is one cohort);
-- the recorder's sums (busy time, KV utilisation and fragmentation integrals) are kept inline.
+- the recorder's sums (busy time, KV utilisation and fragmentation integrals) are kept inline, and
+  energy (where metered) through one running per-sequence total (sim/engine/fused/energy.py).
 
 Admissions, prefills, preemptions, swaps and finishes are handled as they happen, one sequence at
 a time, as the reference does. Asynchronous scheduling is not written here (the engine runs it).
@@ -27,13 +28,15 @@ from collections.abc import Callable
 import numpy as np
 
 from sim.engine.fused.admission import FINISHED, SWAPPED, WAITING, ContinuousAdmission
+from sim.engine.fused.energy import fused_energy
 from sim.engine.fused.pricing import DecodePrice
 from sim.engine.fused.record import FusedRecord
+from sim.engine.fused.sums import RunningSums
 from sim.engine.request import RequestTable
 from sim.inputs.config import EngineConfig
 
 
-class FusedContinuous(ContinuousAdmission):
+class FusedContinuous(ContinuousAdmission, RunningSums):
     """One replica replaying `table` (rows in arrival order) under the continuous policy.
     `decode_price(n, context_tokens, kv_blocks)` prices a decode step (sim.engine.fused.pricing);
     None prices every step through `cost.step_time_s`."""
@@ -79,6 +82,9 @@ class FusedContinuous(ContinuousAdmission):
         self.swapped: deque[int] = deque()
         self.now_s = 0.0
         self.record = FusedRecord(n_blocks, cfg.block_size)
+        self.energy, self.record.energy_missing = fused_energy(cost, table)
+        self.record.energy = None if self.energy is None else self.energy.tally
+        self.per_sequence_j, self.joined_at_j = 0.0, [0.0] * n  # decode joules each sequence got (energy.py)
         self.busy_s = self.kv_util_time = self.kv_waste_time = 0.0
         self.n_steps = 0
 
@@ -136,6 +142,7 @@ class FusedContinuous(ContinuousAdmission):
         n_free, now_s, cohorts, n = self.n_free, self.now_s, self.cohorts, len(running)
         busy_s, util_time, waste_time, n_steps = self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps
         offset_sum = self.offset_sum  # no one joins or leaves until this returns
+        energy, per_sequence_j = self.energy, self.per_sequence_j
         while True:
             n_free -= need
             context = offset_sum + n * d
@@ -145,6 +152,8 @@ class FusedContinuous(ContinuousAdmission):
             else:
                 contexts = np.array([self.offset[rid] + d for rid in running], dtype=np.int64)
                 step_s = float(self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n))
+            if energy is not None:
+                per_sequence_j += energy.decode(n, context, step_s, transfer_s)
             start_s = now_s
             duration_s = step_s + transfer_s
             now_s = end_s = start_s + duration_s
@@ -167,6 +176,7 @@ class FusedContinuous(ContinuousAdmission):
                 break
             transfer_s = 0.0
         self.d, self.n_free, self.now_s, self.cohorts, self.last_decode_end_s = d, n_free, now_s, cohorts, end_s
+        self.per_sequence_j = per_sequence_j
         self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps = busy_s, util_time, waste_time, n_steps
         generation = self.generation
         while heap and heap[0][0] <= d:
@@ -183,6 +193,8 @@ class FusedContinuous(ContinuousAdmission):
         n_sampled = sum(1 for rid, n_new, c in zip(ids, new_tokens, cached) if c + n_new == self.n_tokens[rid])
         step_s = self.cost.step_time_s(np.array(new_tokens, dtype=np.int64), np.array(cached, dtype=np.int64),
                                        n_sampled)
+        if self.energy is not None:
+            self.energy.step(ids, new_tokens, cached, n_sampled, float(step_s), transfer_s)
         start_s = self.now_s
         duration_s = float(step_s) + transfer_s
         self.now_s = end_s = start_s + duration_s
@@ -217,37 +229,6 @@ class FusedContinuous(ContinuousAdmission):
             self.kv_waste_time += duration_s * max(slots - float(running_tokens), 0.0) / slots
         if self.record_steps:
             self.record.steps.append((start_s, duration_s, batch, prefill_tokens, decode_tokens, used))
-
-    # ------------------------------------------------------------------ the running sums
-    def join_sums(self, rid: int, computed: int, last_s: float) -> None:
-        """`rid` (running, `computed` tokens cached, its last token sampled at `last_s`) joins the sums."""
-        offset = computed - self.d
-        self.offset[rid] = offset
-        self.entered_d[rid] = self.d
-        self.last_s[rid] = last_s
-        self.residues[offset % self.block_size] += 1
-        self.offset_sum += offset
-        self.cohorts[last_s] = self.cohorts.get(last_s, 0) + 1
-        heapq.heappush(self.finish_heap, (self.final[rid] - 1 - offset, self.generation[rid], rid))
-
-    def leave_sums(self, rid: int) -> int:
-        """`rid` leaves the running batch; returns its cached tokens (its last token time is kept)."""
-        offset = self.offset[rid]
-        self.generation[rid] += 1
-        self.residues[offset % self.block_size] -= 1
-        self.offset_sum -= offset
-        if self.d > self.entered_d[rid]:  # it decoded since joining: its last token is the last step's
-            self.last_s[rid] = self.last_decode_end_s
-        last_s = self.last_s[rid]
-        left = self.cohorts[last_s] - 1
-        if left:
-            self.cohorts[last_s] = left
-        else:
-            del self.cohorts[last_s]
-        self.running.remove(rid)
-        computed = offset + self.d
-        self.n_tokens[rid] = computed + 1  # it sampled one token past its cache
-        return computed
 
     # ------------------------------------------------------------------ preemption, finishing
     def preempt(self, rid: int) -> float:
