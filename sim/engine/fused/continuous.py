@@ -271,6 +271,8 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
                                (t.finish_s, self.finish_s), (t.scheduled_s, self.scheduled_s),
                                (t.preempted_s, self.preempted_s), (t.preemptions, self.preemptions)):
             column[:n] = values
+        if self.energy is not None:
+            self.energy.finish()
         r = self.record
         r.n_steps, r.busy_s, r.kv_util_time, r.kv_waste_time = self.n_steps, self.busy_s, self.kv_util_time, \
             self.kv_waste_time

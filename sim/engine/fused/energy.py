@@ -9,27 +9,49 @@ reference's sequential sum by rounding only (the total runs over the whole repla
 
 from __future__ import annotations
 
+import numpy as np
+
 from sim.cost.energy import plain_cost_model
 from sim.engine.reference.energy import ReferenceEnergy
 
 
 class FusedEnergy(ReferenceEnergy):
-    """`ReferenceEnergy` (its `step` meters prefill steps) plus an O(1) decode step."""
+    """`ReferenceEnergy` (its `step` meters prefill steps) plus an O(1) decode step. The tally's
+    watts histogram is a Python list while the run lasts (`finish` makes it an array again): the
+    same additions in the same order, without numpy's per-element cost."""
+
+    def __init__(self, gpu_cost, power, table):
+        super().__init__(gpu_cost, power, table)
+        self.tally.watts_s = self.tally.watts_s.tolist()
+        self.fixed: dict[int, tuple[float, float, float, float]] = {}  # per batch size: layer and LM head work
+        self.watts_span = power.tdp_w - power.idle_w
 
     def decode(self, n: int, context_tokens: int, step_s: float, transfer_s: float) -> float:
-        """Meter a decode step of `n` sequences over `context_tokens` cached tokens; each one's share (J)."""
-        compute_s, memory_s = self.work.step(n, n, 0.0, context_tokens + 0.5 * n, context_tokens + n)
-        power = self.power
-        watts = power.watts(min(compute_s / step_s, 1.0), min(memory_s / step_s, 1.0))
+        """Meter a decode step of `n` sequences over `context_tokens` cached tokens (`StepWork.step` and
+        `PowerModel.watts` with the same float operations); returns each sequence's share (J)."""
+        fixed = self.fixed.get(n)
+        if fixed is None:
+            work = self.work
+            work.step(n, n, 0.0, 0.0, 0.0)  # grows its tables to n
+            fixed = self.fixed[n] = (work._layer_lists[0][n], work._layer_lists[1][n], work._lm_lists[0][n],
+                                     work._lm_lists[1][n])
+        work, power, tally = self.work, self.power, self.tally
+        compute_s = work.n_layers * (fixed[0] + (context_tokens + 0.5 * n) * work.decode_pair_s) + fixed[2]
+        memory_s = work.n_layers * (fixed[1] + (context_tokens + n) * work.kv_token_s + n * work.io_token_s) + fixed[3]
+        rise = power.compute_weight * min(compute_s / step_s, 1.0) + power.memory_weight * min(memory_s / step_s, 1.0)
+        watts = min(power.tdp_w, power.idle_w + self.watts_span * rise)
         joules = watts * step_s * self.n_gpus
-        tally = self.tally
         tally.step_j += joules + transfer_s * power.idle_w * self.n_gpus
         tally.watts_s[int(watts)] += step_s
-        tally.watts_s[int(power.idle_w)] += transfer_s
+        if transfer_s:
+            tally.watts_s[int(power.idle_w)] += transfer_s
         tally.step_s += step_s
         tally.compute_s += compute_s
         tally.memory_s += memory_s
         return joules / n
+
+    def finish(self) -> None:
+        self.tally.watts_s = np.array(self.tally.watts_s)
 
 
 def fused_energy(cost, table) -> tuple[FusedEnergy | None, str | None]:
