@@ -18,10 +18,11 @@ from sim.inputs.layout.memory import MemoryPlan
 from sim.inputs.workload.trace import Trace
 
 
-def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload,
-                   overhead: EngineOverhead | None = None) -> list[str]:
+def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload, overhead: EngineOverhead | None = None,
+                   stop_watch=None, only_replica: int | None = None, request_gaps: bool = False) -> list[str]:
     """What in this run the fused core does not model (empty: it covers the run). `n_schedulers`:
-    the run's replicas times attention ranks; `overhead` replaces the engine preset's terms."""
+    the run's replicas times attention ranks; the rest as `simulate` takes them (`overhead` replaces
+    the engine preset's terms)."""
     if overhead is None and cfg.engine is not None:
         overhead = EngineOverhead.for_run(load_engine(cfg.engine), cfg)
     refusals = {
@@ -34,6 +35,9 @@ def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload,
         "asynchronous scheduling": overhead is not None and overhead.async_scheduling,
         "multi-step scheduling": overhead is not None and overhead.num_scheduler_steps > 1,
         "a tokenizer on the request path": overhead is not None and overhead.tokenize_s_per_token > 0,
+        "a stop watch": stop_watch is not None,
+        "one replica of a split run": only_replica is not None,
+        "per-request gaps": request_gaps,
     }
     return [what for what, refused in refusals.items() if refused]
 

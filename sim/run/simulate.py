@@ -108,15 +108,13 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     and replay `workload` on it alone: `workload` is its share (sim.run.replica_split).
     `request_gaps`: the recorder also keeps each request's own inter-token gaps
     (sim.engine.request_gaps: bench_serve.json's `itls`).
-    `core`: "auto" runs the fused core (sim/engine/fused: the same results, docs/performance.md) where
-    it covers the run (`sim.run.fused.fused_refusals`) and the engine elsewhere; "engine" always the
-    engine; "fused" the fused core or ValueError naming what it does not cover."""
+    `core`: "auto" runs the fused core (sim/engine/fused: same results) where `sim.run.fused.fused_refusals`
+    finds nothing, the engine elsewhere; "engine" always the engine; "fused" the fused core or ValueError."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
     if core != "engine":
-        refused = fused_refusals(cfg, len(_schedulers_of(cfg, model)), workload, overhead)
-        refused += [what for what, given in (("a stop watch", stop_watch), ("one replica of a split run", only_replica),
-                                             ("per-request gaps", request_gaps)) if given not in (None, False)]
+        refused = fused_refusals(cfg, len(_schedulers_of(cfg, model)), workload, overhead, stop_watch, only_replica,
+                                 request_gaps)
         if core == "fused" and refused:
             raise ValueError(f"the fused core does not cover {', '.join(refused)}")
         if not refused:
