@@ -1,5 +1,7 @@
 """The engine (sim/engine/sched: decode runs, runs past finishes, residue counting, scalar fast paths)
-gives what the reference stepper (sim/engine/reference: one step, one batch, no fast path) gives, on
+and the fused core (sim/engine/fused: one flat loop with running sums, which `simulate` takes where it
+covers the run) give what the reference stepper (sim/engine/reference: one step, one batch, no fast
+path) gives, on
 bundled traces: the same requests table (every column: arrival, scheduled, first token, finish, token
 counts, preemptions, status, reject reasons), the same steps table (batch size, prefill and decode
 tokens, KV blocks used: exact; start and duration: to rounding) and the same summary.
@@ -14,6 +16,11 @@ numpy's in the last bit); its KV integrals over a run are dot products; SimPy la
 the run's clock (its makespan), and every other float (throughputs, KV utilisation and fragmentation)
 by 1e-12 relative. With a constant power-of-two step time and arrivals on its grid every sum is exact,
 and there the two must agree bit for bit (ties between an arrival and a step's end included).
+
+The fused core adds steps to its clock one at a time as the reference does and prices a decode step
+from its sums with the same float operations, so its times equal the reference's bit for bit on these
+cases; only its inter-token gap mean may differ in rounding (it keeps one (gap, count) pair per step),
+and it is held to the same tolerances. It refuses asynchronous scheduling (the engine runs it there).
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ import numpy as np
 import pytest
 from conftest import STEP_S, ConstantCost, make_trace
 
+from sim.engine.fused.continuous import FusedRecord
+from sim.engine.metrics import Recorder
 from sim.inputs.config import EngineConfig
 from sim.run.invoke import load_run_workload
 from sim.run.reference import simulate_reference
@@ -33,7 +42,8 @@ from sim.run.summary import requests_columns, summarize
 TOLERANCE = 1e-12
 MAX_FLEET_W = 1e4  # the watts a reference run's replica may draw (one replica, up to 8 GPUs)
 
-# (name, workload (bundled trace or spec, rate scale, requests, seed), engine knobs, what the case must exercise)
+# (name, workload (bundled trace or spec, rate scale, requests, seed), engine knobs, what the case must exercise);
+# "engine-only": the fused core refuses the case and `simulate` runs the engine
 CASES = [
     ("conv", ("splitwise_conv", 4, 300, 0), {}, {}),
     ("conv-preempts", ("splitwise_conv", 4, 300, 0), {"num_gpu_blocks_override": 600}, {"preemptions"}),
@@ -52,21 +62,36 @@ CASES = [
      {"preemptions"}),
     ("vllm-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.6"}, {}),
     # asynchronous scheduling: an arrival during step n joins step n+2
-    ("async-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.15", "policy": "continuous"}, {}),
+    ("async-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.15", "policy": "continuous"}, {"engine-only"}),
     ("async-preemption", ("splitwise_conv", 4, 300, 0),
-     {"engine": "sglang@0.4", "policy": "continuous", "num_gpu_blocks_override": 600}, {"preemptions"}),
+     {"engine": "sglang@0.4", "policy": "continuous", "num_gpu_blocks_override": 600},
+     {"preemptions", "engine-only"}),
     # held-back arrivals that never fit are rejected when handed over, even while the queue is stuck
     ("async-rejects", ("AzureLLMInferenceTrace_code", 1, 300, 0),
-     {"engine": "vllm@0.15", "policy": "continuous", "num_gpu_blocks_override": 300}, {"rejections"}),
+     {"engine": "vllm@0.15", "policy": "continuous", "num_gpu_blocks_override": 300},
+     {"rejections", "engine-only"}),
     ("70b-tp4", ("splitwise_conv", 4, 300, 0), {"model": "llama-2-70b", "tp": 4, "max_num_seqs": 32}, {}),
 ]
 
 
-def run_both(workload_args, knobs):
+def run_all(workload_args, knobs):
+    """(engine, reference, what `simulate` chose) of one case."""
     name, rate_scale, n_requests, seed = workload_args
     workload = load_run_workload(name, rate_scale=rate_scale, max_requests=n_requests, seed=seed)
     cfg = EngineConfig(latency_attribution=False, record_steps=True, **knobs)
-    return simulate(cfg, workload), simulate_reference(cfg, workload)
+    return simulate(cfg, workload, core="engine"), simulate_reference(cfg, workload), simulate(cfg, workload)
+
+
+def assert_same_run(run, reference) -> None:
+    """`run` (engine or fused core) gives the reference's requests, steps and summary (module docstring)."""
+    clock_s = reference.sim_duration_s
+    assert_same_columns("requests", requests_columns(run), requests_columns(reference), clock_s)
+    steps_frame = run.recorder.steps_frame()  # what a run folder's steps.parquet holds
+    steps = {column: steps_frame[column].to_numpy() for column in steps_frame.columns}
+    assert_same_columns("steps", steps, reference.recorder.steps_columns(), clock_s)
+    summary, reference_summary = summarize(run), summarize(reference)
+    summary.pop("wall_time_s"), reference_summary.pop("wall_time_s")
+    assert_close("summary", summary, reference_summary, clock_s)
 
 
 def assert_close(path: str, engine, reference, clock_s: float) -> None:
@@ -104,16 +129,15 @@ def assert_same_columns(what: str, engine: dict, reference: dict, clock_s: float
 
 @pytest.mark.parametrize(("workload_args", "knobs", "exercises"), [case[1:] for case in CASES],
                          ids=[case[0] for case in CASES])
-def test_engine_equals_reference_stepper(workload_args, knobs, exercises):
-    engine, reference = run_both(workload_args, knobs)
-    clock_s = engine.sim_duration_s
-    assert_same_columns("requests", requests_columns(engine), requests_columns(reference), clock_s)
-    steps = engine.recorder.steps_frame()
-    assert_same_columns("steps", {column: steps[column].to_numpy() for column in steps.columns},
-                        reference.recorder.steps_columns(), clock_s)
-    summary, reference_summary = summarize(engine), summarize(reference)
-    summary.pop("wall_time_s"), reference_summary.pop("wall_time_s")
-    assert_close("summary", summary, reference_summary, clock_s)
+def test_engine_and_fused_core_equal_reference_stepper(workload_args, knobs, exercises):
+    engine, reference, chosen = run_all(workload_args, knobs)
+    assert_same_run(engine, reference)
+    if "engine-only" in exercises:
+        assert isinstance(chosen.recorder, Recorder)  # simulate ran the engine
+    else:
+        assert isinstance(chosen.recorder, FusedRecord)  # simulate ran the fused core
+        assert_same_run(chosen, reference)
+    summary = summarize(reference)
     assert summary["n_finished"] > 0
     if "preemptions" in exercises:
         assert summary["preemptions"] > 0
@@ -134,9 +158,12 @@ def test_arrivals_at_step_ends_give_identical_bits():
                            max_num_seqs=int(rng.choice([2, 4, 64])),
                            max_num_batched_tokens=int(rng.choice([300, 1024])),
                            preemption_mode=str(rng.choice(["recompute", "swap"])))
-        engine = simulate(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4))
+        engine = simulate(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4), core="engine")
         reference = simulate_reference(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4))
+        fused = simulate(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4), core="fused")
         assert_same_columns("requests", requests_columns(engine), requests_columns(reference), clock_s=0.0)
+        assert_same_columns("requests", requests_columns(fused), requests_columns(reference), clock_s=0.0)
+        assert_same_columns("steps", fused.recorder.steps_columns(), reference.recorder.steps_columns(), clock_s=0.0)
         n_preempting += engine.recorder.preemptions > 0
     assert n_preempting > 0
 
@@ -158,3 +185,11 @@ def test_reference_refuses_what_it_does_not_model():
     for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True}, {"spec_tokens": 2}):
         with pytest.raises(ValueError, match="does not cover"):
             simulate_reference(EngineConfig(**{"latency_attribution": False, **knobs}), workload)
+
+
+def test_fused_core_refuses_what_it_does_not_model():
+    workload = load_run_workload("splitwise_conv", max_requests=10)
+    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True}, {"spec_tokens": 2},
+                  {"engine": "vllm@0.15", "policy": "continuous"}):
+        with pytest.raises(ValueError, match="does not cover"):
+            simulate(EngineConfig(**{"latency_attribution": False, **knobs}), workload, core="fused")

@@ -35,6 +35,7 @@ from sim.inputs.layout.memory import MemoryPlan
 from sim.inputs.model import load_model
 from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.attribution import Attribution
+from sim.run.fused import fused_refusals, replay_fused
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ class SimResult:
 def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
              progress: Callable[[int, int], None] | None = None, cost: CostModel | None = None,
              time_scale: dict[str, float] | None = None, overhead: EngineOverhead | None = None,
-             stop_watch=None, only_replica: int | None = None, request_gaps: bool = False) -> SimResult:
+             stop_watch=None, only_replica: int | None = None, request_gaps: bool = False,
+             core: str = "auto") -> SimResult:
     """Replay `workload` through `cfg.replicas` replicas. Deterministic for a given cfg.seed.
 
     `cost` replaces the roofline cost model (tests use a constant step time); it must offer
@@ -105,9 +107,18 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     `only_replica`: build just that replica of the aggregated cluster (its index, hardware and seeds)
     and replay `workload` on it alone: `workload` is its share (sim.run.replica_split).
     `request_gaps`: the recorder also keeps each request's own inter-token gaps
-    (sim.engine.request_gaps: bench_serve.json's `itls`)."""
+    (sim.engine.request_gaps: bench_serve.json's `itls`).
+    `core`: "auto" runs the fused core (sim/engine/fused: same results) where `sim.run.fused.fused_refusals`
+    finds nothing, the engine elsewhere; "engine" always the engine; "fused" the fused core or ValueError."""
     wall_time_start_s = time.perf_counter()  # wall_time_s is reported only, never used by the logic
     model = load_model(cfg.model)
+    if core != "engine":
+        refused = fused_refusals(cfg, len(_schedulers_of(cfg, model)), workload, overhead, stop_watch, only_replica,
+                                 request_gaps)
+        if core == "fused" and refused:
+            raise ValueError(f"the fused core does not cover {', '.join(refused)}")
+        if not refused:
+            return _simulate_fused(cfg, model, workload, cost, time_scale, overhead, progress, wall_time_start_s)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     trace = workload.pool if isinstance(workload, ClosedLoop) else workload
     table = RequestTable(trace, max_model_len)
@@ -152,6 +163,17 @@ def simulate(cfg: EngineConfig, workload: Trace | ClosedLoop,
     wall_time_s = time.perf_counter() - wall_time_start_s
     return SimResult(cfg, table, recorder, memory, blocks_per_replica, max_model_len, float(env.now), wall_time_s,
                      replicas, disagg, float(env.now) if stopped is not None and stopped.triggered else None)
+
+
+def _simulate_fused(cfg: EngineConfig, model, trace: Trace, cost, time_scale, overhead, progress,
+                    wall_time_start_s: float) -> SimResult:
+    """`simulate` through the fused core (one replica, which `fused_refusals` checked)."""
+    memory, replica_cost = _replica_parts(cfg, model, cfg.hardware, cost, time_scale, overhead)
+    max_model_len = cfg.max_model_len or model.max_position_embeddings
+    table, record, n_blocks, end_s = replay_fused(cfg, trace, memory, replica_cost, max_model_len, progress)
+    shift_to_client(table, _frontend_s(cfg, overhead))
+    return SimResult(cfg, table, record, memory, [n_blocks], max_model_len, end_s,
+                     time.perf_counter() - wall_time_start_s, [], facts=[ReplicaFacts(hardware=cfg.hardware)])
 
 
 def _frontend_s(cfg: EngineConfig, overhead: EngineOverhead | None) -> float:

@@ -27,8 +27,7 @@ class ReferenceEnergy:
             if q > 0:
                 kv_tokens += c + q
         n_tokens = sum(new_tokens)
-        compute, memory = self.work.steps([n_tokens], [n_sampled], [prefill_pairs], [decode_pairs], [kv_tokens])
-        compute_s, memory_s = float(compute[0]), float(memory[0])
+        compute_s, memory_s = self.work.step(n_tokens, n_sampled, prefill_pairs, decode_pairs, kv_tokens)
         watts = self.power.watts(min(compute_s / step_s, 1.0), min(memory_s / step_s, 1.0))
         joules = watts * step_s * self.n_gpus
         tally = self.tally

@@ -63,3 +63,12 @@ class StepRecord:
         names = ("start_s", "step_time_s", "batch_size", "prefill_tokens", "decode_tokens", "kv_blocks_used")
         columns = {name: np.array([row[i] for row in self.steps]) for i, name in enumerate(names)}
         return {"replica": np.zeros(len(self.steps), dtype=np.int64), **columns}
+
+    def steps_frame(self):
+        """The steps as `Recorder.steps_frame` gives them (a run folder's steps.parquet)."""
+        import pandas as pd  # here: a run that writes no steps table never needs it
+
+        frame = pd.DataFrame(self.steps_columns())
+        for name in ("replica", "batch_size", "prefill_tokens", "decode_tokens", "kv_blocks_used"):
+            frame[name] = frame[name].astype(np.int64)
+        return frame
