@@ -19,8 +19,9 @@ and there the two must agree bit for bit (ties between an arrival and a step's e
 
 The fused core adds steps to its clock one at a time as the reference does and prices a decode step
 from its sums with the same float operations, so its times equal the reference's bit for bit on these
-cases; only its inter-token gap mean may differ in rounding (it keeps one (gap, count) pair per step),
-and it is held to the same tolerances. It refuses asynchronous scheduling (the engine runs it there).
+cases; only its inter-token gap mean and per-request joules may differ in rounding (it keeps one
+(gap, count) pair per step and shares decode joules through one running total), and it is held to
+the same tolerances. Every case here, asynchronous scheduling included, runs through it.
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ from sim.run.summary import requests_columns, summarize
 TOLERANCE = 1e-12
 MAX_FLEET_W = 1e4  # the watts a reference run's replica may draw (one replica, up to 8 GPUs)
 
-# (name, workload (bundled trace or spec, rate scale, requests, seed), engine knobs, what the case must exercise);
-# "engine-only": the fused core refuses the case and `simulate` runs the engine
+# (name, workload (bundled trace or spec, rate scale, requests, seed), engine knobs, what the case must exercise)
 CASES = [
     ("conv", ("splitwise_conv", 4, 300, 0), {}, {}),
     ("conv-preempts", ("splitwise_conv", 4, 300, 0), {"num_gpu_blocks_override": 600}, {"preemptions"}),
@@ -62,14 +62,14 @@ CASES = [
      {"preemptions"}),
     ("vllm-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.6"}, {}),
     # asynchronous scheduling: an arrival during step n joins step n+2
-    ("async-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.15", "policy": "continuous"}, {"engine-only"}),
+    ("async-preset", ("splitwise_conv", 4, 300, 0), {"engine": "vllm@0.15", "policy": "continuous"}, {}),
     ("async-preemption", ("splitwise_conv", 4, 300, 0),
      {"engine": "sglang@0.4", "policy": "continuous", "num_gpu_blocks_override": 600},
-     {"preemptions", "engine-only"}),
+     {"preemptions"}),
     # held-back arrivals that never fit are rejected when handed over, even while the queue is stuck
     ("async-rejects", ("AzureLLMInferenceTrace_code", 1, 300, 0),
      {"engine": "vllm@0.15", "policy": "continuous", "num_gpu_blocks_override": 300},
-     {"rejections", "engine-only"}),
+     {"rejections"}),
     ("70b-tp4", ("splitwise_conv", 4, 300, 0), {"model": "llama-2-70b", "tp": 4, "max_num_seqs": 32}, {}),
 ]
 
@@ -132,11 +132,8 @@ def assert_same_columns(what: str, engine: dict, reference: dict, clock_s: float
 def test_engine_and_fused_core_equal_reference_stepper(workload_args, knobs, exercises):
     engine, reference, chosen = run_all(workload_args, knobs)
     assert_same_run(engine, reference)
-    if "engine-only" in exercises:
-        assert isinstance(chosen.recorder, Recorder)  # simulate ran the engine
-    else:
-        assert isinstance(chosen.recorder, FusedRecord)  # simulate ran the fused core
-        assert_same_run(chosen, reference)
+    assert isinstance(chosen.recorder, FusedRecord)  # simulate ran the fused core
+    assert_same_run(chosen, reference)
     summary = summarize(reference)
     assert summary["n_finished"] > 0
     if "preemptions" in exercises:
@@ -189,7 +186,8 @@ def test_reference_refuses_what_it_does_not_model():
 
 def test_fused_core_refuses_what_it_does_not_model():
     workload = load_run_workload("splitwise_conv", max_requests=10)
-    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True}, {"spec_tokens": 2},
-                  {"engine": "vllm@0.15", "policy": "continuous"}):
+    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True}, {"spec_tokens": 2}):
         with pytest.raises(ValueError, match="does not cover"):
             simulate(EngineConfig(**{"latency_attribution": False, **knobs}), workload, core="fused")
+        assert isinstance(simulate(EngineConfig(**{"latency_attribution": False, **knobs}), workload).recorder,
+                          Recorder)  # auto: the engine

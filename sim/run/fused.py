@@ -1,7 +1,7 @@
 """The fused core's part of a run (sim/engine/fused): what it covers, and its replay of one replica.
 `sim.run.simulate.simulate` takes this path by itself wherever `fused_refusals` is empty (one
-replica, the continuous policy, an open-loop trace of single-sample requests, synchronous
-single-step scheduling, no tokenizer on the request path, no speculative decoding, no latency
+replica, the continuous policy, an open-loop trace of single-sample requests, single-step
+scheduling, no tokenizer on the request path, no speculative decoding, no latency
 attribution); the engine runs the rest."""
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload, overhead: Eng
         or int(workload.samples().max(initial=1)) > 1,
         "speculative decoding": bool(cfg.spec_tokens),
         "latency attribution": cfg.latency_attribution,
-        "asynchronous scheduling": overhead is not None and overhead.async_scheduling,
         "multi-step scheduling": overhead is not None and overhead.num_scheduler_steps > 1,
         "a tokenizer on the request path": overhead is not None and overhead.tokenize_s_per_token > 0,
         "a stop watch": stop_watch is not None,
@@ -52,6 +51,8 @@ def replay_fused(cfg: EngineConfig, trace: Trace, memory: MemoryPlan, cost, max_
     swap_bytes_per_block = cfg.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
     swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
     core = FusedContinuous(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
-                           bind_decode_price(cost, cfg.block_size), record_steps=cfg.record_steps, progress=progress)
+                           bind_decode_price(cost, cfg.block_size), record_steps=cfg.record_steps,
+                           async_scheduling=bool(getattr(getattr(cost, "engine", None), "async_scheduling", False)),
+                           progress=progress)
     end_s = core.run()
     return table, core.record, n_blocks, end_s

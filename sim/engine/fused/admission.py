@@ -31,6 +31,25 @@ class ContinuousAdmission:
             self.status[rid] = WAITING
             self.waiting.append(rid)
 
+    def arrive_or_hold(self, rid: int, arrival_s: float) -> None:
+        """Asynchronous scheduling: an arrival while the last step ran is held back (it joins the step
+        after the next); otherwise it arrives."""
+        if self.async_scheduling and self.step_start_s < arrival_s <= self.step_end_s:
+            self.pending.append((rid, arrival_s))
+        else:
+            self.arrive(rid, arrival_s)
+
+    def hand_over(self, everyone: bool) -> None:
+        """Held-back arrivals join the queue: those that arrived before the last step began computing
+        (the step after it is being formed now), or all of them."""
+        kept = []
+        for rid, arrival_s in self.pending:
+            if everyone or arrival_s < self.step_compute_start_s:
+                self.arrive(rid, self.now_s)
+            else:
+                kept.append((rid, arrival_s))
+        self.pending = kept
+
     def reject(self, rid: int, reason: str, at_s: float) -> None:
         self.status[rid] = REJECTED
         self.finish_s[rid] = at_s

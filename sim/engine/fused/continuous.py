@@ -15,7 +15,8 @@ whatever the batch:
   energy (where metered) through one running per-sequence total (sim/engine/fused/energy.py).
 
 Admissions, prefills, preemptions, swaps and finishes are handled as they happen, one sequence at
-a time, as the reference does. Asynchronous scheduling is not written here (the engine runs it).
+a time, as the reference does. Under asynchronous scheduling an arrival during a step is held back
+as the reference holds it, and decode steps go one per call while any is held.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
 
     def __init__(self, cfg: EngineConfig, table: RequestTable, cost, n_blocks: int, n_cpu_blocks: int,
                  swap_s_per_block: float, max_model_len: int, decode_price: DecodePrice | None,
-                 record_steps: bool = False, progress: Callable[[int, int], None] | None = None):
+                 record_steps: bool = False, async_scheduling: bool = False,
+                 progress: Callable[[int, int], None] | None = None):
         self.progress = progress  # (arrived, all), every 1000 arrivals as the engine's arrival source calls it
         self.cfg, self.table, self.cost, self.max_model_len = cfg, table, cost, max_model_len
         self.decode_price, self.record_steps = decode_price, record_steps
@@ -81,6 +83,9 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
         self.running: list[int] = []
         self.swapped: deque[int] = deque()
         self.now_s = 0.0
+        self.async_scheduling = async_scheduling
+        self.pending: list[tuple[int, float]] = []  # (request, arrival) held back a step (async scheduling)
+        self.step_start_s = self.step_end_s = self.step_compute_start_s = -math.inf  # the last step's
         self.record = FusedRecord(n_blocks, cfg.block_size)
         self.energy, self.record.energy_missing = fused_energy(cost, table)
         self.record.energy = None if self.energy is None else self.energy.tally
@@ -101,11 +106,16 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
         while True:
             now_s = self.now_s
             while next_row < n and arrivals[next_row] <= now_s:
-                self.arrive(next_row, arrivals[next_row])
+                self.arrive_or_hold(next_row, arrivals[next_row])
                 next_row += 1
                 if self.progress is not None and next_row % 1000 == 0:
                     self.progress(next_row, n)
+            if self.pending:
+                self.hand_over(everyone=False)
             if not (waiting or running or swapped):
+                if self.pending:
+                    self.hand_over(everyone=True)
+                    continue
                 if next_row == n:
                     break
                 self.now_s = max(now_s, arrivals[next_row])  # idle until it arrives
@@ -114,7 +124,11 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
             admitted = self.admit() if waiting else None
             if admitted:
                 self.prefill_step(admitted, transfer_s)
-            elif not (running and self.decode_steps(transfer_s, arrivals[next_row] if next_row < n else math.inf)):
+            elif running and self.decode_steps(transfer_s, arrivals[next_row] if next_row < n else math.inf):
+                pass
+            elif self.pending:  # nothing else can run: the held-back arrivals join now
+                self.hand_over(everyone=True)
+            else:
                 self.reject_head()
         self.write_back()
         return max(self.now_s, arrivals[-1]) if n else 0.0
@@ -129,7 +143,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
         running, size, residues = self.running, self.block_size, self.residues
         d = self.d
         need = residues[-d % size]  # sequences whose next token opens a block
-        if need > self.n_free:
+        if need > self.n_free or self.pending:  # held-back arrivals are handed over between steps
             next_arrival_s = -math.inf
         while need > self.n_free:
             transfer_s += self.preempt(running[-1])
@@ -177,6 +191,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
             transfer_s = 0.0
         self.d, self.n_free, self.now_s, self.cohorts, self.last_decode_end_s = d, n_free, now_s, cohorts, end_s
         self.per_sequence_j = per_sequence_j
+        self.step_start_s, self.step_end_s, self.step_compute_start_s = start_s, end_s, end_s - step_s
         self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps = busy_s, util_time, waste_time, n_steps
         generation = self.generation
         while heap and heap[0][0] <= d:
@@ -198,6 +213,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
         start_s = self.now_s
         duration_s = float(step_s) + transfer_s
         self.now_s = end_s = start_s + duration_s
+        self.step_start_s, self.step_end_s, self.step_compute_start_s = start_s, end_s, end_s - float(step_s)
         gaps, counts = self.record.gaps_s, self.record.gap_counts
         done = []
         for rid, n_new, c in zip(ids, new_tokens, cached):
