@@ -12,14 +12,44 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sim.cost.model import CostModel
+from sim.inputs.engines import EngineCost
 
 DecodePrice = Callable[[int, int, int], float]
 
 
 def bind_decode_price(cost, block_size: int) -> DecodePrice | None:
-    """`price(n_sequences, context_tokens, kv_blocks)` for `cost`, or None when `cost` is not the
-    plain roofline model (an engine preset's cost, a pipeline, a test double, windowed attention,
-    speculative verification): the caller then prices through `cost.step_time_s`."""
+    """`price(n_sequences, context_tokens, kv_blocks)` for `cost`, or None when `cost` is neither the
+    plain roofline model nor an engine preset's wrapper of it (a pipeline, a test double, windowed
+    attention, speculative verification): the caller then prices through `cost.step_time_s`."""
+    if type(cost) is EngineCost:
+        return _bind_engine(cost, block_size)
+    return _bind_roofline(cost, block_size)
+
+
+def _bind_engine(cost: EngineCost, block_size: int) -> DecodePrice | None:
+    """`EngineCost.step_time_s` of a decode step (the GPU's price, its graph padding, eager launches
+    when no graph is captured for the batch, the engine's CPU time combined), per batch size once."""
+    gpu_price = _bind_roofline(cost.gpu, block_size)
+    if gpu_price is None:
+        return None
+    engine = cost.engine
+    extras: dict[int, tuple[float, float | None, float]] = {}  # per batch size: padding, eager, CPU seconds
+
+    def price(n: int, context_tokens: int, kv_blocks: int) -> float:
+        extra = extras.get(n)
+        if extra is None:
+            eager = cost._eager.step_s(n, n) if cost._eager is not None and not engine.graphed(n, True) else None
+            extra = extras[n] = (cost._padding_s(n, True), eager, engine.cpu_s(n, n, True))
+        gpu_s = gpu_price(n, context_tokens, kv_blocks)
+        gpu_s += extra[0]
+        if extra[1] is not None:
+            gpu_s += extra[1]
+        return float(engine.combine(gpu_s, extra[2]))
+
+    return price
+
+
+def _bind_roofline(cost, block_size: int) -> DecodePrice | None:
     if type(cost) is not CostModel or cost.decode_query_max(1) > 1:
         return None
     hot = cost._hot
