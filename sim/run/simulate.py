@@ -32,6 +32,7 @@ from sim.inputs.hardware import GIB, load_hardware
 from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
 from sim.inputs.layout.memory import MemoryPlan
+from sim.inputs.lora import blocks_beside_adapters
 from sim.inputs.model import load_model
 from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.attribution import Attribution
@@ -48,12 +49,15 @@ class ReplicaFacts:
     spec_acceptance: tuple[float, ...] = ()
     spec_proposed: int = 0
     spec_accepted: int = 0
+    lora: dict | None = None  # LoRA adapter slots' counters (sim.engine.lora.AdapterSlots.facts); None: off
 
     @classmethod
     def of(cls, replica: Replica) -> ReplicaFacts:
         sched = replica.sched
         radix, spec = getattr(sched, "radix", None), getattr(sched, "spec", None)
         facts = {"hardware": sched.cfg.hardware, "evicted_blocks": radix.n_evicted_blocks if radix is not None else 0}
+        if getattr(sched, "lora", None) is not None:
+            facts["lora"] = sched.lora.facts()
         if spec is not None:
             facts.update(spec_k=spec.k, spec_acceptance=tuple(float(a) for a in spec.acceptance),
                          spec_proposed=spec.n_proposed, spec_accepted=spec.n_accepted)
@@ -246,7 +250,7 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
         if hw_name not in memories:
             memories[hw_name] = parts(cfg, model, hw_name, cost)
         memory, replica_cost = memories[hw_name]
-        n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
+        n_blocks = cfg.num_gpu_blocks_override or blocks_beside_adapters(cfg, model, memory)
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
         blocks = BlockManager(n_blocks, cfg.block_size, int(cfg.watermark * n_blocks), cpu_blocks)
         sched = make_scheduler(cfg, table, blocks, replica_cost, recorder.sibling() if replicas else recorder, index,
