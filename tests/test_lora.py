@@ -186,3 +186,11 @@ def test_launch_line_carries_the_lora_flags():
     line = " ".join(args)
     assert "--enable-lora --max-loras 8 --max-lora-rank 16 --max-cpu-loras 32" in line
     assert "--enable-lora" not in " ".join(vllm_args(_cfg())[0])
+
+
+def test_continuous_policy_without_attribution_still_serves_adapters(zipf_trace):
+    """The fused core (continuous, no attribution) does not model LoRA: such a run takes the engine."""
+    cfg = EngineConfig(model=MODEL, hardware=HW, engine="vllm", policy="continuous", latency_attribution=False,
+                       enable_lora=True, max_loras=2)
+    summary = summarize(simulate(cfg, zipf_trace))
+    assert summary["lora"]["loads"] > 0 and summary["lora"]["max_batch_adapters"] == 2

@@ -18,7 +18,7 @@ def lora_summary(result: SimResult, table: Mapping[str, np.ndarray]) -> dict:
     """Counters summed over replicas. gpu_hit_rate: admissions of an adapter request whose adapter already
     had a GPU slot; load_time_share: adapter load seconds / (simulated seconds x replicas)."""
     cfg = result.cfg
-    parts = [facts.lora for facts in result.facts if facts.lora is not None]
+    parts = [replica.sched.lora.facts() for replica in result.replicas if getattr(replica.sched, "lora", None)]
     admissions = sum(p["admissions"] for p in parts)
     hits = sum(p["gpu_hits"] for p in parts)
     host, disk = sum(p["host_loads"] for p in parts), sum(p["disk_loads"] for p in parts)

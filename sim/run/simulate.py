@@ -31,8 +31,7 @@ from sim.inputs.engines.preset import kv_pool_args
 from sim.inputs.hardware import GIB, load_hardware
 from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
-from sim.inputs.layout.memory import MemoryPlan
-from sim.inputs.lora import blocks_beside_adapters
+from sim.inputs.layout.memory import MemoryPlan, blocks_beside_adapters
 from sim.inputs.model import load_model
 from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.attribution import Attribution
@@ -49,15 +48,12 @@ class ReplicaFacts:
     spec_acceptance: tuple[float, ...] = ()
     spec_proposed: int = 0
     spec_accepted: int = 0
-    lora: dict | None = None  # LoRA adapter slots' counters (sim.engine.lora.AdapterSlots.facts); None: off
 
     @classmethod
     def of(cls, replica: Replica) -> ReplicaFacts:
         sched = replica.sched
         radix, spec = getattr(sched, "radix", None), getattr(sched, "spec", None)
         facts = {"hardware": sched.cfg.hardware, "evicted_blocks": radix.n_evicted_blocks if radix is not None else 0}
-        if getattr(sched, "lora", None) is not None:
-            facts["lora"] = sched.lora.facts()
         if spec is not None:
             facts.update(spec_k=spec.k, spec_acceptance=tuple(float(a) for a in spec.acceptance),
                          spec_proposed=spec.n_proposed, spec_accepted=spec.n_accepted)
