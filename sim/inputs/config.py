@@ -12,6 +12,7 @@ from sim.inputs.budget import MAX_CLUSTER_REPLICAS, MAX_HOST_GIB, MAX_TIME_S
 from sim.inputs.engines.apply import fill_from_preset
 from sim.inputs.feature_config import FeatureKnobs
 from sim.inputs.layout.config import LayoutKnobs
+from sim.inputs.lora import LoraKnobs, lora_refusal
 from sim.schema import MAX_SEED_EXCLUSIVE, MAX_TOKENS, StrictModel
 from sim.yamlio import read_mapping, validate
 
@@ -30,7 +31,7 @@ class SLO(StrictModel):
     e2e_s: PositiveFloat | None = None
 
 
-class EngineConfig(FeatureKnobs, LayoutKnobs):
+class EngineConfig(FeatureKnobs, LoraKnobs, LayoutKnobs):
     """Everything one simulation needs besides the workload. Keys equal the CLI flags (dashes -> underscores).
 
     Ranges: sizes and counts positive; token counts at most MAX_TOKENS; shares in (0, 1]; seed in
@@ -141,6 +142,22 @@ class EngineConfig(FeatureKnobs, LayoutKnobs):
         if rule is not None and not rule.allows(self.block_size):
             raise ValueError(f"block_size {self.block_size} is refused by {preset.engine} ({preset.name}): it takes "
                              f"{rule.allowed_text()} (source in the preset's block_sizes)")
+        return self
+
+    @model_validator(mode="after")
+    def _lora_servable(self) -> EngineConfig:
+        """LoRA on a preset, policy or model whose multi-LoRA serving is not modelled: one line."""
+        if not self.enable_lora:
+            return self
+        from sim.inputs.engines.preset import load_engine
+        from sim.inputs.model import load_model
+
+        engine = load_engine(self.engine).engine if self.engine is not None else None
+        why = lora_refusal(self, load_model(self.model), engine)
+        if why is None and self.radix_ordering == "lpm":
+            why = "enable_lora with radix_ordering lpm is not modelled yet (the adapter skip keeps FCFS order)"
+        if why is not None:
+            raise ValueError(why)
         return self
 
     @model_validator(mode="after")

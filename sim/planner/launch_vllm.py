@@ -47,6 +47,7 @@ def vllm_args(cfg: EngineConfig, model_id: str | None = None, replicas: int = 1)
     args += _engine_behaviour(cfg, missing)
     args += _speculation(cfg, missing)
     args += _layout(cfg, missing)
+    args += _lora(cfg)
     if replicas > 1:
         missing.append(f"router {cfg.router} across {replicas} replicas: `vllm serve` runs one replica; put "
                        f"{ROUTER_HINT[cfg.router]} in front")
@@ -58,7 +59,8 @@ def vllm_args(cfg: EngineConfig, model_id: str | None = None, replicas: int = 1)
 WRITTEN = ("model", "tp", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size",
            "gpu_memory_utilization", "policy", "radix_chunked", "chunk_size", "kv_dtype", "weight_dtype",
            "cpu_cache_gib", "num_gpu_blocks_override", "enforce_eager", "allreduce_kind", "seed", "spec_tokens",
-           "spec_method", "spec_draft_model", "pp", "dp", "ep", "enable_expert_parallel")
+           "spec_method", "spec_draft_model", "pp", "dp", "ep", "enable_expert_parallel", "enable_lora", "max_loras",
+           "max_lora_rank", "max_cpu_loras")
 LISTED_WHEN_SET = ("router", "radix_ordering", "watermark", "batching_window_s", "preemption_mode", "kv_admission",
                    "swap_space", "num_scheduler_steps", "spec_acceptance", "spec_draft_cost", "enable_dp_attention",
                    "moe_a2a_backend", "deepep_mode", "moe_load_imbalance", "enable_two_batch_overlap",
@@ -72,7 +74,16 @@ NOT_A_SERVER_FLAG = {  # settings of the simulation or of the cluster around the
     "decode": "disaggregated groups: their own lines (plan.json disaggregated.launch)",
     "kv_transfer_gb_s": "disaggregated only", "kv_transfer_latency_us": "disaggregated only",
     "decode_router": "disaggregated only", "nodes": "the cluster's size (placement), not a server flag",
+    "lora_disk_gb_s": "the simulation's assumed disk read speed for adapters (docs/lora.md)",
 }
+
+
+def _lora(cfg: EngineConfig) -> list[str]:
+    """vLLM's multi-LoRA flags (docs/lora.md); the adapters themselves are named with --lora-modules."""
+    if not cfg.enable_lora:
+        return []
+    return ["--enable-lora", "--max-loras", str(cfg.max_loras), "--max-lora-rank", str(cfg.max_lora_rank),
+            "--max-cpu-loras", str(cfg.cpu_lora_slots)]
 
 
 def _layout(cfg: EngineConfig, missing: list[str]) -> list[str]:

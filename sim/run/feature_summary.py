@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.run.attribution_summary import attribution_summary
+from sim.run.lora_summary import lora_summary
 
 if TYPE_CHECKING:
     from sim.run.simulate import SimResult
@@ -62,6 +63,8 @@ def feature_summary(result: SimResult, table: Mapping[str, np.ndarray]) -> dict:
         **_tier_hit_rates(result, table),
         "kv_transfer_s": _transfer_stats(table),
     }
+    if result.cfg.enable_lora:
+        out["lora"] = lora_summary(result, table)
     disagg = getattr(result, "disagg", None)
     if disagg is not None:
         out["disaggregation"] = disagg.summary()

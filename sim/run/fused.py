@@ -37,6 +37,7 @@ def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload, overhead: Eng
         "a stop watch": stop_watch is not None,
         "one replica of a split run": only_replica is not None,
         "per-request gaps": request_gaps,
+        "LoRA adapters": cfg.enable_lora,
     }
     return [what for what, refused in refusals.items() if refused]
 

@@ -39,6 +39,8 @@ def why_not_split(cfg: EngineConfig, workload: Trace | ClosedLoop) -> str | None
         return ONE_REPLICA
     if cfg.dp > 1:
         return "data-parallel-attention ranks are schedulers of their own (sim.run.simulate._schedulers_of)"
+    if cfg.enable_lora:
+        return "LoRA adapter slots' counters are read from the live replicas (docs/lora.md)"
     if isinstance(workload, ClosedLoop):
         return "closed-loop clients send each request to whichever replica the router picks then"
     if cfg.router not in SPLITTABLE_ROUTERS:

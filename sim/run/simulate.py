@@ -31,7 +31,7 @@ from sim.inputs.engines.preset import kv_pool_args
 from sim.inputs.hardware import GIB, load_hardware
 from sim.inputs.layout.checks import simulated_layout
 from sim.inputs.layout.layout_memory import plan_layout_memory
-from sim.inputs.layout.memory import MemoryPlan
+from sim.inputs.layout.memory import MemoryPlan, blocks_beside_adapters
 from sim.inputs.model import load_model
 from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.run.attribution import Attribution
@@ -246,7 +246,7 @@ def _build_replicas(cfg: EngineConfig, model, env, table, recorder, source, max_
         if hw_name not in memories:
             memories[hw_name] = parts(cfg, model, hw_name, cost)
         memory, replica_cost = memories[hw_name]
-        n_blocks = cfg.num_gpu_blocks_override or memory.num_gpu_blocks
+        n_blocks = cfg.num_gpu_blocks_override or blocks_beside_adapters(cfg, model, memory)
         cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
         blocks = BlockManager(n_blocks, cfg.block_size, int(cfg.watermark * n_blocks), cpu_blocks)
         sched = make_scheduler(cfg, table, blocks, replica_cost, recorder.sibling() if replicas else recorder, index,

@@ -75,6 +75,10 @@ def requests_columns(result: SimResult) -> dict[str, np.ndarray | list]:
         "kv_transfer_s": t.kv_transfer_s[:n],
         "reject_reason": [t.reject_reason.get(i) for i in range(n)],
     }
+    if "adapter" in t.trace.extra:  # LoRA (docs/lora.md): the adapter named (-1: none), time skipped for a slot
+        waits = getattr(t, "adapter_wait_s", None)
+        columns.update(adapter=np.asarray(t.trace.extra["adapter"])[:n],
+                       adapter_wait_s=waits[:n] if waits is not None else np.zeros(n))
     attribution = result.recorder.attribution
     if attribution is not None:
         columns.update(attribution.columns(status == Status.FINISHED, finish_s))

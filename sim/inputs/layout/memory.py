@@ -170,3 +170,10 @@ def plan_memory(
         kv_window_reserve_bytes_per_gpu=window_reserve,
         weight_bytes_per_gpu_by_group=_by_group(model, tp, weight_dtype, mtp),
     )
+
+
+def blocks_beside_adapters(cfg, model, memory: MemoryPlan) -> int:
+    """KV blocks per GPU once LoRA adapter slots are allocated (sim.inputs.lora; all blocks without LoRA)."""
+    from sim.inputs.lora import blocks_beside_adapters as beside
+
+    return beside(cfg, model, memory)

@@ -16,7 +16,7 @@ import numpy as np
 from sim.inputs.workload.trace import ClosedLoop, Trace
 from sim.output import staging_file, with_normal_mode
 
-CANONICAL_EXTRAS = ("session_id", "turn")
+CANONICAL_EXTRAS = ("session_id", "turn", "adapter", "adapter_rank")
 
 
 ROWS_PER_CHUNK = 65_536  # rows turned into Python values at a time (bounds the writer's memory)

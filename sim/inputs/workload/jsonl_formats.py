@@ -63,7 +63,7 @@ JSONL_SCHEMAS = {
         "hash_ids",
         None,
         "n",
-        extras=("session_id", "turn"),
+        extras=("session_id", "turn", "adapter", "adapter_rank"),
         rebase_time=False,
     ),
 }

@@ -144,6 +144,31 @@ class Prefix(_Strict):
     multi_turn: MultiTurn | None = None
 
 
+class Adapters(_Strict):
+    """LoRA adapters the requests name (docs/lora.md): `n_adapters` of them, adapter k (1-based)
+    chosen with weight k^-zipf_s (`zipf`) or equally (`uniform`); a conversation (multi_turn) keeps one
+    adapter. `base_share` of the requests (sessions) use the base model alone. `rank`: every adapter's
+    LoRA rank, or `ranks`: one per adapter (vLLM's ranks: 1, 8, 16, 32, 64, 128, 256, 320, 512)."""
+
+    n_adapters: Annotated[int, Field(ge=1, le=1_000_000)]
+    popularity: Literal["uniform", "zipf"] = "zipf"
+    zipf_s: float = Field(1.0, ge=0, le=10)
+    rank: Literal[1, 8, 16, 32, 64, 128, 256, 320, 512] = 16
+    ranks: list[Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]] | None = None
+    base_share: float = Field(0.0, ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _one_rank_each(self) -> Adapters:
+        if self.ranks is not None and len(self.ranks) != self.n_adapters:
+            raise ValueError(f"ranks lists one rank per adapter ({self.n_adapters}), not {len(self.ranks)}")
+        if self.popularity == "uniform" and self.zipf_s != 1.0:
+            raise ValueError("zipf_s goes with popularity zipf")
+        return self
+
+    def rank_of(self, adapter: int) -> int:
+        return self.ranks[adapter] if self.ranks is not None else self.rank
+
+
 class Synthetic(_Strict):
     arrival: Arrival
     lengths: Lengths
@@ -152,6 +177,7 @@ class Synthetic(_Strict):
     n_requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
     duration_s: PositiveFloat | None = None
     hash_block_tokens: Tokens = 16
+    adapters: Adapters | None = None  # LoRA adapters per request (docs/lora.md); None: the base model only
 
     @model_validator(mode="after")
     def _size(self) -> Synthetic:

@@ -17,6 +17,7 @@ from sim.inputs.budget import MAX_HASH_IDS, MAX_PREFIX_BLOCKS, MAX_ROWS, MAX_SEQ
 from sim.inputs.workload.bench import closed_loop
 from sim.inputs.workload.columns import ragged_offsets
 from sim.inputs.workload.spec_models import FixedDist, Synthetic
+from sim.inputs.workload.synthetic.adapters import adapter_columns, adapter_rng
 from sim.inputs.workload.synthetic.arrivals import arrival_times_s
 from sim.inputs.workload.synthetic.lengths import sample_dist, sample_length_pairs
 from sim.inputs.workload.synthetic.prefix_ids import build_shared_prefixes, request_hash_ids
@@ -137,6 +138,8 @@ def generate_synthetic(
         prefixes, prefix_of, session_of, prompts, spec.hash_block_tokens
     )
     extra = {"session_id": session_of, "turn": turn + 1} if spec.prefix.multi_turn else {}
+    if spec.adapters is not None:  # its own stream: the other draws stay as they are without adapters
+        extra.update(adapter_columns(spec.adapters, session_of, adapter_rng(seed)))
     trace = Trace(
         arrival_s=arrival_s,
         prompt_tokens=prompts,
