@@ -194,3 +194,24 @@ def test_continuous_policy_without_attribution_still_serves_adapters(zipf_trace)
                        enable_lora=True, max_loras=2)
     summary = summarize(simulate(cfg, zipf_trace))
     assert summary["lora"]["loads"] > 0 and summary["lora"]["max_batch_adapters"] == 2
+
+
+def test_generic_csv_names_adapters_by_column(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens,lora\n0,10,5,sql\n1,10,5,\n2,10,5,chat\n3,10,5,sql\n")
+    trace = load_workload(str(path), "generic")
+    assert trace.extra["adapter"].tolist() == [0, -1, 1, 0]
+    mapped = tmp_path / "m.csv"
+    mapped.write_text("arrival_s,prompt_tokens,output_tokens,model\n0,10,5,a\n1,10,5,b\n")
+    assert "adapter" not in load_workload(str(mapped), "generic").extra  # `model` is read only when mapped
+    assert load_workload(str(mapped), "generic", columns={"adapter": "model"}).extra["adapter"].tolist() == [0, 1]
+
+
+def test_generic_jsonl_names_adapters(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"arrival_s": 1, "prompt_tokens": 4, "output_tokens": 2, "adapter": "x"}\n'
+                    '{"arrival_s": 0, "prompt_tokens": 4, "output_tokens": 2}\n'
+                    '{"arrival_s": 2, "prompt_tokens": 4, "output_tokens": 2, "adapter": "y"}\n')
+    with pytest.warns(UserWarning):  # unsorted: sorted by arrival, the adapters with their rows
+        trace = load_workload(str(path), "generic")
+    assert trace.extra["adapter"].tolist() == [-1, 0, 1]

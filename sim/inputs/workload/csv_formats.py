@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from sim.errors import InputError
+from sim.inputs.workload.adapter_names import adapter_column, adapter_extra
 from sim.inputs.workload.columns import ChunkedColumn, build_trace, checked_lengths, checked_times, generic_column_names
 from sim.inputs.workload.trace import Trace
 from sim.yamlio import check_regular_file
@@ -36,6 +37,7 @@ class CsvSchema:
     time_is_wallclock: bool = False  # text timestamps (Azure) instead of numbers
     time_scale_s: float = 1.0
     failed_marker: str | None = None  # BurstGPT: rows with zero output are failures
+    adapter_map: dict | None = None  # the spec's `columns` (its `adapter` key names the adapter column)
 
 
 CSV_SCHEMAS = {
@@ -55,6 +57,7 @@ def generic_csv_schema(columns: dict[str, str] | None, time_unit: str) -> CsvSch
         names["output_tokens"],
         names["arrival_s"],
         time_scale_s=TIME_UNIT_S[time_unit],
+        adapter_map=dict(columns or {}),
     )
 
 
@@ -76,14 +79,16 @@ def _first_bad_row(path: Path, column: str) -> str:
     return "must be a number in every row"
 
 
-def _open_batches(path: Path, header: list[str], schema: CsvSchema):
-    wanted = [c for c in (schema.time, schema.prompt, schema.output) if c]
+def _open_batches(path: Path, header: list[str], schema: CsvSchema, adapter: str | None = None):
+    wanted = [c for c in (schema.time, schema.prompt, schema.output, adapter) if c]
     for name in wanted:
         if name not in header:
             raise InputError(str(path), name, f"missing column; the header has {header}")
     types = {schema.prompt: pa.float64(), schema.output: pa.float64()}
     if schema.time:
         types[schema.time] = pa.timestamp("ns") if schema.time_is_wallclock else pa.float64()
+    if adapter:
+        types[adapter] = pa.string()
     reader = pacsv.open_csv(
         path,
         read_options=pacsv.ReadOptions(block_size=_BLOCK_BYTES, use_threads=False),
@@ -145,8 +150,12 @@ def load_csv(
     )
     origin_ns: int | None = None
     first_row = 1
+    adapter = adapter_column(header, schema.adapter_map) if schema.adapter_map is not None else None
+    names: list = []
     try:
-        for batch in _open_batches(path, header, schema):
+        for batch in _open_batches(path, header, schema, adapter):
+            if adapter:
+                names += batch.column(adapter).to_pylist()
             n_rows = batch.num_rows
             columns = {
                 name: column_values(batch.column(name))
@@ -176,7 +185,7 @@ def load_csv(
     except pa.ArrowInvalid as error:
         raise _explain_arrow_error(path, header, error) from None
     prompt_tokens, output_tokens = prompts.join(), outputs.join()
-    extra = {}
+    extra = adapter_extra(names)
     if schema.failed_marker:
         failed = output_tokens == 0
         if keep_failed:

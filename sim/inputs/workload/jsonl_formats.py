@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.errors import InputError
+from sim.inputs.workload.adapter_names import ADAPTER_COLUMNS, adapter_extra
 from sim.inputs.workload.columns import (
     ChunkedColumn,
     build_trace,
@@ -42,6 +43,7 @@ class JsonlSchema:
     n_samples: str | None = None
     extras: tuple[str, ...] = ()
     rebase_time: bool = True  # shift so the earliest request arrives at 0 s
+    adapter_keys: tuple[str, ...] = ()  # keys naming a request's LoRA adapter (sim.inputs.workload.adapter_names)
 
 
 JSONL_SCHEMAS = {
@@ -77,6 +79,7 @@ def generic_jsonl_schema(columns: dict[str, str] | None, time_scale_s: float) ->
         names["output_tokens"],
         time_scale_s,
         hash_ids=names.get("hash_ids"),
+        adapter_keys=(names["adapter"],) if "adapter" in names else ADAPTER_COLUMNS,
     )
 
 
@@ -113,6 +116,7 @@ class _JsonlReader:
         self.hash_flat, self.hash_lengths = ChunkedColumn(np.int64), ChunkedColumn(np.int64)
         self.block_tokens: set[int] = set()
         self.present: dict[str, bool] = {}
+        self.adapter_names: list = []
 
     def _parse(self, raw: bytes, line_no: int) -> dict:
         try:
@@ -127,6 +131,8 @@ class _JsonlReader:
 
     def _add(self, chunk: _Chunk, row: dict, line_no: int) -> None:
         chunk.lines.append(line_no)
+        if self.schema.adapter_keys:
+            self.adapter_names.append(next((row[k] for k in self.schema.adapter_keys if row.get(k) is not None), None))
         for key in self.keys:
             value = row.get(key)
             chunk.values.setdefault(key, []).append(value)
@@ -210,6 +216,7 @@ def load_jsonl(path: Path, schema: JsonlSchema, *, strict: bool) -> Trace:
         for key in schema.extras
         if reader.present.get(key)
     }
+    extra.update(adapter_extra(reader.adapter_names))
     flat = offsets = None
     lengths = reader.hash_lengths.join()
     has_ids = bool(schema.hash_ids) and lengths.sum() > 0
