@@ -91,6 +91,7 @@ def test_canonical_jsonl_carries_adapters(tmp_path, zipf_trace):
     ({"max_loras": 4}, "enable_lora"),
     ({"enable_lora": True, "policy": "static"}, "policy"),
     ({"enable_lora": True, "model": "mixtral-8x7b"}, "MoE"),
+    ({"enable_lora": True, "preemption_mode": "swap"}, "swap"),
 ])
 def test_refused_in_one_line(overrides, words):
     with pytest.raises(InputError) as error:
@@ -215,3 +216,11 @@ def test_generic_jsonl_names_adapters(tmp_path):
     with pytest.warns(UserWarning):  # unsorted: sorted by arrival, the adapters with their rows
         trace = load_workload(str(path), "generic")
     assert trace.extra["adapter"].tolist() == [-1, 0, 1]
+
+
+def test_radix_policy_serves_adapters_within_the_limit(zipf_trace):
+    result = simulate(EngineConfig(model=MODEL, hardware=HW, engine="vllm", policy="radix", enable_lora=True,
+                                   max_loras=3), zipf_trace)
+    summary = summarize(result)
+    assert summary["lora"]["max_batch_adapters"] == 3 and summary["lora"]["loads"] > 0
+    assert summary["n_finished"] == len(zipf_trace)

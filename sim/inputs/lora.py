@@ -74,6 +74,8 @@ def lora_refusal(cfg, model, engine_name: str | None) -> str | None:
         return "enable_lora with speculative decoding or disaggregated prefill/decode is not modelled yet"
     if model.moe is not None or model.mla is not None:
         return f"enable_lora is modelled for dense models with plain attention; {model.name} has MoE or MLA layers"
+    if cfg.preemption_mode == "swap":
+        return "enable_lora with preemption_mode swap is not modelled yet (vLLM V1 recomputes preempted requests)"
     if cfg.pp != 1:
         return "enable_lora with pipeline parallelism (pp > 1) is not modelled yet"
     return None

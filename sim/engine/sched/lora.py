@@ -85,6 +85,9 @@ class LoraScheduling:
         n_new = super().try_admit(rid, budget_tokens, now_s)
         if n_new is not None:
             self._pending_load_s += self.lora.admit(adapter, int(self.rank_of[rid]))
+            since = self._skipped_since.pop(rid, None)
+            if since is not None:  # its wait for a slot ends now
+                self.table.adapter_wait_s[rid] += now_s - since
         return n_new
 
     def join_running(self, rid: int) -> None:
