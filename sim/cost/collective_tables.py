@@ -10,7 +10,7 @@ latency + bytes / bandwidth (sim/cost/collectives.py `allreduce_fit` returns it,
 - above the largest: that time plus the extra bytes at the bandwidth of the last measured step
   (a large all-reduce is bandwidth-bound), never a log-log extrapolation.
 
-YAML (the file relative to the profile YAML that names it, or absolute):
+YAML (the file relative to the profile YAML that names it, else to the bundled hwprofiles folder, or absolute):
 
     calibration:
       tables:

@@ -12,7 +12,7 @@ The curve is a `GemmTable`, so M inside the measured range is interpolated log-l
 it is scaled by the smooth model at the edge, as for an exact-shape table. Grid points the source
 did not measure (NaN in the file) drop out of the curves they would enter.
 
-YAML (the file relative to the profile YAML that names it, or absolute):
+YAML (the file relative to the profile YAML that names it, else to the bundled hwprofiles folder, or absolute):
 
     calibration:
       tables:
