@@ -137,6 +137,14 @@ def gemm_grid(calibration: dict | None, where: str) -> GemmGrid | None:
 
 
 
+def held_at_roofline_s(time_s, flops, bytes_, peak_flops: float, bandwidth_bytes_s: float):
+    """A measured GEMM time held at the datasheet roofline (flops / peak, bytes / HBM bandwidth). A table
+    that re-runs one GEMM keeps a weight smaller than the L2 (L40S 96 MB, RTX PRO 6000 128 MB) resident
+    and times it faster than HBM can stream it (AIConfigurator's L40S 4096x2048 bf16 at M = 1: 19.40 us,
+    where 864 GB/s needs 19.43 us); in a model step each layer's weights come from HBM."""
+    return np.maximum(time_s, np.maximum(flops / peak_flops, bytes_ / bandwidth_bytes_s))
+
+
 def measured_table(cost, n_out: int, k_in: int, weight_dtype: str, bytes_per_el: float, smooth_nk: SmoothNK,
                    op: str | None = None) -> GemmTable | None:
     """The measured answer for one GEMM shape of `cost` (a CostModel): its exact-shape table
