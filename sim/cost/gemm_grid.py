@@ -75,12 +75,12 @@ class GemmGrid:
             return None
         m = self.m_tokens[kept].astype(np.float64)
         time_s = np.exp(log_curve[kept])
-        if (n_edge, k_edge) != (n_out, k_in):  # outside in N or K: the smooth model's ratio from the edge
-            time_s = time_s * smooth_nk(m, n_out, k_in) / smooth_nk(m, n_edge, k_edge)
         # more rows never take less time (the kernel for fewer rows could run them): the running maximum
         # over M irons out the measured dips (kernel choice, timing noise: Llama-2-70B TP 4 gate_up on
         # H100, 91 us at M = 160, 88 us at 256)
         time_s = np.maximum.accumulate(time_s)
+        if (n_edge, k_edge) != (n_out, k_in):  # outside in N or K: the smooth model's ratio from the edge
+            time_s = time_s * smooth_nk(m, n_out, k_in) / smooth_nk(m, n_edge, k_edge)
         return GemmTable(op, tp, int(n_out), int(k_in), bytes_per_el, m, time_s)
 
 
