@@ -1,5 +1,5 @@
-"""GEMM time before (the profile's smooth model) and after (the imported AIConfigurator grid), scored on
-held-out points of the AIConfigurator grid itself.
+"""GEMM and all-reduce times before (the profile's smooth model and collective fits) and after (the
+imported AIConfigurator tables), scored on held-out points of the AIConfigurator tables themselves.
 
     PYTHONPATH=. python bench/bench_aic_tables.py [--profiles h200,b200]
 
@@ -9,7 +9,9 @@ Two leave-outs per profile and dtype; the "after" grid is built from the kept po
   lookup never saw, interpolated in (log N, log K).
 - `M`: keep every other M (even indices, all N and K), score the odd-indexed M inside the kept range.
 "Before" is the profile's smooth GEMM model (its efficiencies and datasheet peaks, no op class); it
-never saw these points either. Errors: |predicted - measured| / measured, in %.
+never saw these points either. All-reduce: per kind (nccl, custom) and group size, every other measured
+message size kept, the sizes between them scored; "before" is the profile's `collectives` fit of that
+kind and size (else the ring formula). Errors: |predicted - measured| / measured, in %.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ if __package__ in (None, ""):
 from bench_spec_decode import table  # the same plain table (this folder is on sys.path)  # noqa: E402
 
 from sim.cost.arch import gemm_dtype
+from sim.cost.collective_tables import MeasuredLink, allreduce_tables
+from sim.cost.collectives import link_time_s
 from sim.cost.gemm_grid import GemmGrid, gemm_grid
-from sim.cost.roofline import gemm_time_s
+from sim.cost.roofline import allreduce_time_s, gemm_time_s
 from sim.inputs.hardware import load_hardware
 
 ACT_BYTES = 2.0  # bf16 activations, the CostModel default
@@ -81,6 +85,28 @@ def stats(err: np.ndarray) -> list[str]:
     return [f"{err.mean():.1f}", f"{np.median(err):.1f}", f"{np.percentile(err, 90):.1f}"]
 
 
+def fitted_allreduce_s(hw, kind: str, tp: int, payload: np.ndarray) -> np.ndarray:
+    """The profile's all-reduce before the tables: its `collectives` fit, else the ring formula."""
+    fits = (hw.collectives.allreduce.get(kind) or hw.collectives.allreduce.get("nccl")) if hw.collectives else None
+    if not fits:
+        latency = hw.interconnect.gpu_link_latency_us * 1e-6
+        return allreduce_time_s(payload, tp, hw.gpu_link_bytes_s, latency, hw.efficiency)
+    return link_time_s(payload, fits[min((s for s in fits if s >= tp), default=max(fits))])
+
+
+def allreduce_rows(name: str, hw) -> list[list[str]]:
+    rows = []
+    for (kind, tp), link in sorted(allreduce_tables(hw.calibration, hw.name).items()):
+        kept = MeasuredLink(kind, tp, link.payload_bytes[::2], link.time_s[::2])
+        odd = np.arange(1, link.payload_bytes.size - 1, 2)
+        payload, truth = link.payload_bytes[odd], link.time_s[odd]
+        before = np.abs(fitted_allreduce_s(hw, kind, tp, payload) / truth - 1) * 100
+        after = np.abs(kept.time_at_s(payload) / truth - 1) * 100
+        rows.append([name, kind, str(tp), str(odd.size), f"{payload[0]:.0f}-{payload[-1]:.3g}", *stats(before),
+                     *stats(after)])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", default="h200,b200")
@@ -103,6 +129,10 @@ def main() -> None:
     header = ["profile", "dtype", "held out", "points", "smooth MAPE", "smooth med", "smooth p90",
               "table MAPE", "table med", "table p90"]
     table("GEMM time vs held-out AIConfigurator grid points (errors in %)", header, rows)
+    rows = [row for name in args.profiles.split(",") for row in allreduce_rows(name, load_hardware(name))]
+    table("All-reduce time vs held-out AIConfigurator message sizes (errors in %)",
+          ["profile", "kind", "TP", "sizes", "bytes", "fit MAPE", "fit med", "fit p90", "table MAPE", "table med",
+           "table p90"], rows)
 
 
 if __name__ == "__main__":

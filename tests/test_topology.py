@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sim.cost import CostModel
+from sim.cost.collectives import allreduce_fit, link_time_s
 from sim.errors import InputError
 from sim.inputs.hardware import HardwareProfile, load_hardware
 from sim.inputs.model import load_model
@@ -29,8 +30,8 @@ def test_tp16_over_two_hgx_nodes_prices_the_scale_out_ring_on_the_nics():
     by_hand = 2 * (2 * lat_s + 2 * (1 / 2) * (payload / 8) / net_s)  # two all-reduces per layer
     assert ops["allreduce_scale_out"] == pytest.approx(by_hand, rel=1e-12)
     # the intra-node part is the node's own 8-GPU all-reduce (reduce-scatter + all-gather bytes)
-    fit = hw.collectives.allreduce["nccl"][8]
-    assert ops["allreduce"] == pytest.approx(2 * (fit.latency_us * 1e-6 + payload / (fit.bus_gb_s * 1e9)))
+    node = allreduce_fit(hw, 8, "nccl")  # the measured 8-GPU NCCL table of the profile
+    assert ops["allreduce"] == pytest.approx(2 * link_time_s(np.array([float(payload)]), node)[0])
 
 
 def test_the_same_tp16_inside_one_nvlink_domain_is_cheaper():

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.cost.gemm_grid import measured_table
+from sim.cost.gemm_grid import held_at_roofline_s, measured_table
 from sim.cost.moe import ExpertShard, routed_experts_cost
 from sim.cost.roofline import gemm_time_s
 from sim.inputs.dtypes import bytes_per_element, compute_path
@@ -92,7 +92,8 @@ def _gemm(cost, tokens, n_out: int, k_in: int, op: str, group: str):
                                       cost.bandwidth, g.eff, op)
     table = measured_table(cost, n_out, k_in, g.table_dtype, g.bytes_el, smooth_nk, op)
     if table is not None:
-        time = table.time_at_s(tokens, lambda m: smooth_nk(m, n_out, k_in))
+        time = held_at_roofline_s(table.time_at_s(tokens, lambda m: smooth_nk(m, n_out, k_in)), flops, bytes_,
+                                  g.peak_flops, cost.bandwidth)
     t_c = flops / g.peak_flops
     bound = np.where(t_c >= bytes_ / cost.bandwidth, "compute", "memory")
     return time * cost.time_scale["gemm"], flops, bytes_, bound

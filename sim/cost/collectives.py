@@ -1,7 +1,8 @@
 """Collective times: latency + payload / bus bandwidth per TP size, from a profile's `collectives`.
 
 A profile without `collectives` falls back to the ring formula over `interconnect`
-(`roofline.allreduce_time_s`). With them, the TP size's own fit answers; a TP size that was not
+(`roofline.allreduce_time_s`). A measured table of the kind and TP size (`calibration.tables.allreduce`,
+sim/cost/collective_tables.py) answers first. With fits, the TP size's own fit answers; a TP size that was not
 measured takes the nearest measured one above (or the largest, for a larger group), which is the
 conservative side for latency. `allreduce_kind` picks `nccl` or `custom` (the one-shot
 all-reduce kernels of vLLM / TensorRT-LLM); `nvlink_bridge` a bridged TP-2 pair of PCIe cards.
@@ -11,8 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.cost.collective_tables import MeasuredLink, allreduce_tables
 from sim.errors import InputError
 from sim.inputs.hardware import HardwareProfile, LinkFit
+
+Link = LinkFit | MeasuredLink  # a fitted latency + bandwidth, or a measured table
 
 ALLREDUCE_KINDS = ("nccl", "custom", "auto", "engine")
 # auto: per message, whichever is faster; engine: the engine preset's rule (`custom_allreduce`): its custom
@@ -25,9 +29,10 @@ def _nearest_tp(fits: dict[int, LinkFit], tp: int) -> LinkFit:
     return fits[above[0] if above else sizes[-1]]
 
 
-def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridge: bool = False) -> LinkFit | None:
-    """The (latency, bandwidth) of an all-reduce over `tp` GPUs of `hw`, or None when the
-    profile has no collective fits (the caller uses the ring formula)."""
+def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridge: bool = False) -> Link | None:
+    """The (latency, bandwidth) of an all-reduce over `tp` GPUs of `hw`, or its measured table where the
+    profile has one for this kind and group size, or None when the profile has neither (the caller uses
+    the ring formula)."""
     if kind not in ALLREDUCE_KINDS:
         raise InputError("allreduce_kind", kind, " | ".join(ALLREDUCE_KINDS))
     if kind in ("auto", "engine"):
@@ -39,15 +44,18 @@ def allreduce_fit(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridg
         if tp != 2:
             raise InputError("nvlink_bridge", None, f"tp 2: a bridge joins a pair of cards (got tp {tp})")
         return coll.nvlink_bridge.get(kind) or coll.nvlink_bridge.get("nccl")
-    if coll is None or tp < 2:
+    if tp < 2:
         return None
-    fits = coll.allreduce.get(kind) or coll.allreduce.get("nccl")
-    if not fits:
-        return None
+    table = allreduce_tables(hw.calibration, hw.name).get((kind, tp))
+    if table is not None:  # measured at this kind and group size (sim/cost/collective_tables.py)
+        return table
+    fits = coll.allreduce.get(kind) if coll is not None else None
+    if not fits:  # no such kind measured: NCCL's numbers answer
+        return allreduce_fit(hw, tp, "nccl") if kind != "nccl" else None
     return _nearest_tp(fits, tp)
 
 
-def allreduce_fits(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridge: bool = False) -> list[LinkFit]:
+def allreduce_fits(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_bridge: bool = False) -> list[Link]:
     """The fits an all-reduce of `kind` may use: one for nccl/custom; for `auto` both, of which
     each message takes the faster (vLLM uses its custom kernel below a size limit and NCCL above;
     TensorRT-LLM's AUTO strategy picks per message). Empty without collective fits."""
@@ -56,8 +64,11 @@ def allreduce_fits(hw: HardwareProfile, tp: int, kind: str = "nccl", nvlink_brid
     return [f for f in fits if f is not None]
 
 
-def link_time_s(payload_bytes: np.ndarray, fit: LinkFit) -> np.ndarray:
-    """latency + payload / bandwidth (the `above` fit from `above_bytes` on), 0 where the payload is 0."""
+def link_time_s(payload_bytes: np.ndarray, fit: Link) -> np.ndarray:
+    """latency + payload / bandwidth (the `above` fit from `above_bytes` on), 0 where the payload is 0;
+    a measured table's own interpolation where `fit` is one."""
+    if isinstance(fit, MeasuredLink):
+        return fit.time_at_s(payload_bytes)
     payload = np.asarray(payload_bytes, dtype=np.float64)
     time = fit.latency_us * 1e-6 + payload / (fit.bus_gb_s * 1e9)
     if fit.above is not None:
@@ -76,7 +87,7 @@ def custom_enabled(hw: HardwareProfile, tp: int, rule) -> bool:
     return hw.interconnect.gpu_link_kind == "nvlink" or tp <= rule.pcie_max_world_size
 
 
-def engine_allreduce(hw: HardwareProfile, tp: int, rule) -> tuple[LinkFit | None, LinkFit | None, float]:
+def engine_allreduce(hw: HardwareProfile, tp: int, rule) -> tuple[Link | None, Link | None, float]:
     """(custom fit or None where the engine would not use it, NCCL fit, the largest message in bytes the
     custom kernel takes). Fits are None when the profile has no collective measurements."""
     nccl = allreduce_fit(hw, tp, "nccl")

@@ -22,7 +22,7 @@ from sim.cost.arch import (
 from sim.cost.attention_ops import attention_ops, window_ops
 from sim.cost.attention_tables import attention_tables
 from sim.cost.collectives import allreduce_fits, engine_allreduce, link_time_s
-from sim.cost.gemm_grid import gemm_grid, measured_table
+from sim.cost.gemm_grid import gemm_grid, held_at_roofline_s, measured_table
 from sim.cost.hot import HotPath
 from sim.cost.layer_ops import elementwise_op, moe_op
 from sim.cost.mla import mla_context_shape, mla_kv_elements_per_token, mla_pair_flops
@@ -153,7 +153,8 @@ class CostModel:
 
     def _gemm(self, tokens: np.ndarray, n_out: int, k_in: int, op: str | None = None):
         """(time, flops, bytes) of one GEMM of op class `op`: its measured table when the profile has
-        this shape, else the smooth roofline; scaled by the `gemm` time scale."""
+        this shape, else the smooth roofline; scaled by the `gemm` time scale. A measured time is held at
+        the datasheet roofline (`held_at_roofline_s`)."""
 
         def smooth_nk(m, n, k):
             return gemm_time_s(m, n, k, self.weight_bytes_el, self.act_bytes_el, self.peak_flops,
@@ -164,7 +165,8 @@ class CostModel:
         )
         table = measured_table(self, n_out, k_in, self.weight_dtype, self.weight_bytes_el, smooth_nk, op)
         if table is not None:
-            time = table.time_at_s(tokens, lambda m: smooth_nk(m, n_out, k_in))
+            time = held_at_roofline_s(table.time_at_s(tokens, lambda m: smooth_nk(m, n_out, k_in)), flops, bytes_,
+                                      self.peak_flops, self.bandwidth)
         return time * self.time_scale["gemm"], flops, bytes_
 
     def _allreduce_s(self, payload: np.ndarray) -> np.ndarray:

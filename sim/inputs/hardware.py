@@ -182,16 +182,20 @@ def load_hardware(name_or_path: str) -> HardwareProfile:
 
 
 def anchor_table_files(data: dict, profile_dir: Path) -> dict:
-    """`data` (a profile mapping) with a relative `calibration.tables.gemm_grid.file` made absolute
+    """`data` (a profile mapping) with each relative `calibration.tables.<table>.file` made absolute
     against the folder of the profile YAML that names it, or the bundled profiles' folder where the
-    file is there and not beside the profile (sim/cost/gemm_grid.py reads the file)."""
+    file is there and not beside the profile (sim/cost/gemm_grid.py and sim/cost/collective_tables.py
+    read the files)."""
     calibration = data.get("calibration")
     tables = calibration.get("tables") if isinstance(calibration, dict) else None
-    entry = tables.get("gemm_grid") if isinstance(tables, dict) else None
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str) or Path(entry["file"]).is_absolute():
+    if not isinstance(tables, dict):
         return data
-    tables = {**tables, "gemm_grid": {**entry, "file": str(_table_file(profile_dir, entry["file"]))}}
-    return {**data, "calibration": {**calibration, "tables": tables}}
+    anchored = {name: {**entry, "file": str(_table_file(profile_dir, entry["file"]))} for name, entry in tables.items()
+                if isinstance(entry, dict) and isinstance(entry.get("file"), str)
+                and not Path(entry["file"]).is_absolute()}  # fmt: skip
+    if not anchored:
+        return data
+    return {**data, "calibration": {**calibration, "tables": {**tables, **anchored}}}
 
 
 def _table_file(profile_dir: Path, name: str) -> Path:
