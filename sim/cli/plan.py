@@ -13,6 +13,7 @@ from sim.cli.plan_report import print_plan
 from sim.cli.slo_flags import goodput_option, min_finished_option, resolve_slo, slo_line, slo_option
 from sim.errors import InputError
 from sim.inputs.budget import DEFAULT_MAX_PLAN_CANDIDATES
+from sim.run.energy_summary import DEFAULT_PUE, DEFAULT_USD_PER_KWH
 from sim.run.invoke import DEFAULT_TRACE
 
 PLAN_FILES = ("plan.json", "latency_vs_rate.png", "cost.png", "pareto.png", "k8s.yaml")  # what a plan folder may hold
@@ -110,6 +111,13 @@ def plan(
     backend: str = typer.Option("local", "--backend", help="local (processes) | ray"),
     address: str = typer.Option(None, "--address", help="ray: address of a running cluster"),
     workers: int = typer.Option(min(2, os.cpu_count() or 1), "--workers", help="parallel simulations"),
+    usd_per_kwh: float = typer.Option(DEFAULT_USD_PER_KWH, "--usd-per-kwh",
+                                      help="electricity price for the rows' energy (docs/power.md)"),
+    pue: float = typer.Option(DEFAULT_PUE, "--pue", help="facility power / IT power for the rows' kW, kWh and $"),
+    power_budget_kw: float = typer.Option(None, "--power-budget-kw", show_default=False,
+                                          help="recommend the cheapest cluster that meets the SLOs within N kW "
+                                               "(GPUs at their modelled mean power at the target rate x PUE; "
+                                               "host, NIC and switch power not counted: docs/power.md)"),
     top: int = typer.Option(10, "--top", help="candidates shown in the table"),
     out: Path = typer.Option(None, "--out", "-o", help="write plan.json and the plots here"),
     as_json: bool = typer.Option(False, "--json", help="print plan.json instead of the table"),
@@ -153,6 +161,7 @@ def plan(
     from sim.planner.candidates import parse_list, parse_prices, parse_tps
     from sim.planner.defaults import default_policies, expert_parallel_flag, plan_engine, vllm_spellings
     from sim.planner.disagg import parse_pd_ratios
+    from sim.planner.energy import check_power_budget
     from sim.planner.knobs import check_candidate_count, parse_knob_search
     from sim.planner.layouts import default_layouts, parse_layout_grid
     from sim.planner.plan import SearchSettings, make_plan
@@ -160,6 +169,7 @@ def plan(
     from sim.planner.rows import run_on
     from sim.run.backends import make_backend
     from sim.run.destination import FolderOut
+    from sim.run.energy_summary import check_electricity
     from sim.run.folder import atomic_run_dir
     from sim.run.intervals import check_replays
     from sim.run.invoke import resolve_seed
@@ -169,6 +179,8 @@ def plan(
     for flag, value in (("--workers", workers), ("--top", top)):
         if value < 1:
             raise InputError(flag, None, f"must be at least 1; got {value}")
+    electricity = check_electricity(usd_per_kwh, pue)
+    check_power_budget(power_budget_kw)
     slo_spec = resolve_slo(slo, goodput_pairs, ctx.args, goodput, required=True)
     knobs = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
              "gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len,
@@ -225,7 +237,8 @@ def plan(
             result = make_plan(trace, base, hardware_names, tps, policies, slo_spec, target_qps, settings,
                                backend=runner, knob_grid=knob_grid, progress=progress, pd_ratios=pd_ratios,
                                announce=None if as_json else lambda: console.print(slo_line(slo_spec)),
-                               model_id=model_id, prices=prices, layouts=layouts, billing=billing_units)
+                               model_id=model_id, prices=prices, layouts=layouts, billing=billing_units,
+                               electricity=electricity, power_budget_kw=power_budget_kw)
             if uncertainty is not None and result["recommended"] is not None:
                 result["recommended"]["uncertainty"] = capacity_band(
                     result, base, trace, slo_spec, settings, uncertainty,

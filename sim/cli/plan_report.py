@@ -10,6 +10,7 @@ from rich import box
 from rich.table import Table
 
 from sim.cli.common import console
+from sim.cli.plan_energy import energy_columns, joule_cells, print_plan_energy
 from sim.run.human_units import ms_text
 
 
@@ -26,16 +27,20 @@ def print_plan(result: dict, top: int) -> None:
             f"| peak/mean {shape['slice']['peak_to_mean']:.2f} (sizing slice), "
             f"{_fmt(shape['peak_to_mean_60s_at_target'])} (1-min windows at target)")
     with_knobs = any(_engine_knobs(r) for r in result["candidates"])
+    energy_names, energy_cells = energy_columns(result["candidates"][:top])
     rows = [[i + 1, r["hardware"], _tp(r), r["policy"]] + ([_knobs(_engine_knobs(r))] if with_knobs else []) +
             [f"{r['max_qps_per_replica']:.3g}", r["replicas"], _gpus(r), f"{r['cost_per_hour_usd']:.2f}",
              _money(r.get("usd_per_m_output_tokens")), _money(r.get("usd_per_m_total_tokens")),
-             r["binding_slo"], _verified(r)] for i, r in enumerate(result["candidates"][:top])]
+             *energy_cells[i], r["binding_slo"], _verified(r)] for i, r in enumerate(result["candidates"][:top])]
     columns = ("#", "hardware", "tp", "policy") + (("knobs",) if with_knobs else ()) + (
-        "qps/rep", "reps", "GPUs (nodes)", "$/hour", "$/M out", "$/M tok", "binds", "verified")
+        "qps/rep", "reps", "GPUs (nodes)", "$/hour", "$/M out", "$/M tok", *energy_names, "binds", "verified")
     _print_rows(head, columns, rows, left=("hardware", "policy", "knobs", "binds", "verified"))
     print_basis(result)
     best = result["recommended"]
-    if best is None:
+    budget = (result.get("energy") or {}).get("budget")
+    if best is None and budget is not None:
+        console.print(f"[bold red]no recommendation[/bold red]: {budget['line']}", soft_wrap=True)
+    elif best is None:
         console.print("[bold red]no recommendation[/bold red]: no verified cluster met the SLOs on the whole workload "
                       "(raise --max-verify-runs, relax the SLOs or add hardware)")
     else:
@@ -53,6 +58,7 @@ def print_plan(result: dict, top: int) -> None:
             console.print(band_line(best["uncertainty"]))
         print_trust(result.get("trust"), best)
         print_launch(result["launch"])
+    print_plan_energy(result)
     print_verified_per_hardware(result)
     if result.get("disaggregated"):
         print_disaggregated(result["disaggregated"], result["slo"])
@@ -61,11 +67,12 @@ def print_plan(result: dict, top: int) -> None:
                     [[r["hardware"], r["tp"], r["policy"], _knobs(r["knobs"]), f"{r['max_qps_per_replica']:.3g}"]
                      for r in result["best_per_hardware_tp"]], left=("hardware", "policy", "knobs"))
     if result["pareto"]:
+        joule_names, joules = joule_cells(result["pareto"][:top])
         _print_rows("Pareto frontier (passing points): output tok/s per GPU vs tok/s per user",
-                    ("hardware", "tp", "policy", "knobs", "req/s/rep", "tok/s/GPU", "tok/s/user"),
+                    ("hardware", "tp", "policy", "knobs", "req/s/rep", "tok/s/GPU", "tok/s/user", *joule_names),
                     [[p["hardware"], p["tp"], p["policy"], _knobs(p["knobs"]), f"{p['rate_qps_per_replica']:.3g}",
-                      f"{p['tok_s_per_gpu']:.0f}", f"{p['tok_s_per_user']:.1f}"] for p in result["pareto"][:top]],
-                    left=("hardware", "policy", "knobs"))
+                      f"{p['tok_s_per_gpu']:.0f}", f"{p['tok_s_per_user']:.1f}", *joules[i]]
+                     for i, p in enumerate(result["pareto"][:top])], left=("hardware", "policy", "knobs"))
     for row in result["infeasible"]:
         console.print(f"infeasible: {row['hardware']} tp{row['tp']} {row['policy']}{_knobs(row['knobs'], ' ')}: "
                       f"{row['reason']}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -11,6 +11,7 @@ import pandas as pd
 from sim.inputs.config import EngineConfig
 from sim.inputs.slo import percentile_or_none
 from sim.planner.burst import SearchSlice
+from sim.planner.energy import run_energy
 from sim.planner.slo import PlanSLO
 from sim.run.simulate import simulate
 from sim.run.steady_state import SteadyState, steady_state, warmup_requests
@@ -38,9 +39,14 @@ class RatePoint:
     first_reject_reason: str | None = None  # why the first measured request that was rejected was
     steady: dict | None = None  # sim.run.steady_state.SteadyState.to_dict() of the run judged, + n_requests
     slo_passes: bool | None = None  # the SLO verdict alone (passes also needs a steady, kept-up run)
+    energy: dict | None = None  # sim.planner.energy.run_energy of the run (None: not metered)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The plan.json search point; `energy` only where the run was metered (older plans' keys kept)."""
+        fields = asdict(self)
+        if fields["energy"] is None:
+            del fields["energy"]
+        return fields
 
 
 def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: PlanSLO,
@@ -54,9 +60,11 @@ def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: P
     `time_scale`: a perturbed cost model (planner.band)."""
     cfg = cfg.model_copy(update={"latency_attribution": False})
     while True:
-        frame = requests_frame(simulate(cfg, piece.at_rate(rate_qps), time_scale=time_scale))
+        result = simulate(cfg, piece.at_rate(rate_qps), time_scale=time_scale)
+        frame = requests_frame(result)
         steady = steady_state(frame, piece.n_warmup)
-        point = judge(frame.iloc[piece.n_warmup:], rate_qps, slo, steady, len(frame))
+        point = replace(judge(frame.iloc[piece.n_warmup:], rate_qps, slo, steady, len(frame)),
+                        energy=run_energy(result, frame))
         longer = _longer_slice(piece, steady, point)
         if longer is None:
             return point

@@ -85,13 +85,24 @@ def operating_points(rows: list[dict]) -> list[dict]:
                                "knobs": row["knobs"], "rate_qps_per_replica": p["rate_qps"],
                                "tok_s_per_gpu": p["output_tok_s"] / gpus,
                                "tok_per_usd": p["output_tok_s"] * 3600 / (gpus * usd_per_gpu_hour),
-                               "tok_s_per_user": p["tok_s_per_user"]})
+                               "tok_s_per_user": p["tok_s_per_user"],
+                               **_tok_per_joule(p, gpus)})
     return points
+
+
+def _tok_per_joule(point: dict, gpus: int) -> dict:
+    """Output tokens per joule of a metered search point (its replica's GPUs at their mean watts,
+    sim/planner/energy.py); {} for an unmetered one, so older plans' keys are kept."""
+    energy = point.get("energy")
+    if not energy or not energy["mean_power_w_per_gpu"]:
+        return {}
+    return {"tok_per_joule": point["output_tok_s"] / (energy["mean_power_w_per_gpu"] * gpus)}
 
 
 def pareto_frontier(points: list[dict], axis: str = "tok_s_per_gpu") -> list[dict]:
     """The points no other point dominates on (`axis`, tok_s_per_user), by `axis` descending;
-    `axis`: tok_s_per_gpu (throughput per GPU) or tok_per_usd (output tokens per dollar)."""
+    `axis`: tok_s_per_gpu (throughput per GPU), tok_per_usd (output tokens per dollar) or tok_per_joule
+    (output tokens per joule of GPU energy; metered points only)."""
     ordered = sorted(points, key=lambda p: (-p[axis], -p["tok_s_per_user"]))
     frontier, best_user = [], -1.0
     for p in ordered:

@@ -24,13 +24,14 @@ from sim.planner.candidates import Candidate, build_candidates, drop_radix_twins
 from sim.planner.defaults import preferred_policy, weights_section
 from sim.planner.disagg import compare_layouts
 from sim.planner.disagg_layouts import choose_groups, groups_section, split_base
+from sim.planner.energy import PlanPower, add_row_energy, plan_energy_keys
 from sim.planner.estimate import start_qps
 from sim.planner.evaluate import binding_constraint, describe_binding, evaluate_rate
 from sim.planner.knobs import best_per_hardware_tp, knob_settings, operating_points, pareto_frontier
 from sim.planner.launch import launch_command
 from sim.planner.layouts import LayoutGrid, layout_fields, whole_nodes
 from sim.planner.report import impossible_line, infeasible_row, reasons_line
-from sim.planner.rows import Progress, check_cluster_size, row_order, run_on
+from sim.planner.rows import Progress, check_cluster_size, recommend, row_order, run_on
 from sim.planner.screen import screen
 from sim.planner.search import SearchOutcome, lattice_index, lattice_rate, search_max_rate
 from sim.planner.slo import PlanSLO
@@ -44,6 +45,7 @@ from sim.planner.verify_bound import (
     verify_by_bound,
 )
 from sim.run.backends import LocalBackend
+from sim.run.energy_summary import DEFAULT_PUE, DEFAULT_USD_PER_KWH
 from sim.run.provenance import provenance
 
 
@@ -133,7 +135,9 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
               backend=None, knob_grid: dict[str, list] | None = None, progress: Progress | None = None,
               pd_ratios: list[tuple[int, int]] | None = None, announce: Callable[[], None] | None = None,
               model_id: str | None = None, prices: dict[str, float] | None = None,
-              layouts: LayoutGrid | None = None, billing: dict[str, str] | None = None) -> dict:
+              layouts: LayoutGrid | None = None, billing: dict[str, str] | None = None,
+              electricity: tuple[float, float] = (DEFAULT_USD_PER_KWH, DEFAULT_PUE),
+              power_budget_kw: float | None = None) -> dict:
     """The plan.json content (see the module docstring). `backend`: a sim.run.backends backend
     (default: `workers` local processes). Raises InputError when no candidate can run, or none
     meets the SLOs at any rate. `recommended` is None when no verified cluster met the SLOs.
@@ -144,11 +148,14 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     `prices`: $ per GPU-hour by profile name, overriding the profiles' cost_per_hour_usd.
     `billing`: billing unit by profile name, overriding the profiles' (sim.planner.billing).
     `layouts`: also search each TP's PP / EP / DP-attention layouts (sim.planner.layouts); with it,
-    or with `settings.screen_keep`, candidates are screened first (sim.planner.screen)."""
+    or with `settings.screen_keep`, candidates are screened first (sim.planner.screen). `electricity`:
+    ($ per kWh, PUE) for the rows' `energy`; `power_budget_kw`: recommend the cheapest verified cluster
+    within it (sim.planner.energy)."""
     if backend is None:
         with LocalBackend(max(1, workers)) as local:
             return make_plan(trace, base, hardware, tps, policies, slo, target_qps, settings, workers, local, knob_grid,
-                             progress, pd_ratios, announce, model_id, prices, layouts, billing)
+                             progress, pd_ratios, announce, model_id, prices, layouts, billing, electricity,
+                             power_budget_kw)
     check_rate_qps(target_qps, "--target-qps")
     if pd_ratios and not settings.verify:
         raise InputError("--disagg", None, "compares verified clusters; drop --no-verify")
@@ -177,6 +184,8 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     mean_tokens = (float(trace.prompt_tokens.mean()), mean_output_tokens)
     rows = [costed(s, math.ceil(target_qps / s.outcome.max_qps), target_qps, mean_tokens) for s in feasible]
     check_cluster_size(rows, target_qps)
+    power = PlanPower(target_qps, mean_output_tokens, electricity, power_budget_kw)
+    add_row_energy(rows, target_qps, mean_output_tokens, electricity)  # from the sizing runs until verified
     preferred = preferred_policy(base)
     order = sorted(range(len(rows)), key=lambda i: row_order(rows[i], preferred))
     rows, feasible = [rows[i] for i in order], [feasible[i] for i in order]
@@ -184,9 +193,9 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
     if settings.verify:
         peak = piece.peak_to_mean if settings.sizing == "busiest" else 1.0
         order_section = verify_cheapest(rows, feasible, trace, target_qps, slo, settings, backend, progress,
-                                        mean_tokens, peak)
+                                        mean_tokens, peak, power)
     rows.sort(key=lambda r: (r.get("verified") is not True if settings.verify else False, *row_order(r, preferred)))
-    recommended = _recommend(rows, settings.verify, target_qps)
+    recommended = recommend(rows, settings.verify, target_qps, power.fits)
     mark_ties(rows, recommended)
     recommended_cfg = None if recommended is None else _config_of(recommended, feasible)
     return {
@@ -204,8 +213,9 @@ def make_plan(trace: Trace, base: EngineConfig, hardware: list[str], tps: list[i
         "best_per_hardware_tp": best_per_hardware_tp(rows) if knob_grid else None,
         "verification_order": order_section,
         "verified_per_hardware": verified_per_hardware(rows) if settings.verify else None,
-        "pareto": pareto_frontier(operating_points(rows)),
-        "pareto_per_dollar": pareto_frontier(operating_points(rows), "tok_per_usd"),
+        "pareto": pareto_frontier(points := operating_points(rows)),
+        "pareto_per_dollar": pareto_frontier(points, "tok_per_usd"),
+        **plan_energy_keys(rows, recommended, electricity, power_budget_kw, points),
         "infeasible": [infeasible_row(s) for s in searches if not s.feasible],
         "skipped": [s.to_dict() for s in skipped],
         "disaggregated": None if not pd_ratios else _disaggregated(recommended, feasible, pd_ratios, trace, target_qps,
@@ -245,10 +255,11 @@ def _burst_guess(row: dict, target_qps: float, peak_to_mean: float) -> int:
 
 def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Trace, target_qps: float,
                     slo: PlanSLO, settings: SearchSettings, backend, progress: Progress | None,
-                    mean_tokens: tuple[float, float], peak: float = 1.0) -> dict:
+                    mean_tokens: tuple[float, float], peak: float = 1.0, power: PlanPower | None = None) -> dict:
     """Verify rows by lower bound until the cheapest verified cluster is exact (sim.planner.verify_bound);
     mutates each verified row: `verified`, `verification` (every run its search used),
-    `verification_runs_unused`, `replicas_estimated`, and replicas/GPUs/cost as verified. Returns
+    `verification_runs_unused`, `replicas_estimated`, and replicas/GPUs/cost (and `energy`, with `power`)
+    as verified; under `power`'s budget a verified row counts as found only within it. Returns
     plan.json's `verification_order`."""
     guesses = [min(row["replicas"], _burst_guess(row, target_qps, peak)) for row in rows]
 
@@ -258,29 +269,14 @@ def verify_cheapest(rows: list[dict], searches: list[CandidateSearch], trace: Tr
     def recost(i: int, replicas: int) -> dict:
         fields = ("replicas", "gpus", "cost_per_hour_usd", "billing", "nodes", "whole_node_cost_per_hour_usd",
                   "usd_per_m_output_tokens", "usd_per_m_total_tokens")
-        return {k: v for k, v in costed(searches[i], replicas, target_qps, mean_tokens).items() if k in fields}
+        fields = {k: v for k, v in costed(searches[i], replicas, target_qps, mean_tokens).items() if k in fields}
+        return fields if power is None else {**fields, **power.recost({**rows[i], **fields})}
 
     run_batch = run_verifications(trace, target_qps, slo, lambda fn, args: run_on(
         backend, fn, args, progress, "verifying on the whole workload"))
     return verify_by_bound(rows, [s.candidate for s in searches], guesses, settings.max_verified,
-                           settings.verify_batch, make_task, run_batch, recost)
-
-
-def _recommend(rows: list[dict], verify: bool, target_qps: float) -> dict | None:
-    """The cheapest verified row (any row, unverified, when verification is off), with its headroom:
-    the rate its replicas sustain on the busiest slice over the target (an estimate), and how much
-    of each SLO limit the verification run used (measured)."""
-    chosen = next((r for r in rows if r.get("verified") or not verify), None)
-    if chosen is None:
-        return None
-    capacity_qps = chosen["replicas"] * chosen["max_qps_per_replica"]
-    headroom = {"estimated_capacity_qps": capacity_qps, "estimated_headroom": capacity_qps / target_qps - 1}
-    if chosen.get("verification"):
-        last = next(run for run in chosen["verification"] if run["replicas"] == chosen["replicas"])
-        chosen = {**chosen, "verified_run": last}
-        headroom["slo_use"] = {key: v["value_s"] / v["limit_s"] if v["value_s"] is not None else None
-                               for key, v in last["slo"].items()}
-    return {**chosen, "headroom": headroom}
+                           settings.verify_batch, make_task, run_batch, recost,
+                           None if power is None else power.fits)
 
 
 def _config_of(row: dict, searches: list[CandidateSearch]) -> EngineConfig:

@@ -16,6 +16,7 @@ from sim.inputs.slo import slo_report
 from sim.inputs.workload.trace import Trace
 from sim.inputs.workload.transforms import scale_rate, tile
 from sim.planner.early_stop import FailureWatch
+from sim.planner.energy import run_energy
 from sim.planner.slo import PlanSLO
 from sim.run.simulate import simulate
 from sim.run.steady_state import steady_state_of_run
@@ -75,6 +76,7 @@ def _judged_once(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Pl
     result = simulate(cluster, scale_rate(trace, target_qps=target_qps, where="--target-qps"), time_scale=time_scale,
                       stop_watch=watch)
     frame = requests_frame(result)
+    energy = run_energy(result, frame)  # the whole run's, before an early stop's unfinished requests are dropped
     stopped = None
     if result.stopped_early_s is not None:
         frame = frame[frame["status"].isin(["FINISHED", "REJECTED"])]
@@ -86,7 +88,7 @@ def _judged_once(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Pl
     for metric in P99_KEYS:
         values = finished[f"{metric}_s"].dropna()
         p99_s[metric] = float(values.quantile(0.99)) if len(values) else None
-    return {
+    record = {
         "passes": report["met"] and stopped is None and steady.long_enough and steady.kept_up,
         "slo_passes": report["met"] and stopped is None, "stopped_early": stopped,
         "steady_state": {**steady.to_dict(), "n_requests": len(frame), "verdict": steady.verdict()},
@@ -96,6 +98,9 @@ def _judged_once(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Pl
         "within_all_slos": report["goodput"]["fraction"], "slo": report["per_slo"],
         "finished_share": report["finished_share"],
     }
+    if energy is not None:  # only metered runs carry the key (sim/planner/energy.py)
+        record["energy"] = energy
+    return record
 
 
 def verify_candidates(tasks: list[VerifyTask], trace: Trace, target_qps: float, slo: PlanSLO,

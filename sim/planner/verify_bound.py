@@ -52,14 +52,15 @@ def verify_floor(first_guess: int) -> int:
 
 def verify_by_bound(rows: list[dict], candidates: list[Candidate], first_guesses: list[int], max_verified: int,
                     batch_size: int, make_task: Callable[[int, int, int], VerifyTask], run_batch: Callable,
-                    recost: Callable[[int, int], dict]) -> dict:
+                    recost: Callable[[int, int], dict], admits: Callable[[dict], bool] | None = None) -> dict:
     """Verify rows (parallel to `candidates` and `first_guesses`) by lower bound, in rounds of
     `batch_size`, while some row's bound is below its hardware's cheapest verified cost and fewer
     than `max_verified` were verified (rows that could beat the overall best first). Mutates rows:
     `cost_lower_bound_usd` and `verify_floor_replicas` on all; `verified`, `verification`,
     `verification_runs_unused`, `replicas_estimated` on the verified ones, and (passing) the fields
     of `recost(i, replicas)`. Returns plan.json's `verification_order` section (what was verified,
-    whether the minimum is exact)."""
+    whether the minimum is exact). `admits`: a verified row sets its hardware's best only where it
+    admits it (a power budget, sim.planner.energy), so the walk goes on to dearer rows that may fit."""
     floors = [verify_floor(g) for g in first_guesses]
     for row, c, floor in zip(rows, candidates, floors, strict=True):
         row["verify_floor_replicas"] = floor
@@ -86,6 +87,7 @@ def verify_by_bound(rows: list[dict], candidates: list[Candidate], first_guesses
                         "verified": replicas is not None, "verification": runs})
             if replicas is not None:
                 row.update(recost(i, replicas))
+            if replicas is not None and (admits is None or admits(row)):
                 best[row["hardware"]] = min(best.get(row["hardware"], math.inf), row["cost_per_hour_usd"])
         n_verified += len(batch)
         pending = [i for i in pending if i not in batch]
