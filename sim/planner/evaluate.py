@@ -20,7 +20,7 @@ from sim.run.percentile_bound import (
     stretches_for,
 )
 from sim.run.simulate import simulate
-from sim.run.steady_state import SteadyState, steady_state, warmup_requests
+from sim.run.steady_state import CONFIRM_LIFETIMES, MEASURED_LIFETIMES, SteadyState, steady_state, warmup_requests
 from sim.run.summary import requests_frame
 
 MAX_STEADY_REQUESTS = 60_000  # the longest run a rate point may take to reach steady state; past it: fails
@@ -58,7 +58,8 @@ class RatePoint:
 
 
 def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: PlanSLO,
-                  time_scale: dict[str, float] | None = None) -> RatePoint:
+                  time_scale: dict[str, float] | None = None,
+                  required_lifetimes: float = MEASURED_LIFETIMES) -> RatePoint:
     """Simulate the slice re-timed for a workload mean of `rate_qps` on one replica of `cfg`; its
     first `n_warmup` requests (in arrival order) warm the replica up and are not measured.
     A point passes only on a run that reached steady state and kept up (sim.run.steady_state): a run
@@ -68,13 +69,14 @@ def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: P
     (a close call: sim.run.percentile_bound) runs once more on a slice long enough to tell, when that is
     at most CLOSE_CALL_MAX_GROWTH times longer; otherwise, or if the bound still straddles, it fails.
     Deterministic for a given cfg.seed. Latency attribution is off: the verdict needs only latencies.
-    `time_scale`: a perturbed cost model (planner.band)."""
+    `time_scale`: a perturbed cost model (planner.band). `required_lifetimes`: the judged request
+    lifetimes a run needs (CONFIRM_LIFETIMES for `confirm_rate`)."""
     cfg = cfg.model_copy(update={"latency_attribution": False})
     close_calls_left = 1
     while True:
         result = simulate(cfg, piece.at_rate(rate_qps), time_scale=time_scale)
         frame = requests_frame(result)
-        steady = steady_state(frame, piece.n_warmup)
+        steady = steady_state(frame, piece.n_warmup, required_lifetimes)
         point = replace(judge(frame.iloc[piece.n_warmup:], rate_qps, slo, steady, len(frame)),
                         energy=run_energy(result, frame))
         longer = _longer_slice(piece, steady, point)
@@ -83,6 +85,13 @@ def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: P
         if longer is None:
             return point
         piece = longer
+
+
+def confirm_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: PlanSLO,
+                 time_scale: dict[str, float] | None = None) -> RatePoint:
+    """The verdict a capacity is claimed on: `evaluate_rate` on a run of CONFIRM_LIFETIMES judged
+    request lifetimes (sim.run.steady_state says why four are not enough near the limit)."""
+    return evaluate_rate(cfg, piece, rate_qps, slo, time_scale, CONFIRM_LIFETIMES)
 
 
 def _longer_slice(piece: SearchSlice, steady: SteadyState, point: RatePoint) -> SearchSlice | None:
