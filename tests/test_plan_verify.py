@@ -53,8 +53,13 @@ def test_densest_window_finds_the_burst(trace):
     assert search_slice(trace, 100, 0.1, "head").first_request == 0
 
 
-def test_verification_adds_replicas_when_the_slice_answer_fails(trace):
-    """Sized on the calm head, one replica looks enough; the whole workload says otherwise."""
+def test_verification_adds_replicas_when_the_slice_answer_fails():
+    """Sized on the calm head, one replica looks enough; the whole workload says otherwise. The head is
+    long (600 calm requests) so that even the capacity's confirmation run (sim.run.steady_state
+    CONFIRM_LIFETIMES, the head slice drawn longer) ends before the burst."""
+    rng = np.random.default_rng(0)
+    gaps = np.concatenate([rng.exponential(1.0, 600), rng.exponential(1 / 12.0, 150), rng.exponential(1.0, 100)])
+    trace = Trace(np.cumsum(gaps) - gaps[0], np.full(len(gaps), 1000), np.full(len(gaps), 100), source="calm head")
     row = plan(trace, sizing="head")["candidates"][0]
     runs = row["verification"]
     assert row["replicas_estimated"] == runs[0]["replicas"]

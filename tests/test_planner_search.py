@@ -114,3 +114,27 @@ def test_judge_goodput_and_kv_capacity():
 def test_judge_without_values_fails_with_infinite_ratio():
     point = judge(frame([0.1, 0.2], [math.nan, math.nan]), 1.0, parse_slo(["tpot_p99=1s"]))
     assert point.values_s["tpot_p99"] is None and point.ratios["tpot_p99"] == math.inf and not point.passes
+
+
+@given(st.floats(0.02, 900.0), st.floats(0.0, 0.3), st.floats(MIN_QPS, MAX_QPS))
+def test_confirmation_steps_down_to_the_largest_rate_the_surer_verdict_passes(threshold_qps, shortfall, start_qps):
+    """The quick verdict passes up to `threshold`; the surer one (a longer run) only up to a lower rate:
+    the search answers the surer verdict's largest lattice rate, confirming each rate at most once."""
+    sure_threshold_qps = threshold_qps * (1 - shortfall)
+    confirmed = []
+
+    def confirm(rate):
+        confirmed.append(rate)
+        return Verdict(rate, rate <= sure_threshold_qps)
+
+    outcome = search_max_rate(lambda rate: Verdict(rate, rate <= threshold_qps), start_qps, MIN_QPS, MAX_QPS,
+                              confirm=confirm)
+    expected = oracle_max(sure_threshold_qps)
+    assert outcome.max_qps == (None if expected is None else pytest.approx(expected))
+    assert len(confirmed) == len(set(confirmed))
+    by_rate = {p.rate_qps: p.passes for p in outcome.points}
+    if expected is not None:
+        assert by_rate[outcome.max_qps] and outcome.max_qps in confirmed
+        if outcome.limit_point is not None:
+            assert not outcome.limit_point.passes and outcome.limit_point.rate_qps / outcome.max_qps == pytest.approx(
+                2 ** (1 / STEPS_PER_DOUBLING))

@@ -24,7 +24,7 @@ from sim.inputs.config import EngineConfig
 from sim.inputs.workload.trace import Trace
 from sim.planner.burst import SearchSlice, search_slice
 from sim.planner.candidates import build_candidates
-from sim.planner.evaluate import evaluate_rate
+from sim.planner.evaluate import confirm_rate, evaluate_rate
 from sim.planner.layouts import LayoutGrid
 from sim.planner.search import search_max_rate
 from sim.planner.slo import PlanSLO
@@ -50,7 +50,8 @@ def draw_outcome(cfg: EngineConfig, scale: dict[str, float], piece: SearchSlice,
     """Under one cost-model draw: the per-replica sustained rate and, if `verify_replicas`, the whole
     workload through that many replicas (runs in a worker)."""
     outcome = search_max_rate(lambda rate: evaluate_rate(cfg, piece, rate, slo, time_scale=scale),
-                              start_qps, search["min_qps"], search["max_qps"])
+                              start_qps, search["min_qps"], search["max_qps"],
+                              confirm=lambda rate: confirm_rate(cfg, piece, rate, slo, time_scale=scale))
     draw = {"time_scale": scale, "max_qps_per_replica": outcome.max_qps,
             "replicas_estimated": None if outcome.max_qps is None else math.ceil(target_qps / outcome.max_qps)}
     if verify_replicas is not None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from sim.errors import InputError
 from sim.inputs.workload.trace import Trace
-from sim.inputs.workload.transforms import mean_qps, scale_rate, tile
+from sim.inputs.workload.transforms import extend, mean_qps, scale_rate
 
 SIZINGS = ("busiest", "head")
 
@@ -46,14 +46,17 @@ class SearchSlice:
 
     def longer(self, n_requests: int, min_warmup: int) -> SearchSlice:
         """The slice cut again with `n_requests` requests, at least `min_warmup` of them warm-up: the
-        densest such run of the workload (busiest) or its head, the workload tiled first when it is
-        shorter (sim.inputs.workload.transforms.tile, same mean rate). What a rate point runs when this
-        slice is too short to reach steady state (sim.run.steady_state)."""
+        densest such run of the workload (busiest) or its head, the workload drawn longer first when it
+        is shorter (sim.inputs.workload.transforms.extend: a synthetic spec's process run longer, a
+        trace tiled at the same mean rate). What a rate point runs when this slice is too short to
+        reach steady state (sim.run.steady_state)."""
         source = self.workload if self.workload is not None else self.trace
-        if n_requests > len(source):
-            source = tile(source, n_requests)
+        source = extend(source, n_requests)
+        reference_qps = None
+        if self.sizing == "busiest":  # a fresh draw's own mean is the rate it stands for; a tile keeps the original's
+            reference_qps = mean_qps(source) if source.redraw is not None else self.reference_qps
         return search_slice(source, n_requests, self.warmup_fraction, self.sizing, min_warmup,
-                            reference_qps=self.reference_qps if self.sizing == "busiest" else None)
+                            reference_qps=reference_qps)
 
     def to_dict(self) -> dict:
         return {"sizing": self.sizing, "n_requests": len(self.trace), "n_warmup": self.n_warmup,

@@ -26,7 +26,7 @@ from sim.planner.disagg import compare_layouts
 from sim.planner.disagg_layouts import choose_groups, groups_section, split_base
 from sim.planner.energy import PlanPower, add_row_energy, plan_energy_keys
 from sim.planner.estimate import start_qps
-from sim.planner.evaluate import binding_constraint, describe_binding, evaluate_rate
+from sim.planner.evaluate import binding_constraint, confirm_rate, describe_binding, evaluate_rate
 from sim.planner.knobs import best_per_hardware_tp, knob_settings, operating_points, pareto_frontier
 from sim.planner.launch import launch_command
 from sim.planner.layouts import LayoutGrid, layout_fields, whole_nodes
@@ -94,7 +94,8 @@ def search_candidate(candidate: Candidate, piece: SearchSlice, slo: PlanSLO,
     """The rate search of one candidate and what binds at its limit (runs in a worker)."""
     start = settings.start_qps or start_qps(candidate.cfg, piece.trace) / piece.peak_to_mean
     outcome = search_max_rate(lambda rate: evaluate_rate(candidate.cfg, piece, rate, slo),
-                              start, settings.min_qps, settings.max_qps)
+                              start, settings.min_qps, settings.max_qps,
+                              confirm=lambda rate: confirm_rate(candidate.cfg, piece, rate, slo))
     if outcome.hit_ceiling:
         return CandidateSearch(candidate, outcome, "rate_ceiling",
                                f"meets the SLOs up to the search ceiling, {outcome.max_qps:.3g} qps")

@@ -5,6 +5,10 @@ rates differ by 2 ** (1/16) - 1 = 4.4% (the search's relative tolerance). Assumi
 monotone in rate (a replica that meets the SLOs at rate r meets them at every lower rate), the
 search returns exactly the largest lattice rate that passes, whatever the start rate; hence a
 looser SLO, whose passing set contains the tighter one's, never gets a lower answer.
+
+With `confirm` (a slower, surer verdict: sim.planner.evaluate.confirm_rate), the rate found is
+confirmed, and while confirmation fails the search steps down the lattice, confirming each rate; the
+confirmed verdict replaces the quick one at its rate.
 """
 
 from __future__ import annotations
@@ -43,10 +47,12 @@ def lattice_index(rate_qps: float, rounding: Callable[[float], float] = round) -
 
 
 def search_max_rate(evaluate: Callable[[float], Verdict], start_qps: float = 1.0,
-                    min_qps: float = 1 / 128, max_qps: float = 1024.0) -> SearchOutcome:
+                    min_qps: float = 1 / 128, max_qps: float = 1024.0,
+                    confirm: Callable[[float], Verdict] | None = None) -> SearchOutcome:
     """Search the lattice between min_qps (rounded up) and max_qps (rounded down), starting near
     start_qps: double while the start passes, else test the floor and halve from the start;
-    then bisect the bracket down to adjacent lattice points. Each rate is evaluated once."""
+    then bisect the bracket down to adjacent lattice points, and confirm (see the module
+    docstring). Each rate is evaluated once (and confirmed at most once)."""
     k_min, k_max = lattice_index(min_qps, math.ceil), lattice_index(max_qps, math.floor)
     if k_min > k_max:
         raise ValueError(f"empty rate range [{min_qps}, {max_qps}]")
@@ -62,14 +68,22 @@ def search_max_rate(evaluate: Callable[[float], Verdict], start_qps: float = 1.0
     if bracket is None:
         return SearchOutcome(None, verdicts[k_min], points())
     lo, hi = bracket
-    if hi is None:
-        return SearchOutcome(lattice_rate(lo), None, points(), hit_ceiling=True)
-    while hi - lo > 1:
+    while hi is not None and hi - lo > 1:
         mid = (lo + hi) // 2
         if passes(mid):
             lo = mid
         else:
             hi = mid
+    while confirm is not None:
+        verdicts[lo] = confirm(lattice_rate(lo))
+        if verdicts[lo].passes:
+            break
+        hi = lo
+        if lo == k_min:
+            return SearchOutcome(None, verdicts[k_min], points())
+        lo -= 1
+    if hi is None:
+        return SearchOutcome(lattice_rate(lo), None, points(), hit_ceiling=True)
     return SearchOutcome(lattice_rate(lo), verdicts[hi], points())
 
 

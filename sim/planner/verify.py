@@ -8,22 +8,24 @@ says `met` over all requests.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.inputs.config import EngineConfig
 from sim.inputs.slo import slo_report
 from sim.inputs.workload.trace import Trace
-from sim.inputs.workload.transforms import scale_rate, tile
+from sim.inputs.workload.transforms import extend, scale_rate
 from sim.planner.early_stop import FailureWatch
 from sim.planner.energy import run_energy
 from sim.planner.slo import PlanSLO
+from sim.run.percentile_bound import close_call_growth, percentile_upper_bound, stretches_for
 from sim.run.simulate import simulate
-from sim.run.steady_state import steady_state_of_run
+from sim.run.steady_state import CONFIRM_LIFETIMES, steady_state_of_run
 from sim.run.summary import requests_frame
 
 P99_KEYS = ("ttft", "tpot", "e2e")
-MAX_STEADY_REQUESTS = 200_000  # the longest a verification run may be tiled to reach steady state
+MAX_STEADY_REQUESTS = 200_000  # the longest a verification run may be extended to reach steady state
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,8 @@ def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Plan
     certain to fail (sim.planner.early_stop); its record then judges the requests that had ended by
     then and says so in `stopped_early` (the verdict is the full run's; the P99s are of those requests).
     A run passes only where it reached steady state and its queue kept up (sim.run.steady_state): a
-    workload too short to tell is tiled to the length its own lifetimes call for and run again (its record
+    workload too short to tell is drawn longer (or tiled: transforms.extend) to the length its own lifetimes
+    call for and run again (its record
     is the longer run's, `steady_state.n_requests` says how long); past MAX_STEADY_REQUESTS it fails."""
     record = _judged_once(cluster, trace, target_qps, slo, time_scale, stop_failing)
     steady = record["steady_state"]
@@ -64,10 +67,24 @@ def judged_run(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Plan
         wanted = max(steady["needed_requests"], len(trace) + 1)
         if wanted > MAX_STEADY_REQUESTS:
             break
-        trace = tile(trace, wanted)
+        trace = extend(trace, wanted)
         record = _judged_once(cluster, trace, target_qps, slo, time_scale, stop_failing)
         steady = record["steady_state"]
+    wanted = close_call_length(record, slo, len(trace))
+    if wanted is not None and wanted <= MAX_STEADY_REQUESTS:
+        record = _judged_once(cluster, extend(trace, wanted), target_qps, slo, time_scale, stop_failing)
     return record
+
+
+def close_call_length(record: dict, slo: PlanSLO, n_requests: int) -> int | None:
+    """How many requests decide a close call (sim.run.percentile_bound.close_call_growth) on a steady
+    run whose percentiles meet the SLOs; None: not a close call, or too long to decide (it fails)."""
+    steady = record["steady_state"]
+    if record["passes"] or not record["slo_passes"] or not (steady["long_enough"] and steady["kept_up"]):
+        return None
+    growth = close_call_growth([(record["slo"][s.key]["value_s"], record["upper_s"][s.key], s.limit_s)
+                                for s in slo.limits])
+    return None if growth is None else math.ceil(n_requests * growth)
 
 
 def _judged_once(cluster: EngineConfig, trace: Trace, target_qps: float, slo: PlanSLO,
@@ -82,15 +99,19 @@ def _judged_once(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Pl
         frame = frame[frame["status"].isin(["FINISHED", "REJECTED"])]
         stopped = {"at_s": result.stopped_early_s, "n_judged": len(frame), "reason": watch.reason}
     report = slo_report(frame, slo, result.sim_duration_s)
-    steady = steady_state_of_run(frame)
+    steady = steady_state_of_run(frame, CONFIRM_LIFETIMES)
     finished = frame[frame["status"] == "FINISHED"]
+    stretches = stretches_for(steady.measured_lifetimes)
+    upper_s = {s.key: percentile_upper_bound(finished[s.column].to_numpy(), s.percentile, stretches)
+               for s in slo.limits}
+    bounded = all(v is not None and v <= limit.limit_s for limit in slo.limits for v in [upper_s[limit.key]])
     p99_s = {}
     for metric in P99_KEYS:
         values = finished[f"{metric}_s"].dropna()
         p99_s[metric] = float(values.quantile(0.99)) if len(values) else None
     record = {
-        "passes": report["met"] and stopped is None and steady.long_enough and steady.kept_up,
-        "slo_passes": report["met"] and stopped is None, "stopped_early": stopped,
+        "passes": report["met"] and bounded and stopped is None and steady.long_enough and steady.kept_up,
+        "slo_passes": report["met"] and stopped is None, "stopped_early": stopped, "upper_s": upper_s,
         "steady_state": {**steady.to_dict(), "n_requests": len(frame), "verdict": steady.verdict()},
         "n_requests": result.table.n_requests, "n_finished": len(finished), "sim_duration_s": result.sim_duration_s,
         "p99_s": p99_s, "p99_ms": {k: None if v is None else v * 1e3 for k, v in p99_s.items()},

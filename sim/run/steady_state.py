@@ -21,6 +21,13 @@ window (`served_share`) are reported, not judged: with long-tailed lifetimes a w
 mean lifetime in still sees the longest requests filling up, and the share reads low on a stable run.
 `needed_requests` is how many requests at this arrival rate make
 a run long enough (with LENGTH_MARGIN to spare, since L grows with the load).
+
+A capacity is *claimed* only on a longer run, CONFIRM_LIFETIMES judged lifetimes: near its limit a
+replica's load swings slowly (a batch near saturation relaxes over several lifetimes: on gpt-oss-120b /
+H200 TP1 at 10.8 req/s the mean TPOT of consecutive 3.7-lifetime windows ranged 43.7-49.9 ms), so a
+P99 read on four lifetimes sees one or two of those swings and can sit 5-10 % under the deployment's.
+Twenty lifetimes make four stretches of five for the percentile's confidence bound
+(sim.run.percentile_bound), each long enough to span a swing.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from sim.run.load_check import queue_growth
 
 WARMUP_LIFETIMES = 1.0
 MEASURED_LIFETIMES = 4.0
+CONFIRM_LIFETIMES = 20.0  # judged lifetimes of the run a capacity or a verification is claimed on
 LENGTH_MARGIN = 1.25
 
 
@@ -52,6 +60,7 @@ class SteadyState:
     long_enough: bool
     kept_up: bool
     needed_requests: int | None
+    required_lifetimes: float = MEASURED_LIFETIMES  # judged lifetimes this reading asked for
 
     @property
     def served_share(self) -> float | None:
@@ -73,14 +82,15 @@ class SteadyState:
                 return "too short to tell: no judged request finished"
             needed = "" if self.needed_requests is None else f"; ~{self.needed_requests:,} requests"
             return (f"too short to tell: {self.measured_lifetimes:.2g} request lifetimes judged after "
-                    f"{self.warmup_lifetimes:.2g} of warm-up (needs {MEASURED_LIFETIMES:g} after "
+                    f"{self.warmup_lifetimes:.2g} of warm-up (needs {self.required_lifetimes:g} after "
                     f"{WARMUP_LIFETIMES:g}{needed})")
         return f"steady: {self.measured_lifetimes:.2g} request lifetimes judged, kept up"
 
 
-def steady_state(table: Mapping[str, np.ndarray], n_warmup: int) -> SteadyState:
+def steady_state(table: Mapping[str, np.ndarray], n_warmup: int,
+                 required_lifetimes: float = MEASURED_LIFETIMES) -> SteadyState:
     """The steady-state reading of a requests table (sim.run.summary.requests_columns, rows in arrival
-    order) whose first `n_warmup` rows are warm-up."""
+    order) whose first `n_warmup` rows are warm-up; long enough with `required_lifetimes` judged."""
     arrival = np.asarray(table["arrival_s"], dtype=float)
     n_warmup = min(max(n_warmup, 0), max(len(arrival) - 1, 0))
     status = np.asarray(table["status"])
@@ -97,17 +107,17 @@ def steady_state(table: Mapping[str, np.ndarray], n_warmup: int) -> SteadyState:
     lifetime_s = float(e2e.mean()) if e2e.size else None
     if lifetime_s is None or lifetime_s <= 0:
         return SteadyState(None, None, None, n_arrived, n_left, growth["queue_growth_s_per_min"], False,
-                           not growth["overloaded"], None)
+                           not growth["overloaded"], None, required_lifetimes)
     warmup_lifetimes = (start_s - float(arrival[0])) / lifetime_s
     measured_lifetimes = (end_s - start_s) / lifetime_s
     rate_qps = n_arrived / (end_s - start_s) if end_s > start_s else None
-    long_enough = warmup_lifetimes >= WARMUP_LIFETIMES and measured_lifetimes >= MEASURED_LIFETIMES
+    long_enough = warmup_lifetimes >= WARMUP_LIFETIMES and measured_lifetimes >= required_lifetimes
     kept_up = not growth["overloaded"]
     needed = None
     if rate_qps:
-        needed = math.ceil(rate_qps * lifetime_s * (WARMUP_LIFETIMES + MEASURED_LIFETIMES) * LENGTH_MARGIN)
+        needed = math.ceil(rate_qps * lifetime_s * (WARMUP_LIFETIMES + required_lifetimes) * LENGTH_MARGIN)
     return SteadyState(lifetime_s, warmup_lifetimes, measured_lifetimes, n_arrived, n_left,
-                       growth["queue_growth_s_per_min"], long_enough, kept_up, needed)
+                       growth["queue_growth_s_per_min"], long_enough, kept_up, needed, required_lifetimes)
 
 
 def warmup_requests(rate_qps: float, lifetime_s: float) -> int:
@@ -115,13 +125,15 @@ def warmup_requests(rate_qps: float, lifetime_s: float) -> int:
     return math.ceil(rate_qps * lifetime_s * WARMUP_LIFETIMES * LENGTH_MARGIN)
 
 
-def steady_state_of_run(table: Mapping[str, np.ndarray]) -> SteadyState:
+def steady_state_of_run(table: Mapping[str, np.ndarray],
+                        required_lifetimes: float = MEASURED_LIFETIMES) -> SteadyState:
     """`steady_state` of a whole run judged as a deployment would be (every request counts): the
     requests arriving in its first WARMUP_LIFETIMES lifetimes (mean end-to-end latency of all that
     finished) taken as its warm-up."""
     arrival = np.asarray(table["arrival_s"], dtype=float)
     finished = np.asarray(table["status"]) == "FINISHED"
     if not finished.any() or not arrival.size:
-        return steady_state(table, 0)
+        return steady_state(table, 0, required_lifetimes)
     lifetime_s = float((np.asarray(table["finish_s"], dtype=float) - arrival)[finished].mean())
-    return steady_state(table, int(np.searchsorted(arrival, arrival[0] + WARMUP_LIFETIMES * lifetime_s)))
+    n_warmup = int(np.searchsorted(arrival, arrival[0] + WARMUP_LIFETIMES * lifetime_s))
+    return steady_state(table, n_warmup, required_lifetimes)

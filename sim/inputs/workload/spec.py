@@ -11,6 +11,7 @@ one unless the default Poisson at 1 req/s will do); `closed_loop` makes it a poo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -96,14 +97,19 @@ def _trace_workload(spec: WorkloadSpec, path: Path, seed: int, strict: bool) -> 
 
 
 def workload_from_spec(
-    path: Path, *, strict: bool = False, seed: int | None = None
+    path: Path, *, strict: bool = False, seed: int | None = None, n_requests: int | None = None
 ) -> Trace | ClosedLoop:
-    """Build the workload a spec file describes. `seed` (when not None) overrides the spec's."""
+    """Build the workload a spec file describes. `seed` (when not None) overrides the spec's;
+    `n_requests` (synthetic specs) draws that many requests of the same process instead of the
+    spec's count or duration. A synthetic trace carries its `redraw` (SpecRedraw)."""
     spec = read_spec(path)
     seed = seed if seed is not None else (spec.seed if spec.seed is not None else 0)
     if spec.trace is not None:
         return _trace_workload(spec, path, seed, strict)
-    workload = generate_synthetic(spec.synthetic, seed, base_dir=path.parent, where=str(path))
+    synthetic = spec.synthetic
+    if n_requests is not None:
+        synthetic = synthetic.model_copy(update={"n_requests": n_requests, "duration_s": None})
+    workload = generate_synthetic(synthetic, seed, base_dir=path.parent, where=str(path))
     if isinstance(workload, ClosedLoop):
         if (
             spec.transforms.time_window_s
@@ -115,4 +121,21 @@ def workload_from_spec(
             )
         workload.pool = _transform(workload.pool, spec.transforms, seed, str(path))
         return workload
-    return _transform(workload, spec.transforms, seed, str(path))
+    trace = _transform(workload, spec.transforms, seed, str(path))
+    trace.redraw = SpecRedraw(path, seed, strict)
+    return trace
+
+
+@dataclass(frozen=True)
+class SpecRedraw:
+    """The same synthetic workload drawn longer: `n_requests` requests of the spec's own process (fresh
+    arrivals and lengths from its seed), for a steady-state check that needs more traffic than the spec
+    holds (sim.inputs.workload.transforms.extend). A dataclass, not a closure, so plan workers can
+    receive it."""
+
+    path: Path
+    seed: int
+    strict: bool
+
+    def __call__(self, n_requests: int) -> Trace:
+        return workload_from_spec(self.path, strict=self.strict, seed=self.seed, n_requests=n_requests)

@@ -9,6 +9,7 @@ Two requests share a prompt prefix exactly as far as their id lists share a pref
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,9 @@ class Trace:
     extra: dict = field(default_factory=dict)  # optional per-request columns (session_id, turn...)
     # the content hash when it is not this object's own: set by `without_prefix_ids` (sim.run.provenance)
     content_sha256: str | None = None
+    # a longer draw of the same workload (n requests -> Trace), where it came from a generator: a spec's
+    # synthetic process can be run longer with fresh arrivals (sim.inputs.workload.transforms.extend)
+    redraw: Callable[[int], Trace] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.arrival_s = np.asarray(self.arrival_s, dtype=np.float64)

@@ -25,6 +25,21 @@ def mean_qps(trace: Trace) -> float | None:
     return len(trace) / duration_s if duration_s > 0 else None
 
 
+def extend(trace: Trace, n_requests: int) -> Trace:
+    """The same workload with at least `n_requests` requests: a longer draw of the process it came from
+    where it has one (`trace.redraw`: a synthetic spec run longer, fresh arrivals), else the trace
+    tiled (`tile`). A steady-state check runs this when a workload is too short to judge
+    (sim.run.steady_state): repeating one short draw would show the same few bursts again and again,
+    where a longer draw of a Poisson process shows the rarer, larger ones a deployment meets."""
+    if n_requests <= len(trace):
+        return trace
+    if trace.redraw is not None:
+        longer = trace.redraw(n_requests)
+        if len(longer) >= n_requests:
+            return longer
+    return tile(trace, n_requests)
+
+
 def tile(trace: Trace, n_requests: int) -> Trace:
     """The trace repeated end to end until it holds `n_requests` requests (the last copy cut), each copy
     starting one mean inter-arrival gap after the previous one ends, so the mean rate is unchanged. What
