@@ -1,8 +1,7 @@
 """The fused core's part of a run (sim/engine/fused): what it covers, and its replay of one replica.
 `sim.run.simulate.simulate` takes this path by itself wherever `fused_refusals` is empty (one
 replica, the continuous policy, an open-loop trace of single-sample requests, single-step
-scheduling, no tokenizer on the request path, no speculative decoding, no latency
-attribution); the engine runs the rest."""
+scheduling, no tokenizer on the request path, no speculative decoding); the engine runs the rest."""
 
 from __future__ import annotations
 
@@ -31,7 +30,6 @@ def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload, overhead: Eng
         "a closed loop or parallel samples": not isinstance(workload, Trace)
         or int(workload.samples().max(initial=1)) > 1,
         "speculative decoding": bool(cfg.spec_tokens),
-        "latency attribution": cfg.latency_attribution,
         "multi-step scheduling": overhead is not None and overhead.num_scheduler_steps > 1,
         "a tokenizer on the request path": overhead is not None and overhead.tokenize_s_per_token > 0,
         "a stop watch": stop_watch is not None,
