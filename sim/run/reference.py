@@ -12,6 +12,7 @@ from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import GIB
 from sim.inputs.model import load_model
 from sim.inputs.workload.trace import Trace
+from sim.run.attribution_steps import StepAttribution
 from sim.run.simulate import ReplicaFacts, SimResult, _frontend_s, _replica_parts, _schedulers_of
 
 
@@ -30,7 +31,7 @@ def simulate_reference(cfg: EngineConfig, trace: Trace, cost=None) -> SimResult:
     engine = getattr(cost, "engine", None)  # an engine preset's terms
     stepper = ContinuousStepper(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
                                 async_scheduling=bool(engine is not None and engine.async_scheduling),
-                                attribution=cfg.latency_attribution)
+                                attribution=StepAttribution(table, cost) if cfg.latency_attribution else None)
     end_s = stepper.run()
     shift_to_client(table, _frontend_s(cfg, None), stepper.record.attribution)
     return SimResult(cfg, table, stepper.record, memory, [n_blocks], max_model_len, end_s, 0.0, [],

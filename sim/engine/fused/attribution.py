@@ -9,17 +9,14 @@ host-link transfer at the start of a decode step it was in (swap), or decode. Tw
 over the whole run, the seconds of prefill steps and of decode steps' transfers, give the first two
 as a difference between leaving and joining; decode is the rest of the interval. Nothing is
 written per sequence per decode step. The sums differ from the reference's step-by-step ones by
-rounding only (held to 1e-12 of the run's clock by tests/test_reference_stepper.py)."""
+rounding only (held to 1e-12 of the run's clock by tests/test_reference_stepper.py). The parts become
+an `Attribution` (the requests table's `attr_*_s` columns) in `sim.run.fused`."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from sim.run.attribution import PARTS, Attribution
-
-_OWN_PARTS = ("queue", "prefill", "interference", "decode", "recompute", "swap")  # the core books these
+OWN_PARTS = ("queue", "prefill", "interference", "decode", "recompute", "swap")  # the parts the core books
 
 
 class FusedAttribution:
@@ -30,7 +27,7 @@ class FusedAttribution:
         self.attributing = on
         if not on:
             return
-        self.attr = {name: [0.0] * n for name in _OWN_PARTS}
+        self.attr = {name: [0.0] * n for name in OWN_PARTS}
         self.mark_s = [math.nan] * n  # when the request left its last step (NaN: none yet)
         self.high_water = [0] * n  # prompt tokens computed so far (recompute below it)
         self.joined_s = [0.0] * n  # when it joined the running batch
@@ -88,17 +85,3 @@ class FusedAttribution:
         attr["swap"][rid] += transfer_s
         attr["decode"][rid] += (now_s - self.joined_s[rid]) - sat_out_s - transfer_s
         self.mark_s[rid] = now_s
-
-    def attribution_result(self) -> Attribution | None:
-        """The parts as an `Attribution` over the (written back) table: its `columns` make the requests
-        table's `attr_*_s` columns."""
-        if not self.attributing:
-            return None
-        out = Attribution(self.table)
-        n = len(self.mark_s)
-        for name, values in self.attr.items():
-            out.parts_s[PARTS.index(name), :n] = values
-        out.mark_s[:n] = self.mark_s
-        out.fresh[:n] = np.isnan(out.mark_s[:n])
-        out.high_water[:n] = self.high_water
-        return out

@@ -11,10 +11,8 @@ whatever the batch:
 - a heap holds the decode step at which each sequence reaches its last token;
 - running sequences that sampled their last token at the same instant form one cohort, and a step
   records one (gap, count) pair per cohort (after a decode step there is one cohort);
-- the recorder's sums (busy time, KV utilisation and fragmentation integrals) are kept inline,
-  energy (where metered) through one running per-sequence total (sim/engine/fused/energy.py), and
-  latency attribution (where on) through two running totals read as a sequence joins and leaves the
-  batch (sim/engine/fused/attribution.py).
+- the recorder's sums (busy time, KV utilisation and fragmentation integrals) are kept inline, energy
+  through one running per-sequence total (energy.py), attribution through two (attribution.py).
 
 Admissions, prefills, preemptions, swaps and finishes are handled as they happen, one sequence at
 a time, as the reference does. Under asynchronous scheduling an arrival during a step is held back
@@ -298,6 +296,5 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         if self.energy is not None:
             self.energy.finish()
         r = self.record
-        r.attribution = self.attribution_result()
         r.n_steps, r.busy_s, r.kv_util_time, r.kv_waste_time = self.n_steps, self.busy_s, self.kv_util_time, \
             self.kv_waste_time

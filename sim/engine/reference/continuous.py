@@ -31,7 +31,6 @@ from collections import deque
 
 import numpy as np
 
-from sim.engine.reference.attribution import StepAttribution
 from sim.engine.reference.energy import reference_energy
 from sim.engine.reference.record import StepRecord
 from sim.engine.request import RequestTable, Status
@@ -43,7 +42,7 @@ class ContinuousStepper:
 
     def __init__(self, cfg: EngineConfig, table: RequestTable, cost, n_blocks: int, n_cpu_blocks: int,
                  swap_s_per_block: float, max_model_len: int, async_scheduling: bool = False,
-                 attribution: bool = False):
+                 attribution=None):
         self.cfg, self.table, self.cost, self.max_model_len = cfg, table, cost, max_model_len
         self.block_size = cfg.block_size
         self.n_blocks, self.watermark_blocks = n_blocks, int(cfg.watermark * n_blocks)
@@ -64,7 +63,8 @@ class ContinuousStepper:
         self.record = StepRecord(n_blocks, cfg.block_size)
         self.energy = reference_energy(cost, table)  # None where the engine meters none
         self.record.energy = None if self.energy is None else self.energy.tally
-        self.record.attribution = StepAttribution(table) if attribution else None
+        # latency attribution: `step(...)` books each step (sim.run.attribution_steps.StepAttribution), or None
+        self.record.attribution = attribution
 
     def blocks_for(self, n_tokens: int) -> int:
         return -(-n_tokens // self.block_size)
@@ -141,8 +141,7 @@ class ContinuousStepper:
         self.step_start_s, self.step_end_s = start_s, end_s
         self.step_compute_start_s = start_s + duration_s - float(step_s)
         if self.record.attribution is not None:
-            self.record.attribution.step(ids, new_tokens, cached, start_s, end_s, transfer_s, float(step_s),
-                                         self.decode_only_s)
+            self.record.attribution.step(ids, new_tokens, cached, start_s, end_s, transfer_s, float(step_s))
         sampled = []
         for rid, n_new in zip(ids, new_tokens):
             t.n_computed[rid] += n_new
@@ -160,11 +159,6 @@ class ContinuousStepper:
         for rid in sampled:
             if t.n_tokens[rid] >= t.final_tokens[rid]:
                 self.finish(rid, end_s)
-
-    def decode_only_s(self, contexts: list[int]) -> float:
-        """The time of a step that decodes sequences with these contexts and nothing else (attribution)."""
-        n = len(contexts)
-        return float(self.cost.step_time_s(np.ones(n, dtype=np.int64), np.array(contexts, dtype=np.int64), n))
 
     # ------------------------------------------------------------------ arrivals and rejections
     def arrive(self, rid: int, now_s: float) -> None:

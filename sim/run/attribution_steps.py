@@ -1,31 +1,42 @@
 """Latency attribution one step at a time: the rule in sim/run/attribution.py's docstring, written out
-plainly for the reference stepper (every row of every step, no decode runs, no array or scalar
-twins). It keeps its parts in an `Attribution`'s arrays, so the requests table's `attr_*_s` columns
-(and the preempted-time correction) come from `Attribution.columns`, as an engine run's do."""
+plainly for the reference stepper (sim/engine/reference; every row of every step, no decode runs, no
+array or scalar twins). It keeps its parts in an `Attribution`'s arrays, so the requests table's
+`attr_*_s` columns (and the preempted-time correction) come from `Attribution.columns`, as an engine
+run's do. `sim.run.reference` hands one to the stepper, as `simulate` hands the engine's recorder
+its `Attribution`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+
+import numpy as np
 
 from sim.run.attribution import SAME_INSTANT_S, Attribution
 
 
 class StepAttribution(Attribution):
-    """An `Attribution` fed one committed step at a time by the reference stepper."""
+    """An `Attribution` fed one committed step at a time by the reference stepper; `cost` prices a
+    decode-only step (`cost.step_time_s`)."""
+
+    def __init__(self, table, cost):
+        super().__init__(table)
+        self.cost = cost
+
+    def decode_only_s(self, contexts: list[int]) -> float:
+        """The time of a step that decodes sequences with these contexts and nothing else."""
+        n = len(contexts)
+        return float(self.cost.step_time_s(np.ones(n, dtype=np.int64), np.array(contexts, dtype=np.int64), n))
 
     def step(self, ids: list[int], new_tokens: list[int], cached: list[int], start_s: float, end_s: float,
-             transfer_s: float, step_s: float, decode_only_s: Callable[[list[int]], float]) -> None:
+             transfer_s: float, step_s: float) -> None:
         """Book one step of `ids` (computing `new_tokens` over `cached` tokens each) that ran from
         `start_s` to `end_s`: `transfer_s` of host-link traffic first, then `step_s` of compute.
-        Called before the step's tokens move into the cache. `decode_only_s(contexts)`: the time of
-        a step decoding only sequences with those contexts (asked only for a step that mixes
-        decoding and prefilling rows)."""
+        Called before the step's tokens move into the cache."""
         t, part = self.table, self._part
         prefilling = [q != 1 or c < int(t.prompt_tokens[rid]) for rid, q, c in zip(ids, new_tokens, cached)]
         dec_s = 0.0
         if any(prefilling) and not all(prefilling):
-            dec_s = min(decode_only_s([c for c, pre in zip(cached, prefilling) if not pre]), step_s)
+            dec_s = min(self.decode_only_s([c for c, pre in zip(cached, prefilling) if not pre]), step_s)
         prefill_tokens = sum(q for q, pre in zip(new_tokens, prefilling) if pre)
         share_s = (step_s - dec_s) / prefill_tokens if prefill_tokens else 0.0
         for rid, q, c, pre in zip(ids, new_tokens, cached, prefilling):
