@@ -1,6 +1,6 @@
 """CPU seconds of one replay through the engine, the fused core and the reference stepper, in one
-process and one sitting (issue 48, step 2), with latency attribution off (the fused core and the
-reference do none). Rows: the full bundled Splitwise conversation trace (19,366 requests) on one
+process and one sitting (issue 48), with latency attribution off, on (the default), or each in turn
+(`--attribution off,on`). Rows: the full bundled Splitwise conversation trace (19,366 requests) on one
 llama-2-7b / h100-sxm replica, continuous (bench_simulate.py's "splitwise_conv 7B continuous"), and a
 synthetic Poisson replay (ShareGPT lengths, llama-3-8b, one h100-sxm replica, 6 req/s, continuous)
 of `--poisson` requests. Each cell: CPU seconds of `simulate` alone (inputs loaded before), and its
@@ -8,6 +8,7 @@ ratio to a fixed pure-Python loop timed in the same process (bench_simulate.FIXE
 summaries are checked equal (1e-12 of the clock, tests/test_reference_stepper.py's rule).
 
     python bench/bench_fused.py [--poisson 100000] [--cores engine,fused,reference] [--rows conv,poisson]
+                                [--attribution off|on|off,on]
 """
 
 from __future__ import annotations
@@ -52,17 +53,20 @@ def main() -> None:
     parser.add_argument("--poisson", type=int, default=100_000)
     parser.add_argument("--cores", default="engine,fused,reference")
     parser.add_argument("--rows", default="conv,poisson")
+    parser.add_argument("--attribution", default="off")
     args = parser.parse_args()
     cores = args.cores.split(",")
     rows = []
-    if "conv" in args.rows:
-        rows.append(("splitwise_conv 7B continuous", EngineConfig(model="llama-2-7b", latency_attribution=False),
-                     load_run_workload("splitwise_conv")))
-    if "poisson" in args.rows:
-        spec = Path(tempfile.mkdtemp()) / "poisson.yaml"
-        spec.write_text(POISSON_SPEC.format(rate=REPLAY_RATE_QPS, n=args.poisson))
-        rows.append((f"poisson {args.poisson:,} llama-3-8b continuous", EngineConfig(latency_attribution=False),
-                     load_run_workload(str(spec))))
+    for attribution in args.attribution.split(","):
+        on = {"off": False, "on": True}[attribution]
+        if "conv" in args.rows:
+            rows.append((f"splitwise_conv 7B continuous, attribution {attribution}",
+                         EngineConfig(model="llama-2-7b", latency_attribution=on), load_run_workload("splitwise_conv")))
+        if "poisson" in args.rows:
+            spec = Path(tempfile.mkdtemp()) / "poisson.yaml"
+            spec.write_text(POISSON_SPEC.format(rate=REPLAY_RATE_QPS, n=args.poisson))
+            rows.append((f"poisson {args.poisson:,} llama-3-8b continuous, attribution {attribution}",
+                         EngineConfig(latency_attribution=on), load_run_workload(str(spec))))
     loop_s = loop_cpu_s()
     print(f"fixed loop: {loop_s:.2f} CPU s")
     print("| row | " + " | ".join(f"{core} CPU s (x loop)" for core in cores) + " | steps |")

@@ -81,7 +81,7 @@ def test_few_row_plans_are_accounted_as_the_array_path_does(slice_, knobs, monke
 
     def parts(max_rows: int):
         monkeypatch.setattr(attribution, "SCALAR_MAX_ROWS", max_rows)
-        return requests_frame(simulate(EngineConfig(**knobs), slice_))[COLUMNS].to_numpy()
+        return requests_frame(simulate(EngineConfig(**knobs), slice_, core="engine"))[COLUMNS].to_numpy()
 
     scalar, arrays = parts(10**9), parts(-1)
     assert np.isfinite(scalar).sum() > 0

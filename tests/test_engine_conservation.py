@@ -74,7 +74,7 @@ def run_checked(monkeypatch, trace, policy, mode, n_blocks, chunk_size, max_num_
                        max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE, **budget,
                        max_num_seqs=max_num_seqs, swap_space=0.01)  # 0.01 GiB = 5 CPU blocks: swap fills up too
     problems = checked_commit(monkeypatch, check_tables=policy != "static")
-    result = simulate(cfg, trace, cost=ConstantCost(swap_s_per_block=STEP_S / 8))
+    result = simulate(cfg, trace, cost=ConstantCost(swap_s_per_block=STEP_S / 8), core="engine")
     return result, requests_frame(result), problems
 
 

@@ -56,7 +56,7 @@ def run_both(cfg: EngineConfig, workload, monkeypatch):
             return original(self, plan, end_s)
 
         monkeypatch.setattr(sched_base.Scheduler, "commit", counting_commit)
-        result = simulate(cfg.model_copy(update={"record_steps": True}), workload)
+        result = simulate(cfg.model_copy(update={"record_steps": True}), workload, core="engine")
         monkeypatch.setattr(sched_base.Scheduler, "commit", original)
         out.append((requests_frame(result), summarize(result), result.recorder.steps_frame(), n_commits[0]))
     return out

@@ -51,7 +51,7 @@ def mooncake():
 
 
 def outputs(cfg: EngineConfig, workload):
-    result = simulate(cfg.model_copy(update={"record_steps": True}), workload)
+    result = simulate(cfg.model_copy(update={"record_steps": True}), workload, core="engine")
     summary = summarize(result)
     summary.pop("wall_time_s")
     return requests_frame(result), result.recorder.steps_frame(), summary
@@ -213,10 +213,10 @@ def test_canonical_jsonl_is_the_same_written_in_chunks(tmp_path, monkeypatch):
 
 def test_gap_compaction_keeps_itl_percentiles_and_max(splitwise, monkeypatch):
     cfg = EngineConfig(policy="continuous")
-    plain_result = simulate(cfg, splitwise)
+    plain_result = simulate(cfg, splitwise, core="engine")
     plain = summarize(plain_result)["itl_s"]
     monkeypatch.setattr(metrics, "GAP_COMPACT_AT", 64)
-    result = simulate(cfg, splitwise)
+    result = simulate(cfg, splitwise, core="engine")
     compacted = summarize(result)["itl_s"]
     assert result.recorder.gap_values.size < 0.5 * plain_result.recorder.gap_values.size  # it really merged
     for stat in ("p50", "p90", "p99", "max"):

@@ -3,7 +3,8 @@ and the fused core (sim/engine/fused: one flat loop with running sums, which `si
 covers the run) give what the reference stepper (sim/engine/reference: one step, one batch, no fast
 path) gives, on
 bundled traces: the same requests table (every column: arrival, scheduled, first token, finish, token
-counts, preemptions, status, reject reasons), the same steps table (batch size, prefill and decode
+counts, preemptions, status, reject reasons, and the latency attribution's `attr_*_s` parts, which
+every case but one turns on as the default does), the same steps table (batch size, prefill and decode
 tokens, KV blocks used: exact; start and duration: to rounding) and the same summary.
 
 Integers and text must be identical. Times may differ by rounding only, because the two sum floats
@@ -21,7 +22,9 @@ The fused core adds steps to its clock one at a time as the reference does and p
 from its sums with the same float operations, so its times equal the reference's bit for bit on these
 cases; only its inter-token gap mean and per-request joules may differ in rounding (it keeps one
 (gap, count) pair per step and shares decode joules through one running total), and it is held to
-the same tolerances. Every case here, asynchronous scheduling included, runs through it.
+the same tolerances. Every case here, asynchronous scheduling included, runs through it. Its latency
+attribution books a running sequence's decode, swap and sat-out prefill time as differences of
+running totals when it leaves the batch, where the reference books them step by step: rounding again.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ CASES = [
      {"engine": "vllm@0.15", "policy": "continuous", "num_gpu_blocks_override": 300},
      {"rejections"}),
     ("70b-tp4", ("splitwise_conv", 4, 300, 0), {"model": "llama-2-70b", "tp": 4, "max_num_seqs": 32}, {}),
+    ("no-attribution", ("splitwise_conv", 4, 300, 0), {"num_gpu_blocks_override": 600, "preemption_mode": "swap",
+                                                        "latency_attribution": False}, {"preemptions"}),
 ]
 
 
@@ -78,7 +83,7 @@ def run_all(workload_args, knobs):
     """(engine, reference, what `simulate` chose) of one case."""
     name, rate_scale, n_requests, seed = workload_args
     workload = load_run_workload(name, rate_scale=rate_scale, max_requests=n_requests, seed=seed)
-    cfg = EngineConfig(latency_attribution=False, record_steps=True, **knobs)
+    cfg = EngineConfig(**{"latency_attribution": True, "record_steps": True, **knobs})
     return simulate(cfg, workload, core="engine"), simulate_reference(cfg, workload), simulate(cfg, workload)
 
 
@@ -140,17 +145,22 @@ def test_engine_and_fused_core_equal_reference_stepper(workload_args, knobs, exe
         assert summary["preemptions"] > 0
     if "rejections" in exercises:
         assert summary["n_rejected"] > 0
+    attributed = [column for column in requests_columns(reference) if column.startswith("attr_")]
+    assert bool(attributed) == (knobs.get("latency_attribution", True))
 
 
 def test_arrivals_at_step_ends_give_identical_bits():
     """Constant 1/64 s steps and arrivals on that grid: every float sum is exact, so the two must agree
-    bit for bit, and an arrival landing exactly when a step ends joins the next step in both."""
+    bit for bit, and an arrival landing exactly when a step ends joins the next step in both. The
+    engine's latency attribution agrees bit for bit too; the fused core's to 1e-12 of the clock, since
+    a prefill's own share of a step (step time / prompt tokens) is not exact and the core adds a
+    request's parts in another order."""
     rng = np.random.default_rng(11)
     n_preempting = 0
     for _ in range(30):
         arrivals = np.sort(rng.integers(0, 200, 40)) * STEP_S
         rows = [(float(a), int(rng.integers(1, 300)), int(rng.integers(1, 60))) for a in arrivals]
-        cfg = EngineConfig(latency_attribution=False, record_steps=True,
+        cfg = EngineConfig(record_steps=True,
                            num_gpu_blocks_override=int(rng.choice([40, 80, 400])),
                            max_num_seqs=int(rng.choice([2, 4, 64])),
                            max_num_batched_tokens=int(rng.choice([300, 1024])),
@@ -159,7 +169,13 @@ def test_arrivals_at_step_ends_give_identical_bits():
         reference = simulate_reference(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4))
         fused = simulate(cfg, make_trace(rows), cost=ConstantCost(swap_s_per_block=STEP_S / 4), core="fused")
         assert_same_columns("requests", requests_columns(engine), requests_columns(reference), clock_s=0.0)
-        assert_same_columns("requests", requests_columns(fused), requests_columns(reference), clock_s=0.0)
+        fused_columns, reference_columns = requests_columns(fused), requests_columns(reference)
+        attributed = [column for column in reference_columns if column.startswith("attr_")]
+        assert attributed
+        assert_same_columns("requests", {c: v for c, v in fused_columns.items() if c not in attributed},
+                            {c: v for c, v in reference_columns.items() if c not in attributed}, clock_s=0.0)
+        assert_same_columns("attribution", {c: fused_columns[c] for c in attributed},
+                            {c: reference_columns[c] for c in attributed}, clock_s=reference.sim_duration_s)
         assert_same_columns("steps", fused.recorder.steps_columns(), reference.recorder.steps_columns(), clock_s=0.0)
         n_preempting += engine.recorder.preemptions > 0
     assert n_preempting > 0
@@ -167,10 +183,10 @@ def test_arrivals_at_step_ends_give_identical_bits():
 
 def test_latency_attribution_leaves_the_schedule_alone():
     """With attribution on (the default) the engine costs single steps through its attribution parts;
-    its requests (attribution columns aside) still equal the reference's."""
+    its requests (attribution columns aside) still equal the reference's without attribution."""
     workload = load_run_workload("splitwise_conv", rate_scale=4, max_requests=300)
     cfg = EngineConfig(num_gpu_blocks_override=600)
-    engine = requests_columns(simulate(cfg, workload))
+    engine = requests_columns(simulate(cfg, workload, core="engine"))
     reference_run = simulate_reference(cfg.model_copy(update={"latency_attribution": False}), workload)
     reference = requests_columns(reference_run)
     assert_same_columns("requests", {column: engine[column] for column in reference}, reference,
@@ -179,15 +195,26 @@ def test_latency_attribution_leaves_the_schedule_alone():
 
 def test_reference_refuses_what_it_does_not_model():
     workload = load_run_workload("splitwise_conv", max_requests=10)
-    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True}, {"spec_tokens": 2}):
+    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"spec_tokens": 2}):
         with pytest.raises(ValueError, match="does not cover"):
             simulate_reference(EngineConfig(**{"latency_attribution": False, **knobs}), workload)
 
 
 def test_fused_core_refuses_what_it_does_not_model():
     workload = load_run_workload("splitwise_conv", max_requests=10)
-    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"latency_attribution": True}, {"spec_tokens": 2}):
+    for knobs in ({"policy": "chunked"}, {"replicas": 2}, {"spec_tokens": 2}):
         with pytest.raises(ValueError, match="does not cover"):
-            simulate(EngineConfig(**{"latency_attribution": False, **knobs}), workload, core="fused")
-        assert isinstance(simulate(EngineConfig(**{"latency_attribution": False, **knobs}), workload).recorder,
-                          Recorder)  # auto: the engine
+            simulate(EngineConfig(**knobs), workload, core="fused")
+        assert isinstance(simulate(EngineConfig(**knobs), workload).recorder, Recorder)  # auto: the engine
+
+
+def test_default_run_takes_the_fused_core():
+    """The defaults (continuous policy, one replica, latency attribution on) run through the fused core,
+    and its attribution parts add up to each finished request's end-to-end time."""
+    result = simulate(EngineConfig(), load_run_workload("splitwise_conv", rate_scale=4, max_requests=100))
+    assert isinstance(result.recorder, FusedRecord)
+    columns = requests_columns(result)
+    finished = np.isfinite(columns["attr_decode_s"])  # NaN where the request did not finish
+    parts_s = sum(columns[name] for name in columns if name.startswith("attr_"))
+    assert finished.sum() > 0
+    np.testing.assert_allclose(parts_s[finished], columns["e2e_s"][finished], rtol=0, atol=1e-9)

@@ -86,5 +86,5 @@ def test_a_closed_loops_clients_send_at_the_finish_instant():
                                                           (3, "least_outstanding", False)])
 def test_only_replicas_no_one_reads_mid_run_pass_finishes(replicas, router, passes):
     trace = Trace(np.linspace(0.0, 2.0, 60), np.full(60, 256), np.tile([8, 30, 90], 20))
-    result = simulate(EngineConfig(model="llama-3-8b", replicas=replicas, router=router), trace)
+    result = simulate(EngineConfig(model="llama-3-8b", replicas=replicas, router=router), trace, core="engine")
     assert [replica.sched.runs_past_finishes for replica in result.replicas] == [passes] * replicas

@@ -1,12 +1,13 @@
 """The fused core's part of a run (sim/engine/fused): what it covers, and its replay of one replica.
 `sim.run.simulate.simulate` takes this path by itself wherever `fused_refusals` is empty (one
 replica, the continuous policy, an open-loop trace of single-sample requests, single-step
-scheduling, no tokenizer on the request path, no speculative decoding, no latency
-attribution); the engine runs the rest."""
+scheduling, no tokenizer on the request path, no speculative decoding); the engine runs the rest."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import numpy as np
 
 from sim.engine.fused.continuous import FusedContinuous, FusedRecord
 from sim.engine.fused.pricing import bind_decode_price
@@ -16,6 +17,7 @@ from sim.inputs.engines import EngineOverhead, load_engine
 from sim.inputs.hardware import GIB
 from sim.inputs.layout.memory import MemoryPlan
 from sim.inputs.workload.trace import Trace
+from sim.run.attribution import PARTS, Attribution
 
 
 def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload, overhead: EngineOverhead | None = None,
@@ -31,7 +33,6 @@ def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload, overhead: Eng
         "a closed loop or parallel samples": not isinstance(workload, Trace)
         or int(workload.samples().max(initial=1)) > 1,
         "speculative decoding": bool(cfg.spec_tokens),
-        "latency attribution": cfg.latency_attribution,
         "multi-step scheduling": overhead is not None and overhead.num_scheduler_steps > 1,
         "a tokenizer on the request path": overhead is not None and overhead.tokenize_s_per_token > 0,
         "a stop watch": stop_watch is not None,
@@ -56,4 +57,18 @@ def replay_fused(cfg: EngineConfig, trace: Trace, memory: MemoryPlan, cost, max_
                            async_scheduling=bool(getattr(getattr(cost, "engine", None), "async_scheduling", False)),
                            progress=progress)
     end_s = core.run()
+    core.record.attribution = attribution_of(core) if core.attributing else None
     return table, core.record, n_blocks, end_s
+
+
+def attribution_of(core: FusedContinuous) -> Attribution:
+    """The fused core's latency attribution parts as an `Attribution` over its (written back) table, whose
+    `columns` make the requests table's `attr_*_s` columns."""
+    out = Attribution(core.table)
+    n = len(core.mark_s)
+    for name, values in core.attr.items():
+        out.parts_s[PARTS.index(name), :n] = values
+    out.mark_s[:n] = core.mark_s
+    out.fresh[:n] = np.isnan(out.mark_s[:n])
+    out.high_water[:n] = core.high_water
+    return out

@@ -1,8 +1,7 @@
 """A run through the reference stepper (sim/engine/reference): the same inputs and the same result type
 as `sim.run.simulate.simulate`, so its requests table and summary come from the same code
 (`sim.run.summary`). Only what the reference stepper covers is accepted: one replica, the
-continuous policy, an open-loop trace of single-sample requests, no speculative decoding, no
-latency attribution."""
+continuous policy, an open-loop trace of single-sample requests, no speculative decoding."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from sim.inputs.config import EngineConfig
 from sim.inputs.hardware import GIB
 from sim.inputs.model import load_model
 from sim.inputs.workload.trace import Trace
+from sim.run.attribution_steps import StepAttribution
 from sim.run.simulate import ReplicaFacts, SimResult, _frontend_s, _replica_parts, _schedulers_of
 
 
@@ -30,9 +30,10 @@ def simulate_reference(cfg: EngineConfig, trace: Trace, cost=None) -> SimResult:
     swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
     engine = getattr(cost, "engine", None)  # an engine preset's terms
     stepper = ContinuousStepper(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
-                                async_scheduling=bool(engine is not None and engine.async_scheduling))
+                                async_scheduling=bool(engine is not None and engine.async_scheduling),
+                                attribution=StepAttribution(table, cost) if cfg.latency_attribution else None)
     end_s = stepper.run()
-    shift_to_client(table, _frontend_s(cfg, None))
+    shift_to_client(table, _frontend_s(cfg, None), stepper.record.attribution)
     return SimResult(cfg, table, stepper.record, memory, [n_blocks], max_model_len, end_s, 0.0, [],
                      facts=[ReplicaFacts(hardware=cfg.hardware)])
 
@@ -44,7 +45,6 @@ def _check_covered(cfg: EngineConfig, model, trace) -> None:
         "more than one replica or attention rank": len(_schedulers_of(cfg, model)) != 1 or cfg.is_disaggregated,
         "a closed loop or parallel samples": not isinstance(trace, Trace) or int(trace.samples().max(initial=1)) > 1,
         "speculative decoding": bool(cfg.spec_tokens),
-        "latency attribution": cfg.latency_attribution,
     }
     named = [what for what, refused in refusals.items() if refused]
     if named:

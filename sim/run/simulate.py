@@ -171,7 +171,7 @@ def _simulate_fused(cfg: EngineConfig, model, trace: Trace, cost, time_scale, ov
     memory, replica_cost = _replica_parts(cfg, model, cfg.hardware, cost, time_scale, overhead)
     max_model_len = cfg.max_model_len or model.max_position_embeddings
     table, record, n_blocks, end_s = replay_fused(cfg, trace, memory, replica_cost, max_model_len, progress)
-    shift_to_client(table, _frontend_s(cfg, overhead))
+    shift_to_client(table, _frontend_s(cfg, overhead), record.attribution)
     return SimResult(cfg, table, record, memory, [n_blocks], max_model_len, end_s,
                      time.perf_counter() - wall_time_start_s, [], facts=[ReplicaFacts(hardware=cfg.hardware)])
 

@@ -11,8 +11,8 @@ whatever the batch:
 - a heap holds the decode step at which each sequence reaches its last token;
 - running sequences that sampled their last token at the same instant form one cohort, and a step
   records one (gap, count) pair per cohort (after a decode step there is one cohort);
-- the recorder's sums (busy time, KV utilisation and fragmentation integrals) are kept inline, and
-  energy (where metered) through one running per-sequence total (sim/engine/fused/energy.py).
+- the recorder's sums (busy time, KV utilisation and fragmentation integrals) are kept inline, energy
+  through one running per-sequence total (energy.py), attribution through two (attribution.py).
 
 Admissions, prefills, preemptions, swaps and finishes are handled as they happen, one sequence at
 a time, as the reference does. Under asynchronous scheduling an arrival during a step is held back
@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sim.engine.fused.admission import FINISHED, SWAPPED, WAITING, ContinuousAdmission
+from sim.engine.fused.attribution import FusedAttribution
 from sim.engine.fused.energy import fused_energy
 from sim.engine.fused.pricing import DecodePrice
 from sim.engine.fused.record import FusedRecord
@@ -37,7 +38,7 @@ from sim.engine.request import RequestTable
 from sim.inputs.config import EngineConfig
 
 
-class FusedContinuous(ContinuousAdmission, RunningSums):
+class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
     """One replica replaying `table` (rows in arrival order) under the continuous policy.
     `decode_price(n, context_tokens, kv_blocks)` prices a decode step (sim.engine.fused.pricing);
     None prices every step through `cost.step_time_s`."""
@@ -92,6 +93,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
         self.per_sequence_j, self.joined_at_j = 0.0, [0.0] * n  # decode joules each sequence got (energy.py)
         self.busy_s = self.kv_util_time = self.kv_waste_time = 0.0
         self.n_steps = 0
+        self.start_attribution(n, cfg.latency_attribution)
 
     def blocks_for(self, n_tokens: int) -> int:
         return -(-n_tokens // self.block_size)
@@ -150,6 +152,8 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
             if not running:
                 return False
             need = residues[-d % size]
+        if transfer_s and self.attributing:  # every sequence of the step waits for the transfer
+            self.decode_transfer_s += transfer_s
         price, heap, n_blocks = self.decode_price, self.finish_heap, self.n_blocks
         record = self.record
         gaps, counts, steps = record.gaps_s, record.gap_counts, record.steps if self.record_steps else None
@@ -214,6 +218,8 @@ class FusedContinuous(ContinuousAdmission, RunningSums):
         duration_s = float(step_s) + transfer_s
         self.now_s = end_s = start_s + duration_s
         self.step_start_s, self.step_end_s, self.step_compute_start_s = start_s, end_s, end_s - float(step_s)
+        if self.attributing:
+            self.attribute_prefill(ids, new_tokens, start_s, end_s, transfer_s, float(step_s))
         gaps, counts = self.record.gaps_s, self.record.gap_counts
         done = []
         for rid, n_new, c in zip(ids, new_tokens, cached):

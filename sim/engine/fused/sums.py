@@ -20,11 +20,15 @@ class RunningSums:
         self.offset_sum += offset
         self.cohorts[last_s] = self.cohorts.get(last_s, 0) + 1
         heapq.heappush(self.finish_heap, (self.final[rid] - 1 - offset, self.generation[rid], rid))
+        if self.attributing:
+            self.attribute_join(rid)
 
     def leave_sums(self, rid: int) -> int:
         """`rid` leaves the running batch; returns its cached tokens (its last token time is kept)."""
         offset = self.offset[rid]
         self.generation[rid] += 1
+        if self.attributing:
+            self.attribute_leave(rid)
         if self.energy is not None:
             self.table.energy_decode_j[rid] += self.per_sequence_j - self.joined_at_j[rid]
         self.residues[offset % self.block_size] -= 1

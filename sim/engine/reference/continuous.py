@@ -41,7 +41,8 @@ class ContinuousStepper:
     """One replica replaying `table` (its rows in arrival order) under the continuous policy."""
 
     def __init__(self, cfg: EngineConfig, table: RequestTable, cost, n_blocks: int, n_cpu_blocks: int,
-                 swap_s_per_block: float, max_model_len: int, async_scheduling: bool = False):
+                 swap_s_per_block: float, max_model_len: int, async_scheduling: bool = False,
+                 attribution=None):
         self.cfg, self.table, self.cost, self.max_model_len = cfg, table, cost, max_model_len
         self.block_size = cfg.block_size
         self.n_blocks, self.watermark_blocks = n_blocks, int(cfg.watermark * n_blocks)
@@ -62,6 +63,8 @@ class ContinuousStepper:
         self.record = StepRecord(n_blocks, cfg.block_size)
         self.energy = reference_energy(cost, table)  # None where the engine meters none
         self.record.energy = None if self.energy is None else self.energy.tally
+        # latency attribution: `step(...)` books each step (sim.run.attribution_steps.StepAttribution), or None
+        self.record.attribution = attribution
 
     def blocks_for(self, n_tokens: int) -> int:
         return -(-n_tokens // self.block_size)
@@ -137,6 +140,8 @@ class ContinuousStepper:
         self.now_s = end_s = start_s + duration_s
         self.step_start_s, self.step_end_s = start_s, end_s
         self.step_compute_start_s = start_s + duration_s - float(step_s)
+        if self.record.attribution is not None:
+            self.record.attribution.step(ids, new_tokens, cached, start_s, end_s, transfer_s, float(step_s))
         sampled = []
         for rid, n_new in zip(ids, new_tokens):
             t.n_computed[rid] += n_new

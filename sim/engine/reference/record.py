@@ -12,7 +12,7 @@ from sim.engine.growable import Growable
 class StepRecord:
     """The reference stepper's measurements; reads like a Recorder where a summary looks."""
 
-    attribution = None  # the reference stepper does no latency attribution
+    attribution = None  # a StepAttribution (sim/engine/reference/attribution.py) when latency attribution is on
     request_gaps = None
     energy = None  # a sim.engine.energy.EnergyTally where the engine meters energy (set by the stepper)
     energy_missing = None
