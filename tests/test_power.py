@@ -32,16 +32,17 @@ def _run(workload, **cfg):
 
 def test_decode_heavy_run_draws_less_power_than_prefill_heavy_run():
     """Long prompts, one output token: compute-bound steps near the board limit; short prompts and long
-    outputs: memory-bound decode steps well below it (Splitwise, arXiv 2605.11999)."""
+    outputs: memory-bound decode steps below it (ML.ENERGY v3.0 measured Llama-3.1-8B on one H100 at
+    batch 16 drawing 513 W, 0.73 of its 700 W: bench/data/power_mlenergy_v3.csv)."""
     _, _, prefill = _run(bench_workload("requests=64,isl=4096,osl=1"))
     _, _, decode = _run(bench_workload("batch=16,isl=64,osl=512"))
     p_prefill = prefill["energy"]["mean_power_w_per_gpu"]
     p_decode = decode["energy"]["mean_power_w_per_gpu"]
     assert H100.idle_w < p_decode < p_prefill <= H100.tdp_w * (1 + 1e-12)
-    assert p_prefill > 0.9 * H100.tdp_w and p_decode < 0.6 * H100.tdp_w
+    assert p_prefill > 0.9 * H100.tdp_w and p_decode < 0.8 * H100.tdp_w
     assert prefill["energy"]["compute_utilization_mean"] > decode["energy"]["compute_utilization_mean"]
     assert prefill["energy"]["p99_power_w_per_gpu"] == H100.tdp_w  # compute-bound steps are capped
-    assert decode["energy"]["p99_power_w_per_gpu"] < 0.6 * H100.tdp_w  # its prompts are short, its steps decode
+    assert decode["energy"]["p99_power_w_per_gpu"] < 0.8 * H100.tdp_w  # its prompts are short, its steps decode
 
 
 def test_energy_is_the_sum_over_steps_and_idle_gaps():
