@@ -1,11 +1,12 @@
 """A run through the reference stepper (sim/engine/reference): the same inputs and the same result type
 as `sim.run.simulate.simulate`, so its requests table and summary come from the same code
 (`sim.run.summary`). Only what the reference stepper covers is accepted: one replica, the
-continuous policy, an open-loop trace of single-sample requests, no speculative decoding."""
+continuous or chunked-prefill policy, an open-loop trace of single-sample requests, no speculative decoding."""
 
 from __future__ import annotations
 
 from sim.engine.frontend import shift_to_client
+from sim.engine.reference.chunked import ChunkedStepper
 from sim.engine.reference.continuous import ContinuousStepper
 from sim.engine.request import RequestTable
 from sim.inputs.config import EngineConfig
@@ -29,7 +30,8 @@ def simulate_reference(cfg: EngineConfig, trace: Trace, cost=None) -> SimResult:
     swap_bytes_per_block = cfg.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
     swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
     engine = getattr(cost, "engine", None)  # an engine preset's terms
-    stepper = ContinuousStepper(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
+    stepper_kind = ChunkedStepper if cfg.policy == "chunked" else ContinuousStepper
+    stepper = stepper_kind(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
                                 async_scheduling=bool(engine is not None and engine.async_scheduling),
                                 attribution=StepAttribution(table, cost) if cfg.latency_attribution else None)
     end_s = stepper.run()
@@ -41,7 +43,7 @@ def simulate_reference(cfg: EngineConfig, trace: Trace, cost=None) -> SimResult:
 def _check_covered(cfg: EngineConfig, model, trace) -> None:
     """Refuse (ValueError: the reference stepper is a test and documentation tool) what it does not model."""
     refusals = {
-        "a policy other than continuous": cfg.policy != "continuous",
+        "a policy other than continuous and chunked": cfg.policy not in ("continuous", "chunked"),
         "more than one replica or attention rank": len(_schedulers_of(cfg, model)) != 1 or cfg.is_disaggregated,
         "a closed loop or parallel samples": not isinstance(trace, Trace) or int(trace.samples().max(initial=1)) > 1,
         "speculative decoding": bool(cfg.spec_tokens),

@@ -48,7 +48,10 @@ class ChunkedScheduler(Scheduler):
         budget = self.cfg.max_num_batched_tokens - len(decodes) * self.decode_tokens_per_seq()
         ids, tokens = self._prefill_chunks(prefilling, budget, now_s, admit)
         if not ids and decodes:
-            horizon = horizon_s if (not self.waiting or self.uses_waiting_order) else math.inf
+            # a stuck queue lets the run pass arrivals (they queue behind its head), unless arrivals are held
+            # back a step (async scheduling: see ContinuousScheduler.schedule; tests/test_reference_stepper.py)
+            passes_arrivals = self.waiting and not self.uses_waiting_order and not self.holds_arrivals_back
+            horizon = math.inf if passes_arrivals else horizon_s
             return self.decode_run(decodes, now_s, horizon, transfer_s, first_step_grown=True)
         if not ids and not decodes:
             return None
