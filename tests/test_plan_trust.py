@@ -98,5 +98,6 @@ def test_pareto_per_gpu_and_per_dollar_without_probes(priced):
     fig = pareto_figure(priced)
     assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)  # one legend, in the figure
     stars = [line for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "*"]
-    assert len(stars) == 2 and "recommended" in stars[0].get_label()
+    metered = any("tok_per_joule" in p for p in priced["pareto"])  # a third panel: tokens per joule
+    assert len(fig.axes) == len(stars) == (3 if metered else 2) and "recommended" in stars[0].get_label()
     assert any(text.get_text() for ax in fig.axes for text in ax.texts)  # frontier points are labelled

@@ -1,12 +1,14 @@
-"""pareto.png: throughput against interactivity, per GPU and per dollar, for a report.
+"""pareto.png: throughput against interactivity, per GPU, per dollar and per joule, for a report.
 
-Two panels share the x axis, per-user speed (output tok/s per user = 1 / mean TPOT): output tok/s
-per GPU, and output tokens per dollar. Each candidate's operating points (the search points within
-the SLOs, without the bracket's low-rate probes: sim.planner.knobs.operating_points) are one colour
-per hardware and one marker per TP; the frontier is a line whose points are labelled with their
-candidate and rate per replica; the recommendation's operating point (target / replicas, the search
-point at or below it) is a black star. The legend sits inside the figure, below the panels, so long
-`--search` labels cannot push it off the axes."""
+The panels share the x axis, per-user speed (output tok/s per user = 1 / mean TPOT): output tok/s
+per GPU, output tokens per dollar and, where the search runs were metered (profiles with a `power`
+section, sim/planner/energy.py), output tokens per joule of GPU energy (metered points only). Each
+candidate's operating points (the search points within the SLOs, without the bracket's low-rate
+probes: sim.planner.knobs.operating_points) are one colour per hardware and one marker per TP; the
+frontier is a line whose points are labelled with their candidate and rate per replica; the
+recommendation's operating point (target / replicas, the search point at or below it) is a black
+star. The legend sits inside the figure, below the panels, so long `--search` labels cannot push it
+off the axes."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ HARDWARE_COLORS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown", "tab:cya
 TP_MARKERS = {1: "o", 2: "s", 4: "^", 8: "D"}
 MAX_LABELS = 6  # frontier points labelled per panel (the rest are on the line, unlabelled)
 PANELS = (("tok_s_per_gpu", "output tok/s per GPU", 1.0), ("tok_per_usd", "output M tokens per dollar", 1e-6))
+JOULE_PANEL = ("tok_per_joule", "output tokens per joule", 1.0)  # of GPU energy
 
 
 def pareto_figure(plan: dict) -> Figure:
@@ -26,14 +29,16 @@ def pareto_figure(plan: dict) -> Figure:
 
     from sim.planner.knobs import operating_points, pareto_frontier
 
-    points = operating_points(plan["candidates"])
-    kinds = list(dict.fromkeys(p["hardware"] for p in points))
-    fig = Figure(figsize=(11, 5.2), layout="constrained")
-    axes = fig.subplots(1, 2)
-    star = _recommended_point(plan, points)
-    x_mid = (min((p["tok_s_per_user"] for p in points), default=0) + max((p["tok_s_per_user"] for p in points),
-                                                                            default=0)) / 2
-    for ax, (key, label, scale) in zip(axes, PANELS, strict=True):
+    every_point = operating_points(plan["candidates"])
+    kinds = list(dict.fromkeys(p["hardware"] for p in every_point))
+    panels = PANELS + ((JOULE_PANEL,) if any(JOULE_PANEL[0] in p for p in every_point) else ())
+    fig = Figure(figsize=(5.5 * len(panels), 5.2), layout="constrained")
+    axes = fig.subplots(1, len(panels))
+    star = _recommended_point(plan, every_point)
+    x_mid = (min((p["tok_s_per_user"] for p in every_point), default=0) +
+             max((p["tok_s_per_user"] for p in every_point), default=0)) / 2
+    for ax, (key, label, scale) in zip(axes, panels, strict=True):
+        points = [p for p in every_point if key in p]
         for hardware in kinds:
             for tp in sorted({p["tp"] for p in points if p["hardware"] == hardware}):
                 mine = [p for p in points if p["hardware"] == hardware and p["tp"] == tp]
@@ -48,7 +53,7 @@ def pareto_figure(plan: dict) -> Figure:
             ax.annotate(f"{_short(p)}\n{p['rate_qps_per_replica']:.3g} req/s", (p["tok_s_per_user"], p[key] * scale),
                         textcoords="offset points", xytext=(-4 if right else 4, 4), fontsize=6.5,
                         ha="right" if right else "left")
-        if star is not None:
+        if star is not None and key in star:
             ax.plot([star["tok_s_per_user"]], [star[key] * scale], marker="*", markersize=15, color="black",
                     linestyle="none", label=f"recommended: {_short(star)} at {star['rate_qps_per_replica']:.3g} "
                                             f"req/s per replica")
