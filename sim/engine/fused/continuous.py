@@ -82,6 +82,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         self.last_decode_end_s = -math.inf
         self.waiting: deque[int] = deque()
         self.running: list[int] = []
+        self.prefilling: list[int] = []  # running outside the sums (chunked prefill: sim/engine/fused/chunked.py)
         self.swapped: deque[int] = deque()
         self.now_s = 0.0
         self.async_scheduling = async_scheduling
@@ -163,7 +164,9 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         price, heap, n_blocks = self.decode_price, self.finish_heap, self.n_blocks
         record = self.record
         gaps, counts, steps = record.gaps_s, record.gap_counts, record.steps if self.record_steps else None
-        n_free, now_s, cohorts, n = self.n_free, self.now_s, self.cohorts, len(running)
+        prefilling = self.prefilling  # running, outside the sums (chunked prefill's partial prefills): idle here
+        n_free, now_s, cohorts, n = self.n_free, self.now_s, self.cohorts, len(running) - len(prefilling)
+        idle_tokens = sum(self.n_computed[rid] for rid in prefilling)
         busy_s, util_time, waste_time, n_steps = self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps
         offset_sum = self.offset_sum  # no one joins or leaves until this returns
         energy, per_sequence_j = self.energy, self.per_sequence_j
@@ -174,7 +177,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
             if price is not None:
                 step_s = price(n, context, used)
             else:
-                contexts = np.array([self.offset[rid] + d for rid in running], dtype=np.int64)
+                contexts = np.array([self.offset[rid] + d for rid in running if rid not in prefilling], dtype=np.int64)
                 step_s = float(self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n))
             if energy is not None:
                 per_sequence_j += energy.decode(n, context, step_s, transfer_s)
@@ -192,7 +195,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
             util_time += duration_s * used / n_blocks
             if used > 0:
                 slots = used * size
-                waste_time += duration_s * max(slots - float(context + n), 0.0) / slots
+                waste_time += duration_s * max(slots - float(context + n + idle_tokens), 0.0) / slots
             if steps is not None:
                 steps.append((start_s, duration_s, n, 0, n, used))
             need = residues[-d % size]
