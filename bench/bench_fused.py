@@ -8,7 +8,7 @@ ratio to a fixed pure-Python loop timed in the same process (bench_simulate.FIXE
 summaries are checked equal (1e-12 of the clock, tests/test_reference_stepper.py's rule).
 
     python bench/bench_fused.py [--poisson 100000] [--cores engine,fused,reference] [--rows conv,poisson]
-                                [--attribution off|on|off,on]
+                                [--attribution off|on|off,on] [--policy continuous|chunked]
 """
 
 from __future__ import annotations
@@ -54,19 +54,21 @@ def main() -> None:
     parser.add_argument("--cores", default="engine,fused,reference")
     parser.add_argument("--rows", default="conv,poisson")
     parser.add_argument("--attribution", default="off")
+    parser.add_argument("--policy", default="continuous", choices=("continuous", "chunked"))
     args = parser.parse_args()
     cores = args.cores.split(",")
     rows = []
     for attribution in args.attribution.split(","):
         on = {"off": False, "on": True}[attribution]
         if "conv" in args.rows:
-            rows.append((f"splitwise_conv 7B continuous, attribution {attribution}",
-                         EngineConfig(model="llama-2-7b", latency_attribution=on), load_run_workload("splitwise_conv")))
+            rows.append((f"splitwise_conv 7B {args.policy}, attribution {attribution}",
+                         EngineConfig(model="llama-2-7b", policy=args.policy, latency_attribution=on),
+                         load_run_workload("splitwise_conv")))
         if "poisson" in args.rows:
             spec = Path(tempfile.mkdtemp()) / "poisson.yaml"
             spec.write_text(POISSON_SPEC.format(rate=REPLAY_RATE_QPS, n=args.poisson))
-            rows.append((f"poisson {args.poisson:,} llama-3-8b continuous, attribution {attribution}",
-                         EngineConfig(latency_attribution=on), load_run_workload(str(spec))))
+            rows.append((f"poisson {args.poisson:,} llama-3-8b {args.policy}, attribution {attribution}",
+                         EngineConfig(policy=args.policy, latency_attribution=on), load_run_workload(str(spec))))
     loop_s = loop_cpu_s()
     print(f"fixed loop: {loop_s:.2f} CPU s")
     print("| row | " + " | ".join(f"{core} CPU s (x loop)" for core in cores) + " | steps |")

@@ -52,7 +52,7 @@ def test_each_replica_runs_as_it_would_alone_on_its_share(workload, monkeypatch,
     for replica in range(3):
         rows = np.flatnonzero(frame.replica.to_numpy() == replica)
         counts.clear()
-        alone = simulate(cfg.model_copy(update={"replicas": 1}), workload.take(rows))
+        alone = simulate(cfg.model_copy(update={"replicas": 1}), workload.take(rows), core="engine")
         alone_frame = requests_frame(alone)
         # cut only where its own arrivals cut it: as many plans as alone (others' arrivals would add more)
         assert counts == [cluster_plans[replica]]
@@ -74,6 +74,6 @@ def test_a_state_reading_router_keeps_the_global_horizon(workload, monkeypatch):
     for replica in range(3):
         counts.clear()
         simulate(cfg.model_copy(update={"replicas": 1}),
-                 workload.take(np.flatnonzero(frame.replica.to_numpy() == replica)))
+                 workload.take(np.flatnonzero(frame.replica.to_numpy() == replica)), core="engine")
         alone_plans += counts[0]
     assert cluster_plans > alone_plans

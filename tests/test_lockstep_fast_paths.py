@@ -148,7 +148,7 @@ def test_one_step_runs_recorded_on_floats_equal_the_array_record(knobs, monkeypa
 
     monkeypatch.setattr(Recorder, "run", both_ways)
     workload = load_run_workload("splitwise_conv", max_requests=200, qps=10.0, seed=0)
-    simulate(EngineConfig(policy="chunked", **knobs), workload)
+    simulate(EngineConfig(policy="chunked", **knobs), workload, core="engine")
     assert len(compared) > 20 and any(fast[2] > 0 for fast, _ in compared)
     assert all(fast == arrays for fast, arrays in compared)
 

@@ -24,8 +24,8 @@ runner = CliRunner()
 H100 = load_hardware("h100-sxm").power
 
 
-def _run(workload, **cfg):
-    result = simulate(EngineConfig(model="llama-3.1-8b", hardware="h100-sxm", **cfg), workload)
+def _run(workload, core="auto", **cfg):
+    result = simulate(EngineConfig(model="llama-3.1-8b", hardware="h100-sxm", **cfg), workload, core=core)
     columns = requests_columns(result)
     return result, columns, summarize(result, columns)
 
@@ -134,9 +134,9 @@ def test_the_scalar_paths_give_the_array_paths_energy(monkeypatch):
     from sim.run.invoke import load_run_workload
 
     workload = load_run_workload("splitwise_conv", rate_scale=4, max_requests=300)
-    fast, fast_columns, _ = _run(workload, policy="chunked")
+    fast, fast_columns, _ = _run(workload, policy="chunked", core="engine")  # the engine's meter
     monkeypatch.setattr(energy, "SCALAR_MAX_SEQS", -1)
     monkeypatch.setattr(energy.EnergyMeter, "_one_step_run", lambda self, plan, sched: self._run(plan, sched))
-    slow, slow_columns, _ = _run(workload, policy="chunked")
+    slow, slow_columns, _ = _run(workload, policy="chunked", core="engine")
     assert fast.recorder.energy.step_j == pytest.approx(slow.recorder.energy.step_j, rel=1e-12)
     np.testing.assert_allclose(fast_columns["energy_j"], slow_columns["energy_j"], rtol=1e-12)

@@ -47,7 +47,7 @@ def test_split_decoding_matches_looking_at_every_row(monkeypatch, name, knobs):
         return result
 
     monkeypatch.setattr(Scheduler, "split_decoding", checked)
-    result = simulate(EngineConfig(**knobs), workload(name))
+    result = simulate(EngineConfig(**knobs), workload(name), core="engine")
     assert calls["n"] > 100 and calls["with_prefill"] > 10
     if "num_gpu_blocks_override" in knobs and name != "mooncake":
         assert result.recorder.preemptions > 0

@@ -1,6 +1,6 @@
 """The fused core's part of a run (sim/engine/fused): what it covers, and its replay of one replica.
 `sim.run.simulate.simulate` takes this path by itself wherever `fused_refusals` is empty (one
-replica, the continuous policy, an open-loop trace of single-sample requests, single-step
+replica, the continuous or chunked-prefill policy, an open-loop trace of single-sample requests, single-step
 scheduling, no tokenizer on the request path, no speculative decoding); the engine runs the rest."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from sim.engine.fused.chunked import FusedChunked
 from sim.engine.fused.continuous import FusedContinuous, FusedRecord
 from sim.engine.fused.pricing import bind_decode_price
 from sim.engine.request import RequestTable
@@ -28,7 +29,7 @@ def fused_refusals(cfg: EngineConfig, n_schedulers: int, workload, overhead: Eng
     if overhead is None and cfg.engine is not None:
         overhead = EngineOverhead.for_run(load_engine(cfg.engine), cfg)
     refusals = {
-        "a policy other than continuous": cfg.policy != "continuous",
+        "a policy other than continuous and chunked": cfg.policy not in ("continuous", "chunked"),
         "more than one replica or attention rank": n_schedulers != 1 or cfg.is_disaggregated,
         "a closed loop or parallel samples": not isinstance(workload, Trace)
         or int(workload.samples().max(initial=1)) > 1,
@@ -52,7 +53,8 @@ def replay_fused(cfg: EngineConfig, trace: Trace, memory: MemoryPlan, cost, max_
     n_cpu_blocks = int(cfg.swap_space * GIB // (cfg.block_size * memory.kv_bytes_per_token_per_gpu))
     swap_bytes_per_block = cfg.block_size * cost.kv_bytes_per_token_layer_gpu * cost.model.n_layers
     swap_s_per_block = swap_bytes_per_block / cost.hw.host_link_bytes_s
-    core = FusedContinuous(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
+    core_kind = FusedChunked if cfg.policy == "chunked" else FusedContinuous
+    core = core_kind(cfg, table, cost, n_blocks, n_cpu_blocks, swap_s_per_block, max_model_len,
                            bind_decode_price(cost, cfg.block_size), record_steps=cfg.record_steps,
                            async_scheduling=bool(getattr(getattr(cost, "engine", None), "async_scheduling", False)),
                            progress=progress)

@@ -67,6 +67,56 @@ class FusedAttribution:
             mark_s[rid] = end_s
         self.sat_out_s += end_s - start_s
 
+    def attribute_mixed(self, ids: list[int], new_tokens: list[int], cached: list[int], start_s: float, end_s: float,
+                        transfer_s: float, step_s: float, decode_only_s) -> None:
+        """Chunked prefill: a step in which every sequence of the running sums decodes and `ids` compute
+        `new_tokens` over `cached` (prompt chunks, or a token of a row that counts as decoding: one
+        token past its prompt). `decode_only_s(contexts of those rows)`: the time of a step decoding
+        them and the batch alone. The batch's share: decode that time, the rest of the step is others'
+        (interference), the transfer swap. Booked before the step's tokens move into the cache."""
+        attr, mark_s, prompt = self.attr, self.mark_s, self.prompt
+        pre = [q != 1 or c < prompt[rid] for rid, q, c in zip(ids, new_tokens, cached)]
+        prefill_tokens = sum(q for q, is_pre in zip(new_tokens, pre) if is_pre)
+        dec_s = 0.0
+        if prefill_tokens and (len(self.running) > len(self.prefilling) or not all(pre)):
+            dec_s = min(decode_only_s([c for c, is_pre in zip(cached, pre) if not is_pre]), step_s)
+        if prefill_tokens:
+            self.sat_out_s += step_s - dec_s
+        self.decode_transfer_s += transfer_s
+        share_s = (step_s - dec_s) / prefill_tokens if prefill_tokens else 0.0
+        for rid, q, c, is_pre in zip(ids, new_tokens, cached, pre):
+            mark = mark_s[rid]
+            if mark != start_s:  # it did not run in the step just before
+                attr["queue" if math.isnan(mark) else "interference"][rid] += \
+                    start_s - (float(self.table.arrival_s[rid]) if math.isnan(mark) else mark)
+            span_s = end_s - start_s
+            if transfer_s:
+                attr["swap"][rid] += transfer_s
+                span_s -= transfer_s
+            if is_pre:
+                self.book_own_share(rid, c, q, share_s, span_s)
+            elif prefill_tokens:
+                attr["decode"][rid] += dec_s
+                attr["interference"][rid] += span_s - dec_s
+            else:
+                attr["decode"][rid] += span_s
+            mark_s[rid] = end_s
+
+    def book_own_share(self, rid: int, computed: int, n_new: int, share_s: float, span_s: float) -> None:
+        """A prefilling row's own share of a step (prefill, or recompute below its high-water mark) and the
+        rest of its span (interference): `Attribution._book_prefill`'s arithmetic."""
+        attr = self.attr
+        own_s = share_s * n_new
+        done_before = self.high_water[rid]
+        if not math.isnan(self.first_s[rid]):  # recomputing after a preemption: all but the last token
+            done_before = max(done_before, self.n_tokens[rid] - 1)
+        redo = min(max(done_before - computed, 0), n_new)
+        redo_s = own_s * redo / n_new
+        attr["recompute"][rid] += redo_s
+        attr["prefill"][rid] += own_s - redo_s
+        attr["interference"][rid] += span_s - own_s
+        self.high_water[rid] = max(done_before, computed + n_new)
+
     def attribute_join(self, rid: int) -> None:
         """`rid` joins the running batch now (after its prefill, or swapped back in: its wait since its
         last step is interference, the preempted part of which `Attribution.columns` moves out)."""

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sim.engine.fused.admission import FINISHED, SWAPPED, WAITING, ContinuousAdmission
+from sim.engine.fused.admission import ContinuousAdmission
 from sim.engine.fused.attribution import FusedAttribution
 from sim.engine.fused.energy import fused_energy
 from sim.engine.fused.pricing import DecodePrice
@@ -82,6 +82,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         self.last_decode_end_s = -math.inf
         self.waiting: deque[int] = deque()
         self.running: list[int] = []
+        self.prefilling: list[int] = []  # running outside the sums (chunked prefill: sim/engine/fused/chunked.py)
         self.swapped: deque[int] = deque()
         self.now_s = 0.0
         self.async_scheduling = async_scheduling
@@ -104,7 +105,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         arrivals = self.table.arrival_s[: self.table.n_requests].tolist()
         n = len(arrivals)
         next_row = 0
-        waiting, running, swapped = self.waiting, self.running, self.swapped
+        waiting, running, swapped = self.waiting, self.running, self.swapped  # (the same objects all run)
         while True:
             now_s = self.now_s
             while next_row < n and arrivals[next_row] <= now_s:
@@ -122,11 +123,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
                     break
                 self.now_s = max(now_s, arrivals[next_row])  # idle until it arrives
                 continue
-            transfer_s = self.swap_in() if swapped else 0.0
-            admitted = self.admit() if waiting else None
-            if admitted:
-                self.prefill_step(admitted, transfer_s)
-            elif running and self.decode_steps(transfer_s, arrivals[next_row] if next_row < n else math.inf):
+            if self.step(arrivals[next_row] if next_row < n else math.inf):
                 pass
             elif self.pending:  # nothing else can run: the held-back arrivals join now
                 self.hand_over(everyone=True)
@@ -136,6 +133,16 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         return max(self.now_s, arrivals[-1]) if n else 0.0
 
     # ------------------------------------------------------------------ steps
+    def step(self, next_arrival_s: float) -> bool:
+        """The policy's next step (several decode steps at once where nothing can change in between);
+        False when nothing could run (nobody is running then)."""
+        transfer_s = self.swap_in() if self.swapped else 0.0
+        admitted = self.admit() if self.waiting else None
+        if admitted:
+            self.prefill_step(admitted, transfer_s)
+            return True
+        return bool(self.running) and self.decode_steps(transfer_s, next_arrival_s)
+
     def decode_steps(self, transfer_s: float, next_arrival_s: float) -> bool:
         """Decode steps, each running sequence one token per step (the first after preempting the newest
         while blocks are too few), until the next interaction: a finish, an arrival by the clock, or a
@@ -157,7 +164,9 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         price, heap, n_blocks = self.decode_price, self.finish_heap, self.n_blocks
         record = self.record
         gaps, counts, steps = record.gaps_s, record.gap_counts, record.steps if self.record_steps else None
-        n_free, now_s, cohorts, n = self.n_free, self.now_s, self.cohorts, len(running)
+        prefilling = self.prefilling  # running, outside the sums (chunked prefill's partial prefills): idle here
+        n_free, now_s, cohorts, n = self.n_free, self.now_s, self.cohorts, len(running) - len(prefilling)
+        idle_tokens = sum(self.n_computed[rid] for rid in prefilling)
         busy_s, util_time, waste_time, n_steps = self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps
         offset_sum = self.offset_sum  # no one joins or leaves until this returns
         energy, per_sequence_j = self.energy, self.per_sequence_j
@@ -168,7 +177,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
             if price is not None:
                 step_s = price(n, context, used)
             else:
-                contexts = np.array([self.offset[rid] + d for rid in running], dtype=np.int64)
+                contexts = np.array([self.offset[rid] + d for rid in running if rid not in prefilling], dtype=np.int64)
                 step_s = float(self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n))
             if energy is not None:
                 per_sequence_j += energy.decode(n, context, step_s, transfer_s)
@@ -186,7 +195,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
             util_time += duration_s * used / n_blocks
             if used > 0:
                 slots = used * size
-                waste_time += duration_s * max(slots - float(context + n), 0.0) / slots
+                waste_time += duration_s * max(slots - float(context + n + idle_tokens), 0.0) / slots
             if steps is not None:
                 steps.append((start_s, duration_s, n, 0, n, used))
             need = residues[-d % size]
@@ -251,37 +260,6 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
             self.kv_waste_time += duration_s * max(slots - float(running_tokens), 0.0) / slots
         if self.record_steps:
             self.record.steps.append((start_s, duration_s, batch, prefill_tokens, decode_tokens, used))
-
-    # ------------------------------------------------------------------ preemption, finishing
-    def preempt(self, rid: int) -> float:
-        """Swap `rid` out to host memory (when its blocks fit there and the mode is swap) or drop its KV
-        to recompute it later, first in the queue. Returns the swap transfer seconds."""
-        computed = self.leave_sums(rid)
-        self.preemptions[rid] += 1
-        self.record.preemptions += 1
-        self.preempted_at_s[rid] = self.now_s
-        self.reserved_blocks -= self.reserved.pop(rid, 0)
-        n_held = self.blocks_for(computed)
-        self.n_free += n_held
-        if self.swap_mode and self.n_cpu_free >= n_held:
-            self.n_cpu_free -= n_held
-            self.held_cpu[rid] = n_held
-            self.n_computed[rid] = computed
-            self.status[rid] = SWAPPED
-            self.swapped.append(rid)
-            return n_held * self.swap_s_per_block
-        self.n_computed[rid] = 0
-        self.status[rid] = WAITING
-        self.waiting.appendleft(rid)
-        return 0.0
-
-    def finish(self, rid: int, end_s: float) -> None:
-        computed = self.leave_sums(rid)
-        self.n_computed[rid] = computed
-        self.reserved_blocks -= self.reserved.pop(rid, 0)
-        self.n_free += self.blocks_for(computed)
-        self.status[rid] = FINISHED
-        self.finish_s[rid] = end_s
 
     def write_back(self) -> None:
         """The per-request lists into the table, the sums into the record."""

@@ -1,9 +1,12 @@
 """How a sequence joins and leaves the fused core's running batch (sim/engine/fused/continuous.py
-explains the sums): its offset, block residue, finish step, cohort and energy mark."""
+explains the sums): its offset, block residue, finish step, cohort and energy mark; preemption and
+finishing."""
 
 from __future__ import annotations
 
 import heapq
+
+from sim.engine.fused.admission import FINISHED, SWAPPED, WAITING
 
 
 class RunningSums:
@@ -45,3 +48,34 @@ class RunningSums:
         computed = offset + self.d
         self.n_tokens[rid] = computed + 1  # it sampled one token past its cache
         return computed
+
+    # ------------------------------------------------------------------ preemption, finishing
+    def preempt(self, rid: int) -> float:
+        """Swap `rid` out to host memory (when its blocks fit there and the mode is swap) or drop its KV
+        to recompute it later, first in the queue. Returns the swap transfer seconds."""
+        computed = self.leave_sums(rid)
+        self.preemptions[rid] += 1
+        self.record.preemptions += 1
+        self.preempted_at_s[rid] = self.now_s
+        self.reserved_blocks -= self.reserved.pop(rid, 0)
+        n_held = self.blocks_for(computed)
+        self.n_free += n_held
+        if self.swap_mode and self.n_cpu_free >= n_held:
+            self.n_cpu_free -= n_held
+            self.held_cpu[rid] = n_held
+            self.n_computed[rid] = computed
+            self.status[rid] = SWAPPED
+            self.swapped.append(rid)
+            return n_held * self.swap_s_per_block
+        self.n_computed[rid] = 0
+        self.status[rid] = WAITING
+        self.waiting.appendleft(rid)
+        return 0.0
+
+    def finish(self, rid: int, end_s: float) -> None:
+        computed = self.leave_sums(rid)
+        self.n_computed[rid] = computed
+        self.reserved_blocks -= self.reserved.pop(rid, 0)
+        self.n_free += self.blocks_for(computed)
+        self.status[rid] = FINISHED
+        self.finish_s[rid] = end_s
