@@ -89,6 +89,10 @@ CASES = [
     ("chunked-tight", ("AzureLLMInferenceTrace_code", 1, 300, 0), {"policy": "chunked", "num_gpu_blocks_override": 300},
      {"preemptions", "rejections"}),
     ("chunked-async", ("splitwise_conv", 4, 300, 0), {"policy": "chunked", "engine": "vllm@0.15"}, {}),
+    # decode steps beside partial prefills that hold blocks (a step prices only the decoders' KV)
+    ("chunked-stuck-prefills", ("AzureLLMInferenceTrace_code", 1, 150, 0),
+     {"policy": "chunked", "block_size": 8, "num_gpu_blocks_override": 600, "max_num_seqs": 4, "watermark": 0.1,
+      "chunk_size": 256}, {}),
     # a stuck queue's decode run must not pass held-back arrivals (ChunkedScheduler, as the continuous one)
     ("chunked-async-rejects", ("AzureLLMInferenceTrace_code", 1, 300, 0),
      {"policy": "chunked", "engine": "vllm@0.15", "num_gpu_blocks_override": 300}, {"rejections"}),

@@ -167,6 +167,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
         prefilling = self.prefilling  # running, outside the sums (chunked prefill's partial prefills): idle here
         n_free, now_s, cohorts, n = self.n_free, self.now_s, self.cohorts, len(running) - len(prefilling)
         idle_tokens = sum(self.n_computed[rid] for rid in prefilling)
+        idle_blocks = sum(self.blocks_for(self.n_computed[rid]) for rid in prefilling)  # not read by the step
         busy_s, util_time, waste_time, n_steps = self.busy_s, self.kv_util_time, self.kv_waste_time, self.n_steps
         offset_sum = self.offset_sum  # no one joins or leaves until this returns
         energy, per_sequence_j = self.energy, self.per_sequence_j
@@ -175,7 +176,7 @@ class FusedContinuous(ContinuousAdmission, RunningSums, FusedAttribution):
             context = offset_sum + n * d
             used = n_blocks - n_free
             if price is not None:
-                step_s = price(n, context, used)
+                step_s = price(n, context, used - idle_blocks)
             else:
                 contexts = np.array([self.offset[rid] + d for rid in running if rid not in prefilling], dtype=np.int64)
                 step_s = float(self.cost.step_time_s(np.ones(n, dtype=np.int64), contexts, n))
