@@ -136,6 +136,30 @@ def test_points_the_source_did_not_measure_drop_out(tmp_path):
     assert list(curve.m_tokens) == [1, 16, 1024, 4096]
 
 
+def test_a_measured_slow_point_stays_where_it_was_measured(tmp_path):
+    # no running maximum over M: a slow point (an outlier of the collector, or a kernel change at a tile
+    # edge) prices its own M, not every larger one (docs/cost-model.md)
+    rows = pd.read_csv(FIXTURE)
+    slow = (rows.gemm_dtype == "bfloat16") & (rows.m == 16) & (rows.n == 2048) & (rows.k == 4096)
+    rows.loc[slow, "latency"] *= 3.0
+    grid = load_gemm_grid(str(_grid_file(tmp_path, rows)))
+    curve = grid.curve("bf16", 2048, 4096, _smooth)
+    m = np.array([16.0, 128.0])
+    times_s = curve.time_at_s(m, lambda x: _smooth(x, 2048, 4096))
+    assert times_s[0] == pytest.approx(3.0 * _measured_us("bfloat16", 16, 2048, 4096) * 1e-6, rel=1e-5)
+    assert times_s[1] == pytest.approx(_measured_us("bfloat16", 128, 2048, 4096) * 1e-6, rel=1e-5)
+    assert times_s[1] < times_s[0]
+
+
+def test_a_step_with_no_tokens_costs_the_step_overhead_only():
+    # no rows, no GEMM: the grid would answer M = 0 with its smallest M (Llama-3-8B on H100: 4.8 ms of weights)
+    cost = CostModel(load_model("llama-3-8b"), load_hardware("h100-sxm"))
+    assert cost.gemm_grid is not None
+    empty = np.array([], dtype=np.int64)
+    assert cost.layer_time_s(0) == 0.0
+    assert cost.step_time_s(empty, empty, 0) == pytest.approx(cost.overhead_s)
+
+
 def _profile_with_grid(tmp_path: Path, grid: Path) -> str:
     data = yaml.safe_load((bundled_dir("hwprofiles") / "h200.yaml").read_text())
     data["calibration"] = {"tables": {"gemm_grid": {"file": grid.name}}}  # relative to the profile's folder

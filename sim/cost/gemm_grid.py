@@ -74,11 +74,12 @@ class GemmGrid:
         if kept.sum() < 2:
             return None
         m = self.m_tokens[kept].astype(np.float64)
+        # kept as measured, not as a running maximum over M: the grids' departures from monotone are
+        # mostly single slow outliers (H100 16384 x 8192 bf16: 105.7 us at M = 8, 89.7 at M = 10), and a
+        # running maximum carries each outlier to every larger M of the memory-bound range (Llama-2-70B
+        # TP 4 gate_up +14 % at M = 32); the rest are real kernel changes at tile edges that the library
+        # the engine calls makes alike (docs/cost-model.md)
         time_s = np.exp(log_curve[kept])
-        # more rows never take less time (the kernel for fewer rows could run them): the running maximum
-        # over M irons out the measured dips (kernel choice, timing noise: Llama-2-70B TP 4 gate_up on
-        # H100, 91 us at M = 160, 88 us at 256)
-        time_s = np.maximum.accumulate(time_s)
         if (n_edge, k_edge) != (n_out, k_in):  # outside in N or K: the smooth model's ratio from the edge
             time_s = time_s * smooth_nk(m, n_out, k_in) / smooth_nk(m, n_edge, k_edge)
         return GemmTable(op, tp, int(n_out), int(k_in), bytes_per_el, m, time_s)
