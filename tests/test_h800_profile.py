@@ -15,6 +15,7 @@ EXPECTED_DIFFERENCES = {
     "cost_per_hour_usd",  # DeepSeek's $2 per GPU-hour
     "collectives",  # h100-sxm's fits were measured over 450 GB/s NVLink
     "uncertainty.collective",  # ring formula: a guessed class
+    "calibration",  # the GEMM grid is h100-sxm's, its all-reduce table (measured over 900 GB/s NVLink) is not
 }
 
 

@@ -85,12 +85,17 @@ def within_budget(row: dict, budget_kw: float | None) -> bool:
     return energy is not None and energy["facility_kw"] <= budget_kw
 
 
+MAX_POWER_BUDGET_KW = 5_000_000.0  # 5 GW: past the largest AI campuses announced (1-5 GW); a budget in W reads 1000x
+
+
 def check_power_budget(budget_kw: float | None) -> None:
     """InputError for a budget that is not a positive, finite number of kilowatts."""
     from sim.errors import InputError
 
-    if budget_kw is not None and not (math.isfinite(budget_kw) and budget_kw > 0):
-        raise InputError("--power-budget-kw", None, f"a positive number of kilowatts (got {budget_kw:g})")
+    if budget_kw is not None and not (math.isfinite(budget_kw) and 0 < budget_kw <= MAX_POWER_BUDGET_KW):
+        raise InputError("--power-budget-kw", None,
+                         f"kilowatts above 0 and at most {MAX_POWER_BUDGET_KW:,.0f} (got {budget_kw:g}; a budget in "
+                         "watts is 1,000 times too big)")
 
 
 def budget_line(rows: list[dict], budget_kw: float) -> str:
