@@ -44,8 +44,10 @@ def test_the_twin_really_replays_identically():
     frames = [requests_frame(simulate(BASE.model_copy(update={"policy": p}), trace)).drop(columns=["policy"],
                                                                                            errors="ignore")
               for p in ("chunked", "radix")]
-    np.testing.assert_array_equal(frames[0]["finish_s"].to_numpy(), frames[1]["finish_s"].to_numpy())
-    np.testing.assert_array_equal(frames[0]["first_token_s"].to_numpy(), frames[1]["first_token_s"].to_numpy())
+    # chunked runs through the fused core, radix through the engine: the same steps, its float sums in
+    # another order (tests/test_reference_stepper.py holds the cores to 1e-12 of the clock)
+    for column in ("finish_s", "first_token_s"):
+        np.testing.assert_allclose(frames[0][column].to_numpy(), frames[1][column].to_numpy(), rtol=1e-12, atol=0)
 
 
 def test_plan_answer_is_unchanged_and_the_skip_is_reported():

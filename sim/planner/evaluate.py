@@ -20,7 +20,14 @@ from sim.run.percentile_bound import (
     stretches_for,
 )
 from sim.run.simulate import simulate
-from sim.run.steady_state import CONFIRM_LIFETIMES, MEASURED_LIFETIMES, SteadyState, steady_state, warmup_requests
+from sim.run.steady_state import (
+    MEASURED_LIFETIMES,
+    SteadyState,
+    confirm_lifetimes,
+    steady_state,
+    warmup_requests,
+    within_budget,
+)
 from sim.run.summary import requests_frame
 
 MAX_STEADY_REQUESTS = 60_000  # the longest run a rate point may take to reach steady state; past it: fails
@@ -70,13 +77,17 @@ def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: P
     at most CLOSE_CALL_MAX_GROWTH times longer; otherwise, or if the bound still straddles, it fails.
     Deterministic for a given cfg.seed. Latency attribution is off: the verdict needs only latencies.
     `time_scale`: a perturbed cost model (planner.band). `required_lifetimes`: the judged request
-    lifetimes a run needs (CONFIRM_LIFETIMES for `confirm_rate`)."""
+    lifetimes a run needs (more for `confirm_rate`; fewer where that many would exceed the
+    confirmation's request budget: sim.run.steady_state.within_budget)."""
     cfg = cfg.model_copy(update={"latency_attribution": False})
     close_calls_left = 1
     while True:
         result = simulate(cfg, piece.at_rate(rate_qps), time_scale=time_scale)
         frame = requests_frame(result)
         steady = steady_state(frame, piece.n_warmup, required_lifetimes)
+        if within_budget(required_lifetimes, steady) < required_lifetimes:
+            required_lifetimes = within_budget(required_lifetimes, steady)
+            steady = steady_state(frame, piece.n_warmup, required_lifetimes)
         point = replace(judge(frame.iloc[piece.n_warmup:], rate_qps, slo, steady, len(frame)),
                         energy=run_energy(result, frame))
         longer = _longer_slice(piece, steady, point)
@@ -89,9 +100,11 @@ def evaluate_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: P
 
 def confirm_rate(cfg: EngineConfig, piece: SearchSlice, rate_qps: float, slo: PlanSLO,
                  time_scale: dict[str, float] | None = None) -> RatePoint:
-    """The verdict a capacity is claimed on: `evaluate_rate` on a run of CONFIRM_LIFETIMES judged
-    request lifetimes (sim.run.steady_state says why four are not enough near the limit)."""
-    return evaluate_rate(cfg, piece, rate_qps, slo, time_scale, CONFIRM_LIFETIMES)
+    """The verdict a capacity is claimed on: `evaluate_rate` on a run of the judged request lifetimes
+    its SLO percentiles ask for (sim.run.steady_state.confirm_lifetimes: why four are not enough near
+    the limit, and a P99 asks for a hundred, within a budget of requests)."""
+    required = confirm_lifetimes(s.percentile for s in slo.limits)
+    return evaluate_rate(cfg, piece, rate_qps, slo, time_scale, required)
 
 
 def _longer_slice(piece: SearchSlice, steady: SteadyState, point: RatePoint) -> SearchSlice | None:

@@ -21,7 +21,7 @@ from sim.planner.energy import run_energy
 from sim.planner.slo import PlanSLO
 from sim.run.percentile_bound import close_call_growth, percentile_upper_bound, stretches_for
 from sim.run.simulate import simulate
-from sim.run.steady_state import CONFIRM_LIFETIMES, steady_state_of_run
+from sim.run.steady_state import confirm_lifetimes, steady_state_of_run, within_budget
 from sim.run.summary import requests_frame
 
 P99_KEYS = ("ttft", "tpot", "e2e")
@@ -99,7 +99,10 @@ def _judged_once(cluster: EngineConfig, trace: Trace, target_qps: float, slo: Pl
         frame = frame[frame["status"].isin(["FINISHED", "REJECTED"])]
         stopped = {"at_s": result.stopped_early_s, "n_judged": len(frame), "reason": watch.reason}
     report = slo_report(frame, slo, result.sim_duration_s)
-    steady = steady_state_of_run(frame, CONFIRM_LIFETIMES)
+    required = confirm_lifetimes(s.percentile for s in slo.limits)
+    steady = steady_state_of_run(frame, required)
+    if within_budget(required, steady) < required:
+        steady = steady_state_of_run(frame, within_budget(required, steady))
     finished = frame[frame["status"] == "FINISHED"]
     stretches = stretches_for(steady.measured_lifetimes)
     upper_s = {s.key: percentile_upper_bound(finished[s.column].to_numpy(), s.percentile, stretches)
