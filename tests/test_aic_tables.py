@@ -177,7 +177,7 @@ def test_the_cost_model_prices_gemms_from_the_grid_and_says_where_it_leaves_it(t
     assert not any("no measured GEMM tables" in r for r in reasons)
     assert any(r.startswith("gate_up_proj 28672x4096: outside the measured GEMM grid") for r in reasons)
     assert any("o_proj 4096x4096: M up to 8192 beyond the grid's 4096" in r for r in reasons)
-    smooth_only = CostModel(load_model("llama-3-8b"), load_hardware("h800"), tp=1)  # no tables
+    smooth_only = CostModel(load_model("llama-3-8b"), load_hardware("h100-pcie"), tp=1)  # no tables
     assert any("no measured GEMM tables" in r for r in extrapolation_reasons(smooth_only, 8192, 256))
 
 

@@ -104,7 +104,7 @@ def _measured_profile(tmp_path, model_name="llama-2-7b", m_max=2048):
 
 
 def test_extrapolating_set_and_cleared(tmp_path):
-    default = EngineConfig(model="llama-2-7b", hardware="h800")  # a profile without measured tables
+    default = EngineConfig(model="llama-2-7b", hardware="h100-pcie")  # a profile without measured tables
     reasons = run_extrapolating(default)
     assert any("guessed" in r for r in reasons) and any("no measured GEMM tables" in r for r in reasons)
     h100 = run_extrapolating(EngineConfig(model="llama-2-7b", hardware="h100-sxm"))  # AIConfigurator's grid
